@@ -1,0 +1,36 @@
+"""corelat: how fast the cores of this machine talk to each other.
+
+``corelat.measure()`` returns the core-to-core latency matrix as NumPy arrays in a frozen
+:class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
+"""
+
+from ._version import __version__
+from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
+from .io import from_matrix, load
+from .measure import KERNELS, allowed_cpus, measure, timer_info
+from .result import LatencyResult, PairFlag
+
+__all__ = [
+    "__version__",
+    "CorelatError",
+    "InputError",
+    "KERNELS",
+    "LatencyResult",
+    "MeasurementError",
+    "MeasurementTimeout",
+    "PairFlag",
+    "allowed_cpus",
+    "from_matrix",
+    "load",
+    "measure",
+    "timer_info",
+]
+
+
+def __getattr__(name):
+    # matplotlib is optional and heavy: load corelat.plot only when it is used.
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'corelat' has no attribute {name!r}")

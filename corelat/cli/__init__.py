@@ -1,0 +1,86 @@
+"""The ``corelat`` command.
+
+``corelat [ROUND_TRIPS [SAMPLES]] [options]`` measures the latency matrix (core-to-core-latency's
+habits); ``corelat COMMAND ...`` runs a subcommand. Each subcommand lives in its own module
+``corelat/cli/cmd_NAME.py`` with ``add_arguments(parser)`` and ``run(args) -> int``; the table below is
+the only place that names them, and modules are imported only when their command runs.
+
+Exit status: 0 success, 1 the measurement failed (e.g. time-out), 2 bad input, 130 interrupted.
+"""
+
+import argparse
+import importlib
+import sys
+
+from ..errors import InputError
+
+#: name -> (module, one-line help)
+COMMANDS = {
+    "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
+}
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    # argparse prints usage and exits 2 by itself; keep that, but with one clear line.
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser(name, module):
+    prog = "corelat" if name == "measure" else f"corelat {name}"
+    p = _Parser(prog=prog, description=module.__doc__.strip().splitlines()[0] if module.__doc__ else None)
+    module.add_arguments(p)
+    return p
+
+
+def _top_help():
+    lines = [
+        "usage: corelat [ROUND_TRIPS [SAMPLES]] [options]   measure the latency matrix",
+        "       corelat COMMAND [options]",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "Run 'corelat COMMAND --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Entry point of the console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
+        print(_top_help())
+        print()
+        argv = ["measure", "--help"]
+    name = argv[0] if argv and argv[0] in COMMANDS else "measure"
+    if argv and argv[0] == name:
+        argv = argv[1:]
+    modname, _ = COMMANDS[name]
+    try:
+        module = importlib.import_module(f"{__name__}.{modname}")
+        args = _parser(name, module).parse_args(argv)
+        return int(module.run(args) or 0)
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return EXIT_USAGE
+    except InputError as e:
+        print(f"corelat: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("corelat: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `corelat --csv | head`: the reader went away; not an error worth a message.
+        return EXIT_OK
+    except (TimeoutError, OSError, RuntimeError, ValueError) as e:
+        print(f"corelat: error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except SystemExit as e:  # argparse --help/--version
+        return e.code if isinstance(e.code, int) else 0

@@ -1,0 +1,41 @@
+"""CPU list syntax shared by the CLI and sysfs: ``0,2,4-7`` (and ``0-15:2`` strides)."""
+
+from .errors import InputError
+
+
+def parse(text):
+    """Parse a CPU list like ``"0,2,4-7"`` into a list of ints, in the order written."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"empty CPU list {text!r}")
+    out = []
+    for part in text.replace(" ", "").strip(",").split(","):
+        if not part:
+            raise InputError(f"bad CPU list {text!r}: empty item")
+        rng, _, step_s = part.partition(":")
+        lo_s, dash, hi_s = rng.partition("-")
+        try:
+            lo = int(lo_s)
+            hi = int(hi_s) if dash else lo
+            step = int(step_s) if step_s else 1
+        except ValueError:
+            raise InputError(f"bad CPU list {text!r}: {part!r} is not a CPU number or range") from None
+        if lo < 0 or hi < lo or step < 1:
+            raise InputError(f"bad CPU list {text!r}: {part!r} is not a valid range")
+        if hi - lo > 1_000_000:
+            raise InputError(f"bad CPU list {text!r}: range {part!r} is absurdly large")
+        out.extend(range(lo, hi + 1, step))
+    return out
+
+
+def format(cpus):
+    """Compact text for a set of CPU ids: ``[0, 1, 2, 5]`` → ``"0-2,5"``."""
+    cpus = sorted(set(int(c) for c in cpus))
+    parts = []
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        parts.append(str(cpus[i]) if i == j else f"{cpus[i]}-{cpus[j]}")
+        i = j + 1
+    return ",".join(parts)

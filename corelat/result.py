@@ -1,0 +1,281 @@
+"""The latency result: an immutable value holding raw samples, CPUs, parameters and metadata.
+
+Statistics are derived from the samples on demand (and cached), so a result loaded from a file
+answers exactly like the one that was measured.
+"""
+
+import enum
+import functools
+import io
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import stats
+
+
+class PairFlag(enum.IntFlag):
+    """Per-pair bits in :attr:`LatencyResult.flags`."""
+
+    MEASURED = 1  #: measured directly in this orientation
+    MIRRORED = 2  #: copied from the measured opposite orientation (symmetric kernels)
+    ESTIMATED = 4  #: not measured: estimated from similar pairs (sampling strategies)
+    MIGRATED = 8  #: some samples were dropped because a thread was not on its CPU
+    UNSTABLE = 16  #: spread of the samples above the stability threshold
+    BIMODAL = 32  #: samples fall in two clearly separated groups
+    TARGET_NOT_MET = 64  #: precision target not reached within the time budget
+    RETESTED = 128  #: re-measured at the end of the sweep; first attempt kept in extras
+    VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
+
+
+def _frozen_array(a, dtype=None):
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _freeze(obj):
+    # Metadata is JSON-like: make nested dicts read-only views so the result stays a value.
+    if isinstance(obj, dict):
+        return types.MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(_freeze(v) for v in obj)
+    return obj
+
+
+def thaw(obj):
+    """A plain, JSON-serialisable copy of frozen metadata."""
+    if isinstance(obj, (dict, types.MappingProxyType)):
+        return {k: thaw(v) for k, v in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [thaw(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+@dataclass(frozen=True, eq=False)
+class LatencyResult:
+    """Core-to-core latency of a set of CPUs.
+
+    Attributes:
+        cpus: OS ids of the CPUs, in matrix order.
+        kernel: the ping-pong kernel that measured it (``"cas"``, ``"rw"``, ``"oneway"``, or the
+            name of another tool for imported files).
+        samples: float64 array ``(n, n, k)`` of one-way latencies in ns (round-trip time / 2 for
+            ping-pong kernels); ``samples[i, j]`` is the pair ``(cpus[i], cpus[j])``. NaN where
+            nothing was measured (the diagonal, dropped samples, padding).
+        metadata: read-only mapping of system information and parameters.
+        name: a short label (hostname, file name) used when comparing results.
+        flags: ``(n, n)`` array of :class:`PairFlag` bits.
+        extras: named extra arrays (e.g. first attempts of re-tested pairs); saved with the result.
+    """
+
+    cpus: tuple
+    kernel: str
+    samples: np.ndarray
+    metadata: types.MappingProxyType = field(default_factory=dict)
+    name: str = ""
+    flags: np.ndarray = None
+    extras: types.MappingProxyType = field(default_factory=dict)
+
+    def __post_init__(self):
+        cpus = tuple(int(c) for c in self.cpus)
+        samples = np.asarray(self.samples, dtype=np.float64)
+        n = len(cpus)
+        if samples.ndim != 3 or samples.shape[:2] != (n, n):
+            raise ValueError(f"samples must have shape ({n}, {n}, k), got {samples.shape}")
+        flags = self.flags
+        if flags is None:
+            has = ~np.all(np.isnan(samples), axis=-1)
+            flags = np.where(has, int(PairFlag.MEASURED), 0)
+        flags = np.asarray(flags)
+        if flags.shape != (n, n):
+            raise ValueError(f"flags must have shape ({n}, {n}), got {flags.shape}")
+        set_ = functools.partial(object.__setattr__, self)
+        set_("cpus", cpus)
+        set_("kernel", str(self.kernel))
+        set_("samples", _frozen_array(samples))
+        set_("flags", _frozen_array(flags, np.uint32))
+        set_("metadata", _freeze(thaw(self.metadata)))
+        set_("extras", types.MappingProxyType({k: _frozen_array(v) for k, v in self.extras.items()}))
+        set_("name", str(self.name))
+
+    # -- derived statistics (n, n) -------------------------------------------------------------
+    def __cached(self, key, fn):
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            value = fn(self.samples)
+            if isinstance(value, tuple):
+                for v in value:
+                    v.setflags(write=False)
+            else:
+                value.setflags(write=False)
+            cache[key] = value
+        return cache[key]
+
+    @property
+    def median(self):
+        """Median one-way latency per pair in ns."""
+        return self.__cached("median", stats.median)
+
+    @property
+    def mean(self):
+        """Mean one-way latency per pair in ns."""
+        return self.__cached("mean", stats.mean)
+
+    @property
+    def min(self):
+        """Minimum one-way latency per pair in ns."""
+        return self.__cached("min", stats.minimum)
+
+    @property
+    def max(self):
+        """Maximum one-way latency per pair in ns."""
+        return self.__cached("max", stats.maximum)
+
+    @property
+    def std(self):
+        """Sample standard deviation per pair in ns."""
+        return self.__cached("std", stats.std)
+
+    @property
+    def count(self):
+        """Number of valid samples per pair."""
+        return self.__cached("count", stats.count)
+
+    @property
+    def ci(self):
+        """(low, high): 95 % distribution-free confidence interval of the median per pair."""
+        return self.__cached("ci", stats.median_ci)
+
+    @property
+    def err(self):
+        """Half-width of the median's confidence interval per pair (the ``±`` of printed cells)."""
+        return self.__cached("err", stats.median_err)
+
+    @property
+    def sem(self):
+        """Standard error of the mean per pair (core-to-core-latency's ``±``)."""
+        return self.__cached("sem", stats.mean_sem)
+
+    @property
+    def n(self):
+        """Number of CPUs."""
+        return len(self.cpus)
+
+    @property
+    def value_only(self):
+        """True when the result holds one value per pair (imported), not raw samples."""
+        return bool(self.metadata.get("value_only", False))
+
+    @property
+    def warnings(self):
+        """Human-readable warnings about this measurement (tuple of str)."""
+        return tuple(self.metadata.get("warnings", ()))
+
+    def statistic(self, name="median"):
+        """The ``(n, n)`` matrix of a statistic by name: median, mean, min, max, std."""
+        if name not in ("median", "mean", "min", "max", "std"):
+            raise ValueError(f"unknown statistic {name!r}: use median, mean, min, max or std")
+        return getattr(self, name)
+
+    def pairs(self):
+        """Index pairs ``(i, j)`` with a value, lower triangle first (i > j), as in the matrix."""
+        has = ~np.isnan(self.median)
+        return [(i, j) for i in range(self.n) for j in range(self.n) if i != j and has[i, j]]
+
+    # -- summaries -------------------------------------------------------------------------------
+    def summary(self, statistic="median"):
+        """Min, max and mean latency over pairs, like core-to-core-latency prints.
+
+        Returns a dict with ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``cpus`` is the
+        OS id pair, larger-index first as in the printed lower triangle), ``mean`` (the mean of the
+        per-pair values), ``statistic`` and ``pairs`` (how many pairs have a value).
+        """
+        m = self.statistic(statistic)
+        err = self.err if statistic == "median" else self.sem
+        low = np.tril(np.ones_like(m, dtype=bool), -1)
+        # Asymmetric kernels measure both halves: use every measured cell then.
+        if self.metadata.get("symmetric", True):
+            cells = ~np.isnan(m) & low
+        else:
+            cells = ~np.isnan(m)
+        if not cells.any():
+            raise ValueError("the result holds no measured pair")
+        idx = np.argwhere(cells)
+        vals = m[cells]
+        out = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
+        for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
+            i, j = idx[k]
+            e = err[i, j]
+            out[key] = {
+                "value": float(vals[k]),
+                "err": None if np.isnan(e) else float(e),
+                "cpus": (self.cpus[i], self.cpus[j]),
+            }
+        return out
+
+    # -- reshaping -------------------------------------------------------------------------------
+    def take(self, indices):
+        """A new result restricted to / reordered by ``indices`` (positions into :attr:`cpus`)."""
+        idx = np.asarray(indices, dtype=np.intp)
+        ix = np.ix_(idx, idx)
+        return LatencyResult(
+            cpus=tuple(self.cpus[i] for i in idx),
+            kernel=self.kernel,
+            samples=self.samples[ix],
+            metadata=thaw(self.metadata),
+            name=self.name,
+            flags=self.flags[ix],
+            extras={k: v[ix] if v.shape[:2] == (self.n, self.n) else v for k, v in self.extras.items()},
+        )
+
+    def with_cpus_order(self, cpus):
+        """A new result with its CPUs in the given order (a permutation or subset of :attr:`cpus`)."""
+        pos = {c: i for i, c in enumerate(self.cpus)}
+        missing = [c for c in cpus if c not in pos]
+        if missing:
+            raise ValueError(f"CPUs {missing} are not in this result")
+        return self.take([pos[c] for c in cpus])
+
+    # -- output ----------------------------------------------------------------------------------
+    def to_csv(self, path=None, *, statistic="median", labelled=False):
+        """The matrix as CSV text (also written to ``path`` when given).
+
+        Default layout is core-to-core-latency's ``--csv``: a square lower triangle of per-pair
+        values, no header, empty cells on and above the diagonal. ``labelled=True`` writes the whole
+        square matrix with CPU ids as header row and first column (empty where not measured).
+        """
+        m = self.statistic(statistic)
+        buf = io.StringIO()
+
+        def cell(v):
+            return "" if np.isnan(v) else repr(float(v))
+
+        if labelled:
+            buf.write("cpu," + ",".join(str(c) for c in self.cpus) + "\n")
+            for i, c in enumerate(self.cpus):
+                buf.write(str(c) + "," + ",".join(cell(v) for v in m[i]) + "\n")
+        else:
+            for i in range(self.n):
+                row = [cell(m[i, j]) if j < i else "" for j in range(self.n)]
+                buf.write(",".join(row) + "\n")
+        text = buf.getvalue()
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
+    def save(self, path):
+        """Write the result to ``path`` as ``.npz`` (arrays plus JSON metadata, no pickle)."""
+        from .io import save
+
+        save(self, path)
+
+    def __repr__(self):
+        return (
+            f"LatencyResult(name={self.name!r}, kernel={self.kernel!r}, cpus={len(self.cpus)}, "
+            f"samples_per_pair={self.samples.shape[2]})"
+        )

@@ -1,0 +1,120 @@
+"""Per-pair statistics over NaN-padded sample arrays.
+
+Samples live in arrays shaped ``(..., k)`` where missing samples (not measured, dropped because a
+thread migrated, or padding when pairs got different sample counts) are NaN. Every function here
+reduces the last axis and returns NaN where a pair has no samples, without warnings.
+"""
+
+import math
+import warnings
+
+import numpy as np
+
+#: Two-sided confidence level of :func:`median_ci`.
+CI_LEVEL = 0.95
+
+
+def _quiet(fn, a, **kw):
+    # All-NaN slices (the diagonal) legitimately give NaN; numpy warns about them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(a, axis=-1, **kw)
+
+
+def count(a):
+    """Number of non-NaN samples per pair."""
+    return np.sum(~np.isnan(a), axis=-1)
+
+
+def median(a):
+    """Median of the samples per pair."""
+    return _quiet(np.nanmedian, a)
+
+
+def mean(a):
+    """Mean of the samples per pair."""
+    return _quiet(np.nanmean, a)
+
+
+def minimum(a):
+    """Minimum of the samples per pair."""
+    return _quiet(np.nanmin, a)
+
+
+def maximum(a):
+    """Maximum of the samples per pair."""
+    return _quiet(np.nanmax, a)
+
+
+def std(a):
+    """Sample standard deviation (ddof=1) per pair; NaN with fewer than two samples."""
+    n = count(a)
+    s = _quiet(np.nanstd, a, ddof=1)
+    return np.where(n >= 2, s, np.nan)
+
+
+def percentile(a, q):
+    """The q-th percentile (0..100) per pair."""
+    return _quiet(np.nanpercentile, a, q=q)
+
+
+def median_ci_ranks(n, level=CI_LEVEL):
+    """0-based ranks (lo, hi) of the order statistics bounding the median's confidence interval.
+
+    Distribution-free: the number of samples below the true median is Binomial(n, 1/2), so the
+    interval between order statistics ``lo`` and ``hi`` covers the median with probability at least
+    ``level`` (normal approximation with continuity correction; exact enough for n >= 10, and clipped
+    to the sample range for tiny n). Latency samples are skewed and often bimodal, so a
+    distribution-free interval is the honest choice.
+    """
+    n = np.asarray(n)
+    z = _z(level)
+    half = z * np.sqrt(n) / 2.0
+    lo = np.floor(n / 2.0 - half - 0.5).astype(np.int64)
+    hi = np.ceil(n / 2.0 + half - 0.5).astype(np.int64)
+    lo = np.clip(lo, 0, np.maximum(n - 1, 0))
+    hi = np.clip(hi, 0, np.maximum(n - 1, 0))
+    return lo, hi
+
+
+def _z(level):
+    # Inverse normal CDF by bisection on erf: avoids a scipy import for one number.
+    p = 0.5 + level / 2.0
+    lo, hi = 0.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2.0
+        if 0.5 * (1.0 + math.erf(mid / math.sqrt(2.0))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def median_ci(a, level=CI_LEVEL):
+    """(low, high) bounds of the confidence interval of the median per pair.
+
+    Both arrays have the shape of ``a`` without its last axis; NaN where a pair has no samples.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    n = count(a)
+    srt = np.sort(a, axis=-1)  # NaNs sort last, so ranks index the valid samples
+    lo_rank, hi_rank = median_ci_ranks(n, level)
+    lo = np.take_along_axis(srt, lo_rank[..., None], axis=-1)[..., 0]
+    hi = np.take_along_axis(srt, hi_rank[..., None], axis=-1)[..., 0]
+    empty = n == 0
+    lo = np.where(empty, np.nan, lo)
+    hi = np.where(empty, np.nan, hi)
+    return lo, hi
+
+
+def median_err(a, level=CI_LEVEL):
+    """Half-width of the median's confidence interval per pair (the ``±`` in printed cells)."""
+    lo, hi = median_ci(a, level)
+    return (hi - lo) / 2.0
+
+
+def mean_sem(a):
+    """Standard error of the mean per pair (what core-to-core-latency prints after ``±``)."""
+    n = count(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return std(a) / np.sqrt(n)

@@ -1,0 +1,271 @@
+/* corelat._corelat: the one binding file. Argument parsing, NumPy arrays, the GIL, and turning the
+ * status codes that measuring threads carry back into Python exceptions. Python validates arguments
+ * first (corelat/measure.py); the checks here only keep memory safe. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <numpy/arrayobject.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "affinity.h"
+#include "pingpong.h"
+#include "spin.h"
+#include "team.h"
+#include "timer.h"
+
+/* How often the waiting thread takes the GIL back to look for Ctrl-C. */
+#define POLL_MS 100
+
+static corelat_timer_info timer_state;
+static int timer_ready;
+
+static PyObject *timer_dict(void)
+{
+    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d}", "name", timer_state.name, "ticks_per_ns",
+                         timer_state.ticks_per_ns, "overhead_ticks", timer_state.overhead,
+                         "overhead_serial_ticks", timer_state.overhead_serial, "hw_invariant",
+                         timer_state.hw_invariant ? Py_True : Py_False, "frequency_hz",
+                         timer_state.ticks_per_ns * 1e9);
+}
+
+static PyObject *py_timer_init(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"kind", "calibrate_s", NULL};
+    const char *kind;
+    double calibrate_s = 0.03;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|d", names, &kind, &calibrate_s))
+        return NULL;
+    int k;
+    if (strcmp(kind, "hw") == 0)
+        k = CORELAT_TIMER_HW;
+    else if (strcmp(kind, "clock") == 0)
+        k = CORELAT_TIMER_CLOCK;
+    else
+        return PyErr_Format(PyExc_ValueError, "unknown timer kind %s (hw or clock)", kind);
+    if (!(calibrate_s > 0 && calibrate_s <= 10))
+        return PyErr_Format(PyExc_ValueError, "calibrate_s must be in (0, 10]");
+    int rc;
+    corelat_timer_info info;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_timer_init(k, (uint64_t)(calibrate_s * 1e9), &info);
+    Py_END_ALLOW_THREADS
+    if (rc != 0)
+        return PyErr_Format(PyExc_RuntimeError, "no hardware timer on this architecture");
+    timer_state = info;
+    timer_ready = 1;
+    return timer_dict();
+}
+
+static PyObject *py_timer_info(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    if (!timer_ready)
+        Py_RETURN_NONE;
+    return timer_dict();
+}
+
+static PyObject *py_hw_timer(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return Py_BuildValue("{s:s,s:O,s:O}", "name", CORELAT_HW_TIMER_NAME, "available",
+                         CORELAT_HAVE_HW_TIMER ? Py_True : Py_False, "invariant",
+                         corelat_timer_hw_invariant() ? Py_True : Py_False);
+}
+
+static PyObject *py_current_cpu(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyLong_FromLong(corelat_current_cpu());
+}
+
+static PyObject *py_ticks(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyLong_FromUnsignedLongLong(corelat_ticks());
+}
+
+static PyObject *py_clock_cost(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    if (!timer_ready)
+        return PyErr_Format(PyExc_RuntimeError, "timer not initialised");
+    return PyFloat_FromDouble(corelat_timer_clock_cost());
+}
+
+/* Raise the exception that a failed measurement deserves. Called with the GIL held. */
+static void raise_status(int status, int cpu_a, int cpu_b, int failed_cpu, int err, double timeout_s)
+{
+    PyObject *mod = NULL, *cls = NULL;
+    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
+    switch (status) {
+    case CORELAT_ENOMEM:
+        errno = err ? err : ENOMEM;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return;
+    case CORELAT_ETHREAD:
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return;
+    default:
+        break;
+    }
+    mod = PyImport_ImportModule("corelat.errors");
+    if (mod)
+        cls = PyObject_GetAttrString(mod, clsname);
+    Py_XDECREF(mod);
+    if (!cls)
+        return;
+    char secs[32];
+    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
+    switch (status) {
+    case CORELAT_ETIMEOUT:
+        PyErr_Format(cls,
+                     "CPUs %d and %d: the partner did not answer within %s s "
+                     "(the thread on CPU %d gave up; is the machine overloaded?)",
+                     cpu_a, cpu_b, secs, failed_cpu);
+        break;
+    case CORELAT_EPIN:
+        PyErr_Format(cls, "CPUs %d and %d: cannot pin a thread to CPU %d (%s)", cpu_a, cpu_b, failed_cpu,
+                     strerror(err));
+        break;
+    case CORELAT_EMOVED:
+        PyErr_Format(cls, "CPUs %d and %d: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)",
+                     cpu_a, cpu_b, failed_cpu, err);
+        break;
+    case CORELAT_EABORT:
+        PyErr_Format(cls, "CPUs %d and %d: measurement aborted", cpu_a, cpu_b);
+        break;
+    default:
+        PyErr_Format(cls, "CPUs %d and %d: measurement failed (status %d)", cpu_a, cpu_b, status);
+        break;
+    }
+    Py_DECREF(cls);
+}
+
+/* Wait for a started team, checking for Ctrl-C every POLL_MS with the GIL held.
+ * Returns -1 with the signal's exception set if interrupted (the team is aborted; still join). */
+static int wait_team(corelat_team *team)
+{
+    for (;;) {
+        int done;
+        Py_BEGIN_ALLOW_THREADS
+        done = corelat_team_wait(team, POLL_MS);
+        Py_END_ALLOW_THREADS
+        if (done)
+            return 0;
+        if (PyErr_CheckSignals() < 0) {
+            corelat_team_abort(team);
+            Py_BEGIN_ALLOW_THREADS
+            while (!corelat_team_wait(team, POLL_MS))
+                ;
+            Py_END_ALLOW_THREADS
+            return -1;
+        }
+    }
+}
+
+static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"cpu_a", "cpu_b", "kernel", "round_trips", "samples", "warmup", "timeout",
+                            "stall_responder", NULL};
+    int cpu_a, cpu_b, kernel, stall = 0;
+    long long round_trips, samples, warmup;
+    double timeout;
+    PyArrayObject *ticks = NULL, *migrated = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|p", names, &cpu_a, &cpu_b, &kernel, &round_trips,
+                                     &samples, &warmup, &timeout, &stall))
+        return NULL;
+    if (round_trips < 1 || samples < 1 || warmup < 0 || !(timeout > 0 && timeout < 1e6) ||
+        (kernel != CORELAT_PP_CAS && kernel != CORELAT_PP_RW) || cpu_a < 0 || cpu_b < 0 || cpu_a == cpu_b) {
+        PyErr_SetString(PyExc_ValueError, "invalid ping-pong arguments");
+        return NULL;
+    }
+    if (!timer_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+        return NULL;
+    }
+    npy_intp dims[1] = {(npy_intp)samples};
+    ticks = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_UINT64);
+    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
+    if (!ticks || !migrated)
+        goto error;
+
+    corelat_pp_job job = {
+        .kernel = kernel,
+        .cpu_a = cpu_a,
+        .cpu_b = cpu_b,
+        .round_trips = round_trips,
+        .samples = samples,
+        .warmup = warmup,
+        .timeout_ns = (uint64_t)(timeout * 1e9),
+        .stall_responder = stall,
+        .ticks = (uint64_t *)PyArray_DATA(ticks),
+        .migrated = (uint8_t *)PyArray_DATA(migrated),
+    };
+    corelat_team team;
+    int rc, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_pp_start(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (rc == CORELAT_OK)
+        interrupted = wait_team(&team) < 0;
+    Py_BEGIN_ALLOW_THREADS
+    corelat_pp_finish(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (interrupted)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    if (job.status != CORELAT_OK) {
+        raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
+        goto error;
+    }
+    return Py_BuildValue("(NN)", (PyObject *)ticks, (PyObject *)migrated);
+
+error:
+    Py_XDECREF(ticks);
+    Py_XDECREF(migrated);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"timer_init", (PyCFunction)(void (*)(void))py_timer_init, METH_VARARGS | METH_KEYWORDS,
+     "timer_init(kind, calibrate_s=0.03) -> dict: choose 'hw' or 'clock' and calibrate it."},
+    {"timer_info", py_timer_info, METH_NOARGS, "timer_info() -> dict or None: the active timer."},
+    {"hw_timer", py_hw_timer, METH_NOARGS, "hw_timer() -> dict: the hardware counter and its invariance."},
+    {"current_cpu", py_current_cpu, METH_NOARGS, "current_cpu() -> int: sched_getcpu()."},
+    {"ticks", py_ticks, METH_NOARGS, "ticks() -> int: read the active timer."},
+    {"clock_cost", py_clock_cost, METH_NOARGS, "clock_cost() -> float: clock_gettime cost in ticks."},
+    {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
+     "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False)"
+     " -> (ticks uint64[samples], migrated bool[samples])"},
+    {NULL, NULL, 0, NULL},
+};
+
+static int exec_module(PyObject *m)
+{
+    if (PyArray_ImportNumPyAPI() < 0)
+        return -1;
+    if (PyModule_AddIntConstant(m, "KERNEL_CAS", CORELAT_PP_CAS) < 0 ||
+        PyModule_AddIntConstant(m, "KERNEL_RW", CORELAT_PP_RW) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_corelat", "corelat's measuring core (private; use the corelat package).", 0,
+    methods, slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__corelat(void) { return PyModuleDef_Init(&moduledef); }

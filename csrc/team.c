@@ -1,0 +1,163 @@
+#include "team.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "affinity.h"
+#include "spin.h"
+
+static void *trampoline(void *p)
+{
+    corelat_member *m = p;
+    corelat_team *t = m->team;
+    /* pthread_attr_setaffinity_np placed us, but verify: a cpuset change in between would make
+     * every number a lie. */
+    int cpu = corelat_current_cpu();
+    if (cpu >= 0 && cpu != m->cpu) {
+        m->status = CORELAT_EMOVED;
+        m->err = cpu;
+        atomic_store(&t->abort, 1);
+    } else {
+        t->fn(m);
+        if (m->status != CORELAT_OK && m->status != CORELAT_EABORT)
+            atomic_store(&t->abort, 1);
+    }
+    pthread_mutex_lock(&t->mu);
+    t->finished++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+int corelat_team_start(corelat_team *t, int n, const int *cpus, corelat_work_fn fn, void *arg, int *err)
+{
+    *err = 0;
+    t->n = n;
+    t->started = 0;
+    t->fn = fn;
+    t->finished = 0;
+    atomic_init(&t->abort, 0);
+    atomic_init(&t->ready, 0);
+    t->threads = calloc((size_t)n, sizeof *t->threads);
+    t->members = calloc((size_t)n, sizeof *t->members);
+    if (!t->threads || !t->members) {
+        free(t->threads);
+        free(t->members);
+        t->threads = NULL;
+        t->members = NULL;
+        return CORELAT_ENOMEM;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+
+    /* New threads inherit the creator's signal mask: block everything around the creation so no
+     * worker ever runs a signal handler, then restore ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = CORELAT_OK;
+    for (int i = 0; i < n; i++) {
+        corelat_member *m = &t->members[i];
+        m->team = t;
+        m->index = i;
+        m->cpu = cpus[i];
+        m->status = CORELAT_OK;
+        m->err = 0;
+        m->arg = arg;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        int e = corelat_attr_pin(&attr, cpus[i]);
+        if (e == 0)
+            e = pthread_create(&t->threads[i], &attr, trampoline, m);
+        pthread_attr_destroy(&attr);
+        if (e != 0) {
+            *err = e;
+            rc = e == EINVAL ? CORELAT_EPIN : CORELAT_ETHREAD;
+            m->status = rc;
+            m->err = e;
+            break;
+        }
+        t->started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != CORELAT_OK) {
+        corelat_team_abort(t);
+        return rc; /* the caller still joins, which reaps the started threads */
+    }
+    return CORELAT_OK;
+}
+
+int corelat_team_wait(corelat_team *t, int timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&t->mu);
+    while (t->finished < t->started) {
+        if (pthread_cond_timedwait(&t->cv, &t->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    int done = t->finished >= t->started;
+    pthread_mutex_unlock(&t->mu);
+    return done;
+}
+
+void corelat_team_abort(corelat_team *t) { atomic_store(&t->abort, 1); }
+
+void corelat_team_join(corelat_team *t)
+{
+    if (!t->members)
+        return; /* never started: nothing to reap */
+    for (int i = 0; i < t->started; i++)
+        pthread_join(t->threads[i], NULL);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->cv);
+    free(t->threads);
+    free(t->members);
+    t->threads = NULL;
+    t->members = NULL;
+}
+
+int corelat_team_status(const corelat_team *t, int *index)
+{
+    int abort_at = -1;
+    for (int i = 0; i < t->n; i++) {
+        int s = t->members[i].status;
+        if (s == CORELAT_OK)
+            continue;
+        if (s != CORELAT_EABORT) {
+            *index = i;
+            return s;
+        }
+        if (abort_at < 0)
+            abort_at = i;
+    }
+    if (abort_at >= 0) {
+        *index = abort_at;
+        return CORELAT_EABORT;
+    }
+    *index = -1;
+    return CORELAT_OK;
+}
+
+int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns)
+{
+    corelat_team *t = m->team;
+    atomic_fetch_add(&t->ready, 1);
+    corelat_spin s;
+    corelat_spin_begin(&s, &t->abort, timeout_ns);
+    while (atomic_load_explicit(&t->ready, memory_order_acquire) < t->n) {
+        int rc = corelat_spin_check(&s);
+        if (rc)
+            return rc;
+        corelat_cpu_relax();
+    }
+    return CORELAT_OK;
+}

@@ -1,0 +1,95 @@
+/* Timers: the cheapest counter each architecture offers, and a portable fallback.
+ *
+ * Reads are inline so kernels pay only the instruction. Which counter is active is chosen once by
+ * corelat_timer_init() (before any measuring thread starts) and kept in a global that kernels read;
+ * the branch on it is perfectly predicted. */
+#ifndef CORELAT_TIMER_H
+#define CORELAT_TIMER_H
+
+#include <stdint.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define CORELAT_HAVE_HW_TIMER 1
+#define CORELAT_HW_TIMER_NAME "tsc"
+#elif defined(__aarch64__)
+#define CORELAT_HAVE_HW_TIMER 1
+#define CORELAT_HW_TIMER_NAME "cntvct_el0"
+#else
+#define CORELAT_HAVE_HW_TIMER 0
+#define CORELAT_HW_TIMER_NAME "none"
+#endif
+
+enum corelat_timer_kind { CORELAT_TIMER_HW = 1, CORELAT_TIMER_CLOCK = 2 };
+
+typedef struct {
+    int kind;             /* enum corelat_timer_kind */
+    const char *name;     /* "tsc", "cntvct_el0" or "clock_gettime" */
+    double ticks_per_ns;  /* calibrated against CLOCK_MONOTONIC_RAW */
+    double overhead;      /* minimum ticks between two back-to-back reads */
+    double overhead_serial; /* the same for the serializing read */
+    int hw_invariant;     /* the hardware says its counter runs at a constant rate */
+} corelat_timer_info;
+
+extern int corelat_timer_kind_active;
+
+static inline uint64_t corelat_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t corelat_hw_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#elif defined(__aarch64__)
+    uint64_t v;
+    /* isb: without it the counter read may be satisfied early, out of program order. */
+    __asm__ volatile("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+    return v;
+#else
+    return corelat_clock_ns();
+#endif
+}
+
+/* A read that neither earlier nor later instructions can cross: for timing single short calls. */
+static inline uint64_t corelat_hw_ticks_serial(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_lfence();
+    uint64_t t = __rdtsc();
+    _mm_lfence();
+    return t;
+#elif defined(__aarch64__)
+    uint64_t v;
+    __asm__ volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v) : : "memory");
+    return v;
+#else
+    return corelat_clock_ns();
+#endif
+}
+
+static inline uint64_t corelat_ticks(void)
+{
+    return corelat_timer_kind_active == CORELAT_TIMER_HW ? corelat_hw_ticks() : corelat_clock_ns();
+}
+
+static inline uint64_t corelat_ticks_serial(void)
+{
+    return corelat_timer_kind_active == CORELAT_TIMER_HW ? corelat_hw_ticks_serial() : corelat_clock_ns();
+}
+
+/* Does the hardware declare a constant-rate counter (x86 CPUID invariant TSC; always on aarch64)? */
+int corelat_timer_hw_invariant(void);
+
+/* Choose the timer (kind = CORELAT_TIMER_HW or CORELAT_TIMER_CLOCK) and calibrate it for
+ * calibrate_ns of wall time. Returns 0, or -1 when the hardware timer does not exist here. */
+int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info);
+
+/* Cost in ticks of a clock_gettime(CLOCK_MONOTONIC) call, measured with the active timer. */
+double corelat_timer_clock_cost(void);
+
+#endif

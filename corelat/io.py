@@ -64,7 +64,8 @@ def load(path):
 
 def _load_npz(path):
     try:
-        with np.load(path, allow_pickle=False) as z:
+        # Our own file object: np.load leaks its handle when the archive is corrupt.
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
             header = json.loads(str(z["header"][()]))
             if header.get("format") != _FORMAT_NAME:
                 raise InputError(f"{path}: not a corelat result file")

@@ -143,13 +143,14 @@ class PairMeasurer:
     logic without hardware.
     """
 
-    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=False):
+    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None):
         ext = _ext()
         self.code = getattr(ext, KERNELS[kernel][0])
         self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
         self._pingpong = ext.pingpong
-        self._stall = _stall
+        # Test hook: a partner that never answers, to exercise the time-out path end to end.
+        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
 
     def __call__(self, cpu_a, cpu_b, samples):
         """One-way latencies in ns (float64, ``samples`` long; NaN where a thread migrated)."""

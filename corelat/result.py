@@ -212,7 +212,7 @@ class LatencyResult:
             e = err[i, j]
             out[key] = {
                 "value": float(vals[k]),
-                "err": None if np.isnan(e) else float(e),
+                "err": None if np.isnan(e) or self.value_only else float(e),
                 "cpus": (self.cpus[i], self.cpus[j]),
             }
         return out

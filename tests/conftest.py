@@ -19,3 +19,27 @@ def shared_dir():
     if not (SHARED / "fixtures").is_dir():
         pytest.skip(f"shared fixtures not found at {SHARED} (set CORELAT_SHARED to point at them)")
     return SHARED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _installed_package():
+    """With CORELAT_TEST_INSTALLED=1 (as .ci/run sets), refuse to test the source tree by mistake."""
+    if os.environ.get("CORELAT_TEST_INSTALLED") == "1":
+        import corelat
+
+        where = pathlib.Path(corelat.__file__).resolve()
+        assert REPO not in where.parents, f"testing the source tree ({where}), not the installed package"
+
+
+def run_cli(*args, env=None, timeout=60):
+    """Run ``python -m corelat ARGS`` in a subprocess; returns CompletedProcess (text)."""
+    import subprocess
+    import sys
+
+    full_env = dict(os.environ)
+    full_env.pop("CORELAT_DEBUG", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "corelat", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=str(REPO.parent),
+    )

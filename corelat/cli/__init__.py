@@ -10,6 +10,7 @@ Exit status: 0 success, 1 the measurement failed (e.g. time-out), 2 bad input, 1
 
 import argparse
 import importlib
+import os
 import sys
 
 from ..errors import InputError
@@ -84,3 +85,9 @@ def main(argv=None):
         return EXIT_FAILED
     except SystemExit as e:  # argparse --help/--version
         return e.code if isinstance(e.code, int) else 0
+    except Exception as e:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("CORELAT_DEBUG"):
+            raise
+        print(f"corelat: internal error: {type(e).__name__}: {e} (set CORELAT_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_FAILED

@@ -1,0 +1,81 @@
+"""Measure the core-to-core latency matrix of this machine."""
+
+import argparse
+import sys
+
+from ..measure import KERNELS, check_params, measure, resolve_cpus
+from . import common
+
+
+def add_arguments(p):
+    p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
+                   help="round trips per sample (default 1000)")
+    p.add_argument("samples", nargs="?", type=int, default=300, metavar="SAMPLES",
+                   help="samples per pair (default 300)")
+    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--kernel", "-k", default="cas", choices=list(KERNELS),
+                   help="cas: compare-exchange on one line (default); rw: load/store on two lines")
+    p.add_argument("--warmup", type=int, default=None, metavar="N",
+                   help="samples discarded per pair before measuring (default: samples/10)")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
+                   help="give up when a partner does not answer for this long (default 1)")
+    p.add_argument("--order", choices=("os", "topology"), default="os",
+                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
+    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
+                   help="what the matrix cells show (default: median ± half its 95%% CI)")
+    p.add_argument("--csv", action="store_true",
+                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
+    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz, or .csv for the matrix)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def header_text(result, statistic):
+    md = result.metadata
+    params = md.get("parameters", {})
+    timer = md.get("timer", {})
+    what = {
+        "median": "median ± half-width of its 95% confidence interval",
+        "mean": "mean ± standard error",
+        "min": "minimum",
+    }[statistic]
+    lines = [
+        f"CPU: {md.get('cpu_model') or 'unknown'}",
+        f"Num cores: {result.n}",
+        f"Num round trips per samples: {params.get('round_trips')}",
+        f"Num samples: {params.get('samples')}",
+        f"Kernel: {result.kernel}: {md.get('kernel_description', '')}",
+        f"Timer: {timer.get('name')} at {timer.get('frequency_hz', 0) / 1e6:.1f} MHz",
+    ]
+    if md.get("topology_summary"):
+        lines.insert(1, f"Topology: {md['topology_summary']}")
+    lines.append(f"Showing latency = round-trip time / 2 in ns: {what}")
+    return "\n".join(lines)
+
+
+def run(args):
+    if args.output:
+        common.check_output_path(args.output)
+    kernel, rt, samples, warmup, timeout = check_params(
+        args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
+    cpus = resolve_cpus(args.cpus)
+    progress = common.stderr_is_tty() if args.progress is None else args.progress
+    result = measure(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup,
+                                 timeout=timeout, progress=progress, order=args.order)
+    text = sys.stderr if args.csv else sys.stdout
+    print(header_text(result, args.statistic), file=text)
+    print(file=text)
+    print(common.matrix_text(result, args.statistic), file=text)
+    print(file=text)
+    print(common.summary_text(result, args.statistic), file=text)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.csv:
+        sys.stdout.write(result.to_csv(statistic=args.statistic))
+    if args.output:
+        if args.output.lower().endswith(".csv"):
+            result.to_csv(args.output, statistic=args.statistic)
+        else:
+            result.save(args.output)
+        print(f"saved to {args.output}", file=sys.stderr)
+    return 0

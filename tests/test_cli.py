@@ -1,0 +1,135 @@
+"""The corelat command: output layout, bad input (exit 2, no traceback), failures (exit 1)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+import corelat
+
+CPUS = sorted(os.sched_getaffinity(0))
+needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+
+
+@needs2
+def test_default_output_like_core_to_core_latency():
+    p = run_cli(20, 5)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for text in ("CPU:", "Num cores: ", "Num round trips per samples: 20", "Num samples: 5",
+                 "latency = round-trip time / 2 in ns", "median"):
+        assert text in out
+    assert re.search(r"Min  latency: [\d.]+ns ±[\d.]+ cores: \(\d+,\d+\)", out)
+    assert re.search(r"Max  latency: [\d.]+ns ±[\d.]+ cores: \(\d+,\d+\)", out)
+    assert re.search(r"Mean latency: [\d.]+ns", out)
+    # one value±err cell per pair in the lower triangle
+    assert len(re.findall(r"\d+(?:\.\d)?±\d+(?:\.\d)?", out)) >= len(CPUS) * (len(CPUS) - 1) // 2
+    assert "Traceback" not in p.stderr
+
+
+@needs2
+def test_csv_on_stdout_text_on_stderr(tmp_path):
+    p = run_cli("--csv", "--cpus", f"{CPUS[0]},{CPUS[1]}", "--kernel", "rw", 10, 3)
+    assert p.returncode == 0, p.stderr
+    rows = p.stdout.strip("\n").split("\n")
+    assert len(rows) == 2 and rows[0] == "," and float(rows[1].split(",")[0]) > 0
+    assert "Num samples: 3" in p.stderr
+
+
+@needs2
+def test_output_file_npz_and_python_m(tmp_path):
+    out = tmp_path / "r.npz"
+    p = run_cli("-o", out, 10, 3)
+    assert p.returncode == 0, p.stderr
+    r = corelat.load(out)
+    assert r.samples.shape[2] == 3 and r.cpus == tuple(CPUS)
+    out_csv = tmp_path / "r.csv"
+    assert run_cli("-o", out_csv, 10, 3).returncode == 0
+    assert corelat.load(out_csv).n == len(CPUS)
+
+
+@needs2
+def test_console_script_installed():
+    exe = shutil.which("corelat")
+    if exe is None:
+        pytest.fail("the corelat console script is not on PATH (is the package installed?)")
+    p = subprocess.run([exe, "--cpus", f"{CPUS[0]},{CPUS[1]}", "5", "2"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cpus", "0,99999"], "not available"),
+        (["--cpus", "0"], "at least 2"),
+        (["--cpus", "0,0"], "more than once"),
+        (["--cpus", "zero"], "bad CPU list"),
+        (["0"], "round_trips"),
+        (["10", "-5"], "samples"),
+        (["99999999999"], "round_trips"),
+        (["abc"], "invalid int"),
+        (["--kernel", "bogus"], "invalid choice"),
+        (["--timeout", "0"], "timeout"),
+        (["-o", "/nonexistent-dir/x.npz"], "does not exist"),
+        (["-o", "/tmp"], "must end in"),
+        (["--no-such-flag"], "unrecognized"),
+    ],
+)
+def test_bad_input_exit_2_one_line(args, message):
+    p = run_cli(*args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stdout == ""
+
+
+def test_unwritable_output(tmp_path):
+    if os.geteuid() == 0:
+        target = "/proc/corelat-test.npz"  # root can write anywhere else
+    else:
+        d = tmp_path / "ro"
+        d.mkdir()
+        d.chmod(0o500)
+        target = str(d / "x.npz")
+    p = run_cli("-o", target, "10", "2")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_too_few_allowed_cpus_via_taskset():
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        pytest.skip("taskset (util-linux) not installed")
+    p = subprocess.run([taskset, "-c", str(CPUS[0]), sys.executable, "-m", "corelat", "10", "2"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert "at least 2" in p.stderr and "Traceback" not in p.stderr
+
+
+@needs2
+def test_timeout_exit_1():
+    p = run_cli("--timeout", "0.2", "10", "2", env={"CORELAT_TEST_STALL_PARTNER": "1"})
+    assert p.returncode == 1
+    assert "did not answer" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_help():
+    p = run_cli("--help")
+    assert p.returncode == 0 and "ROUND_TRIPS" in p.stdout and "commands:" in p.stdout
+
+
+def test_matrix_text_layout():
+    from corelat.cli.common import matrix_text
+
+    m = np.array([[np.nan, 1, 2], [1, np.nan, 3], [2, 3, np.nan]]) * 10
+    r = corelat.from_matrix(m, (0, 4, 8))
+    lines = matrix_text(r, "median").splitlines()
+    assert lines[0].split() == ["0", "4"]
+    assert lines[1].split() == ["0"]
+    assert lines[2].split() == ["4", "10"]
+    assert lines[3].split() == ["8", "20", "30"]

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "affinity.h"
+#include "locks.h"
 #include "pingpong.h"
 #include "spin.h"
 #include "team.h"
@@ -234,6 +235,186 @@ error:
     return NULL;
 }
 
+/* ---- locks (csrc/locks.c) ---- */
+
+/* Raise the exception a failed lock run deserves. Called with the GIL held. */
+static void raise_lock_status(const corelat_lock_job *job, double timeout_s)
+{
+    int status = job->status;
+    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
+        errno = job->err ? job->err : ENOMEM;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return;
+    }
+    if (status == CORELAT_EINVAL && job->err == 0) {
+        PyErr_SetString(PyExc_ValueError, "invalid lock run arguments");
+        return;
+    }
+    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
+    PyObject *mod = PyImport_ImportModule("corelat.errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
+    Py_XDECREF(mod);
+    if (!cls)
+        return;
+    const char *test = job->failed_test >= 0 && job->failed_test < CORELAT_LK_COUNT
+                           ? corelat_lock_names[job->failed_test]
+                           : "(setup)";
+    char secs[32];
+    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
+    switch (status) {
+    case CORELAT_ETIMEOUT:
+        PyErr_Format(cls,
+                     "lock test %s: the thread on CPU %d waited more than %s s for the lock or for the "
+                     "other threads (is the machine overloaded?)",
+                     test, job->failed_cpu, secs);
+        break;
+    case CORELAT_EPIN:
+        PyErr_Format(cls, "cannot pin a thread to CPU %d (%s)", job->failed_cpu, strerror(job->err));
+        break;
+    case CORELAT_EMOVED:
+        PyErr_Format(cls, "a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", job->failed_cpu,
+                     job->err);
+        break;
+    case CORELAT_EABORT:
+        PyErr_Format(cls, "lock test %s: measurement aborted", test);
+        break;
+    case CORELAT_EINVAL:
+        PyErr_Format(cls, "lock test %s on CPU %d: a pthread lock call failed (%s)", test, job->failed_cpu,
+                     strerror(job->err));
+        break;
+    default:
+        PyErr_Format(cls, "lock test %s: measurement failed (status %d)", test, status);
+        break;
+    }
+    Py_DECREF(cls);
+}
+
+/* A sequence of non-negative ints as a PyMem array; -1 with an exception set. */
+static int int_array(PyObject *seq, const char *what, int **out, Py_ssize_t *len)
+{
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int *a = PyMem_Calloc(n ? (size_t)n : 1, sizeof *a);
+    if (!a) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (v == -1 && PyErr_Occurred())
+            goto error;
+        if (v < 0 || v > 1000000) {
+            PyErr_Format(PyExc_ValueError, "%s: %ld is out of range", what, v);
+            goto error;
+        }
+        a[i] = (int)v;
+    }
+    Py_DECREF(fast);
+    *out = a;
+    *len = n;
+    return 0;
+
+error:
+    Py_DECREF(fast);
+    PyMem_Free(a);
+    return -1;
+}
+
+static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"cpus", "tests", "shared", "serial", "duration", "timeout", NULL};
+    PyObject *cpus_obj, *tests_obj, *out = NULL;
+    int shared;
+    double serial, duration, timeout;
+    int *cpus = NULL, *tests = NULL;
+    Py_ssize_t n = 0, ntests = 0;
+    PyArrayObject *calls = NULL, *ticks = NULL, *sermin = NULL, *sercalls = NULL, *counter = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOpddd", names, &cpus_obj, &tests_obj, &shared, &serial,
+                                     &duration, &timeout))
+        return NULL;
+    if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0 ||
+        int_array(tests_obj, "tests must be a sequence of lock test codes", &tests, &ntests) < 0)
+        goto error;
+    int valid = n >= 1 && n <= 65536 && ntests >= 1 && ntests <= CORELAT_LK_COUNT && serial > 0 &&
+                serial <= 3600 && duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6;
+    for (Py_ssize_t i = 0; valid && i < ntests; i++) {
+        valid = tests[i] < CORELAT_LK_COUNT;
+        for (Py_ssize_t j = 0; valid && j < i; j++)
+            valid = tests[j] != tests[i];
+    }
+    if (!valid) {
+        PyErr_SetString(PyExc_ValueError, "invalid lock run arguments");
+        goto error;
+    }
+    if (!timer_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+        goto error;
+    }
+    npy_intp dims[2] = {(npy_intp)ntests, (npy_intp)n};
+    calls = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
+    ticks = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
+    sermin = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
+    sercalls = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
+    counter = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
+    if (!calls || !ticks || !sermin || !sercalls || !counter)
+        goto error;
+
+    double per_s = timer_state.ticks_per_ns * 1e9;
+    corelat_lock_job job = {
+        .n = (int)n,
+        .cpus = cpus,
+        .ntests = (int)ntests,
+        .tests = tests,
+        .shared = shared,
+        .serial_ticks = (uint64_t)(serial * per_s) + 1,
+        .duration_ticks = (uint64_t)(duration * per_s) + 1,
+        .lead_ticks = (uint64_t)(200e-6 * per_s), /* 200 us for every thread to see the start */
+        .timeout_ns = (uint64_t)(timeout * 1e9),
+        .calls = (uint64_t *)PyArray_DATA(calls),
+        .ticks = (uint64_t *)PyArray_DATA(ticks),
+        .sermin = (uint64_t *)PyArray_DATA(sermin),
+        .sercalls = (uint64_t *)PyArray_DATA(sercalls),
+        .counter = (uint64_t *)PyArray_DATA(counter),
+    };
+    corelat_team team;
+    int rc, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_locks_start(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (rc == CORELAT_OK)
+        interrupted = wait_team(&team) < 0;
+    Py_BEGIN_ALLOW_THREADS
+    corelat_locks_finish(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (interrupted)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    if (job.status != CORELAT_OK) {
+        raise_lock_status(&job, timeout);
+        goto error;
+    }
+    out = PyDict_New();
+    if (!out || PyDict_SetItemString(out, "calls", (PyObject *)calls) < 0 ||
+        PyDict_SetItemString(out, "ticks", (PyObject *)ticks) < 0 ||
+        PyDict_SetItemString(out, "sermin", (PyObject *)sermin) < 0 ||
+        PyDict_SetItemString(out, "sercalls", (PyObject *)sercalls) < 0 ||
+        PyDict_SetItemString(out, "counter", (PyObject *)counter) < 0)
+        Py_CLEAR(out);
+
+error: /* also the way out on success: `out` holds its own references */
+    Py_XDECREF(calls);
+    Py_XDECREF(ticks);
+    Py_XDECREF(sermin);
+    Py_XDECREF(sercalls);
+    Py_XDECREF(counter);
+    PyMem_Free(cpus);
+    PyMem_Free(tests);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"timer_init", (PyCFunction)(void (*)(void))py_timer_init, METH_VARARGS | METH_KEYWORDS,
      "timer_init(kind, calibrate_s=0.03) -> dict: choose 'hw' or 'clock' and calibrate it."},
@@ -245,6 +426,9 @@ static PyMethodDef methods[] = {
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False)"
      " -> (ticks uint64[samples], migrated bool[samples])"},
+    {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
+     "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
+     " sermin, sercalls (tests x cpus) and counter (tests); codes index LOCK_TESTS."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -255,6 +439,21 @@ static int exec_module(PyObject *m)
     if (PyModule_AddIntConstant(m, "KERNEL_CAS", CORELAT_PP_CAS) < 0 ||
         PyModule_AddIntConstant(m, "KERNEL_RW", CORELAT_PP_RW) < 0)
         return -1;
+    PyObject *lock_tests = PyTuple_New(CORELAT_LK_COUNT);
+    if (!lock_tests)
+        return -1;
+    for (int k = 0; k < CORELAT_LK_COUNT; k++) {
+        PyObject *name = PyUnicode_FromString(corelat_lock_names[k]);
+        if (!name) {
+            Py_DECREF(lock_tests);
+            return -1;
+        }
+        PyTuple_SET_ITEM(lock_tests, k, name);
+    }
+    if (PyModule_AddObject(m, "LOCK_TESTS", lock_tests) < 0) {
+        Py_DECREF(lock_tests);
+        return -1;
+    }
     return 0;
 }
 

@@ -1,0 +1,259 @@
+"""Structure inference: published matrices with what their publishers state, and synthetic ones."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corelat.io import from_matrix, load
+from corelat.structure import structure
+
+PEERS = "fixtures/peer-results/core-to-core-latency"
+
+
+def peer(shared_dir, stem):
+    return load(shared_dir / PEERS / f"{stem}.csv")
+
+
+def as_sets(groups):
+    return {frozenset(g) for g in groups}
+
+
+# -- published results ------------------------------------------------------------------------------
+def test_ryzen_5950x_two_groups_of_8_cores_with_siblings_n_and_n16(shared_dir):
+    s = structure(peer(shared_dir, "AMD Ryzen 9 5950X @ 3.40 GHz"))
+    assert s.smt_pairs == [(n, n + 16) for n in range(16)]
+    assert len(s.levels) == 1
+    (lv,) = s.levels
+    ccx0 = set(range(8)) | set(range(16, 24))
+    assert as_sets(lv.groups) == {frozenset(ccx0), frozenset(set(range(32)) - ccx0)}
+    assert lv.cores == (8, 8) and lv.threads == 2
+    # Publisher: 17 ns within, 85 ns across; siblings a few ns.
+    assert 14 < lv.within < 21 and 80 < lv.across < 90
+    assert 5 < s.smt_latency < 10
+    text = str(s)
+    assert text.startswith("2 groups of 16 CPUs (8 cores × 2 threads):")
+    assert "SMT siblings" in text
+
+
+def test_i9_9900k_siblings_n_xor_1_and_no_grouping(shared_dir):
+    s = structure(peer(shared_dir, "Intel Core i9-9900K CPU @ 3.60 GHz"))
+    assert s.smt_pairs == [(n, n ^ 1) for n in range(0, 16, 2)]
+    assert s.levels == []
+    assert str(s).startswith("no grouping: 16 CPUs (8 cores × 2 threads)")
+
+
+def test_graviton3_has_no_smt_and_no_levels(shared_dir):
+    s = structure(peer(shared_dir, "AWS Graviton3"))
+    assert s.smt_pairs == []
+    assert s.smt_latency is None
+    assert s.levels == []  # a mesh: latency grows smoothly with distance
+    assert "no SMT siblings" in str(s)
+
+
+def test_dual_xeon_gold_6242_two_sockets(shared_dir):
+    s = structure(peer(shared_dir, "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz"))
+    socket0 = frozenset(set(range(16)) | set(range(32, 48)))
+    assert as_sets(s.levels[-1].groups) == {socket0, frozenset(range(64)) - socket0}
+    assert s.levels[-1].across > 2 * s.levels[-1].within
+    # 2 sockets x 16 cores x 2 threads: siblings n and n+32.
+    assert s.smt_pairs == [(n, n + 32) for n in range(32)]
+
+
+def test_other_published_files_are_read_consistently(shared_dir):
+    # No publisher statement to check exactly; what the data plainly shows must hold.
+    s = structure(peer(shared_dir, "AMD Ryzen 9 7950X"))
+    assert all(b == a ^ 1 for a, b in s.smt_pairs) and len(s.smt_pairs) >= 8
+    assert as_sets(s.levels[-1].groups) == {frozenset(range(16)), frozenset(range(16, 32))}
+    s = structure(peer(shared_dir, "Intel Core i9-12900K"))
+    assert s.smt_pairs == [(n, n + 1) for n in range(0, 16, 2)]  # P-cores only; E-cores 16-23 have none
+
+
+# -- synthetic matrices with known answers ------------------------------------------------------------
+def block_matrix(rng, sockets, groups, cores, threads, lat, noise):
+    """CPU ids thread-major as Linux numbers them (siblings n and n + N/threads)."""
+    ids = [(s, g, c, t) for t in range(threads) for s in range(sockets) for g in range(groups)
+           for c in range(cores)]
+    a = np.array(ids)
+    same = [a[:, None, k] == a[None, :, k] for k in range(3)]
+    m = np.where(~same[0], lat[3], np.where(~same[1], lat[2], np.where(~same[2], lat[1], lat[0])))
+    m = m * (1 + noise * rng.standard_normal(m.shape))
+    return (m + m.T) / 2, ids
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sockets=st.integers(1, 2),
+    groups=st.integers(1, 4),
+    cores=st.integers(2, 8),
+    threads=st.integers(1, 2),
+    smt=st.floats(4, 10),
+    within=st.floats(15, 40),
+    ccx_ratio=st.floats(2.5, 5),  # tiny machines (3 groups of 2 cores) need 2x: LEVEL_RATIO_FEW
+    socket_ratio=st.floats(1.5, 3),
+    noise=st.floats(0, 0.06),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_block_matrices_give_their_levels_and_siblings(sockets, groups, cores, threads, smt, within,
+                                                        ccx_ratio, socket_ratio, noise, seed):
+    rng = np.random.default_rng(seed)
+    within = max(within, 2 * smt)
+    lat = (smt, within, within * ccx_ratio, within * ccx_ratio * socket_ratio)
+    m, ids = block_matrix(rng, sockets, groups, cores, threads, lat, noise)
+    s = structure(from_matrix(m, name="synthetic"))
+    n = len(ids)
+    if threads == 2:
+        assert s.smt_pairs == [(i, i + n // 2) for i in range(n // 2)]
+    else:
+        assert s.smt_pairs == []
+    expected = []
+    if groups > 1:
+        expected.append({frozenset(i for i, x in enumerate(ids) if x[:2] == key)
+                         for key in {x[:2] for x in ids}})
+    if sockets > 1:
+        expected.append({frozenset(i for i, x in enumerate(ids) if x[0] == key) for key in range(sockets)})
+    assert [as_sets(lv.groups) for lv in s.levels] == expected
+    for lv in s.levels:
+        assert lv.within < lv.across
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 64), base=st.floats(5, 300), noise=st.floats(0, 0.1), seed=st.integers(0, 2**32 - 1))
+def test_flat_matrices_have_no_levels_and_no_siblings(n, base, noise, seed):
+    rng = np.random.default_rng(seed)
+    m = np.abs(base * (1 + noise * rng.standard_normal((n, n))))
+    s = structure(from_matrix((m + m.T) / 2))
+    assert s.levels == []
+    assert s.smt_pairs == []
+    if n > 2:
+        assert "no SMT siblings" in str(s)
+
+
+def test_apple_m1_style_clusters_are_not_siblings():
+    # 2 efficiency cores and two clusters of 4 performance cores, ~40 ns within, no SMT.
+    rng = np.random.default_rng(1)
+    lab = np.array([0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+    m = np.where(lab[:, None] == lab[None, :], 40.0, 130.0)
+    m[:2, 2:] = m[2:, :2] = 150.0
+    m = m * (1 + 0.03 * rng.standard_normal(m.shape))
+    s = structure(from_matrix((m + m.T) / 2))
+    assert s.smt_pairs == []
+    assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset({0, 1}), frozenset(range(2, 6)),
+                                                        frozenset(range(6, 10))}]
+    assert str(s).startswith("3 groups (2, 4, 4 CPUs): 40 ns within")
+
+
+def test_core_complexes_with_smt_off_are_not_siblings():
+    rng = np.random.default_rng(2)
+    lab = np.repeat([0, 1], 8)
+    m = np.where(lab[:, None] == lab[None, :], 17.0, 85.0) * (1 + 0.05 * rng.standard_normal((16, 16)))
+    s = structure(from_matrix((m + m.T) / 2))
+    assert s.smt_pairs == []
+    assert [lv.sizes for lv in s.levels] == [(8, 8)]
+
+
+def test_result_order_does_not_change_the_answer():
+    rng = np.random.default_rng(3)
+    m, _ = block_matrix(rng, 2, 2, 4, 2, (7, 20, 60, 150), 0.03)
+    a = structure(from_matrix(m))
+    perm = rng.permutation(len(m))
+    b = structure(from_matrix(m[np.ix_(perm, perm)], cpus=perm))
+    assert {frozenset(p) for p in a.smt_pairs} == {frozenset(p) for p in b.smt_pairs}
+    assert [as_sets(lv.groups) for lv in a.levels] == [as_sets(lv.groups) for lv in b.levels]
+    # order() puts each group's CPUs together, coarsest level first.
+    order = b.order()
+    for lv, starts in zip(b.levels, b.boundaries().values()):
+        cuts = [0, *starts, len(order)]
+        assert as_sets(order[x:y] for x, y in zip(cuts, cuts[1:])) == as_sets(lv.groups)
+
+
+def test_missing_pairs_and_tiny_results():
+    rng = np.random.default_rng(4)
+    m, _ = block_matrix(rng, 1, 2, 4, 2, (7, 20, 80, 0), 0.02)
+    m[3, 10] = m[10, 3] = np.nan
+    s = structure(from_matrix(m))
+    assert [lv.sizes for lv in s.levels] == [(8, 8)]
+    two = structure(from_matrix([[np.nan, 8.0], [8.0, np.nan]]))
+    assert two.smt_pairs == [] and two.levels == []  # nothing to compare the one pair with
+    assert str(two) == "2 CPUs: 8.0 ns between CPUs"
+    empty = structure(from_matrix(np.full((3, 3), np.nan)))
+    assert empty.levels == [] and empty.smt_pairs == []
+    assert "no latency" in str(empty)
+
+
+def test_to_dict_is_json():
+    rng = np.random.default_rng(5)
+    m, _ = block_matrix(rng, 2, 1, 4, 2, (7, 30, 0, 120), 0.02)
+    d = structure(from_matrix(m, name="x")).to_dict()
+    back = json.loads(json.dumps(d))
+    assert back["name"] == "x" and len(back["levels"]) == 1 and len(back["smt_pairs"]) == 8
+    assert back["topology"] is None
+
+
+# -- comparison with the OS topology -----------------------------------------------------------------------
+def records_5950x(l3_of=lambda c: (c % 16) // 8):
+    return [{"cpu": c, "package": 0, "die": 0, "cluster": None, "core": c % 16, "l2": c % 16,
+             "l3": l3_of(c), "node": 0, "siblings": [c % 16, c % 16 + 16], "allowed": True}
+            for c in range(32)]
+
+
+def test_topology_that_matches(shared_dir):
+    s = structure(peer(shared_dir, "AMD Ryzen 9 5950X @ 3.40 GHz"), topology=records_5950x())
+    assert s.topology.agrees
+    assert s.topology.matches == {"l3": 0, "core": "smt"}
+    assert s.topology.sentence == "Latency groups match the OS's 2 L3 caches; SMT siblings match the OS's cores."
+    assert s.topology.sentence in str(s)
+
+
+def test_topology_that_disagrees(shared_dir):
+    # An OS claiming four L3 caches of 4 cores each: the latency groups span two of them.
+    s = structure(peer(shared_dir, "AMD Ryzen 9 5950X @ 3.40 GHz"),
+                  topology=records_5950x(lambda c: (c % 16) // 4))
+    assert not s.topology.agrees
+    assert "l3" in s.topology.mismatches
+    assert "span several of the OS's 4 L3 caches" in s.topology.sentence
+    assert s.topology.unmatched_levels == (0,)
+
+
+def test_topology_with_smt_the_latency_does_not_show(shared_dir):
+    r = peer(shared_dir, "AWS Graviton3")
+    recs = [{"cpu": c, "package": 0, "core": c // 2, "l3": 0, "node": 0} for c in r.cpus]
+    s = structure(r, topology=recs)
+    assert s.topology.mismatches == {"core": "the OS reports SMT siblings the latency does not show"}
+
+
+def test_topology_from_result_metadata(shared_dir, tmp_path):
+    # A real machine's sysfs dump (8 Opteron packages of 2 cores, a NUMA node each, no L3) with a
+    # latency matrix shaped like it: the comparison reads the topology the result carries.
+    topo_mod = pytest.importorskip("corelat.topology")
+    import tarfile
+    import warnings
+
+    from corelat.result import LatencyResult
+
+    name = "16amd64-8n2c"
+    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
+        tar.extractall(tmp_path, filter="tar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        topo = topo_mod.topology(root=tmp_path / name)
+    rng = np.random.default_rng(6)
+    m, _ = block_matrix(rng, 1, 8, 2, 1, (0, 40, 120, 0), 0.03)
+    base = from_matrix(m)
+    r = LatencyResult(cpus=base.cpus, kernel="cas", samples=base.samples,
+                      metadata={"topology": topo.to_dict()})
+    s = structure(r)
+    assert s.topology.agrees, s.topology.sentence
+    assert s.topology.matches == {"node": 0, "package": 0}
+    assert str(s).endswith("Latency groups match the OS's 8 NUMA nodes and 8 packages.")
+    # Pairs swapped between packages: the latency groups cut across them.
+    swap = list(range(16))
+    swap[1], swap[2] = 2, 1
+    r2 = LatencyResult(cpus=base.cpus, kernel="cas", samples=base.samples[np.ix_(swap, swap)],
+                       metadata={"topology": topo.to_dict()})
+    assert structure(r2).topology.mismatches["package"] == "latency groups cut across the OS's 8 packages"
+    # An unreadable topology is a note, not a crash.
+    bad = LatencyResult(cpus=r.cpus, kernel="cas", samples=r.samples, metadata={"topology": {"x": 1}})
+    assert "unreadable" in str(structure(bad))

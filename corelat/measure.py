@@ -215,6 +215,7 @@ def measure(
     flags = np.zeros((n, n), dtype=np.uint32)
     pairs = sweep_pairs(n)
     meta = sysinfo.collect()
+    meta.update(_topology_metadata())
     timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
     bar = progress_bar = None
     started = time.monotonic()
@@ -261,6 +262,17 @@ def measure(
     if order == "topology":
         result = result.ordered("topology")
     return result
+
+
+def _topology_metadata():
+    """The live machine's topology for the result (a missing or odd sysfs must not stop a sweep)."""
+    from .topology import topology
+
+    try:
+        topo = topology()
+    except Exception as e:  # noqa: BLE001 - topology is a label on the result, not a requirement
+        return {"topology": None, "topology_summary": f"unknown ({type(e).__name__}: {e})"}
+    return {"topology": topo.to_dict(), "topology_summary": topo.summary()}
 
 
 def _warnings(flags):

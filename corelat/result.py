@@ -240,6 +240,44 @@ class LatencyResult:
             raise ValueError(f"CPUs {missing} are not in this result")
         return self.take([pos[c] for c in cpus])
 
+    def ordered(self, by="topology"):
+        """A new result with the CPUs reordered.
+
+        ``by="topology"`` sorts by package → NUMA node → L3 → core → thread using the topology the
+        result was measured on (``metadata["topology"]``); ``by="os"`` sorts by CPU id. The group
+        boundaries (indices where a new package/node/L3/core starts) are in :attr:`boundaries`.
+        """
+        if by == "os":
+            order, bounds = tuple(sorted(self.cpus)), {}
+        elif by == "topology":
+            topo = self.topology
+            if topo is None:
+                raise ValueError("this result carries no topology; order it by 'os' instead")
+            order, bounds = topo.order(self.cpus)
+        else:
+            raise ValueError(f"unknown order {by!r}; use 'topology' or 'os'")
+        out = self.with_cpus_order(order)
+        md = thaw(out.metadata)
+        md["order"] = {"by": by, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
+        return LatencyResult(cpus=out.cpus, kernel=out.kernel, samples=out.samples, metadata=md,
+                             name=out.name, flags=out.flags, extras=dict(out.extras))
+
+    @property
+    def topology(self):
+        """The :class:`~corelat.topology.Topology` the result was measured on, or None."""
+        d = self.metadata.get("topology")
+        if not d:
+            return None
+        from .topology import Topology
+
+        return Topology.from_dict(thaw(d))
+
+    @property
+    def boundaries(self):
+        """Group boundaries of the current order: level → indices where a new group starts."""
+        order = self.metadata.get("order") or {}
+        return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
+
     # -- output ----------------------------------------------------------------------------------
     def to_csv(self, path=None, *, statistic="median", labelled=False):
         """The matrix as CSV text (also written to ``path`` when given).

@@ -18,6 +18,7 @@ from ..errors import InputError
 #: name -> (module, one-line help)
 COMMANDS = {
     "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
+    "compare": ("cmd_compare", "compare result files side by side (ratios to the first)"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -1,0 +1,22 @@
+"""Compare result files side by side (corelat .npz, core-to-core-latency CSV, c2clat tables)."""
+
+import json
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="+", metavar="FILE", help="result files to compare (the first is the reference)")
+    p.add_argument("--names", nargs="+", metavar="NAME", help="labels for the files, in order (default: their names)")
+    p.add_argument("--statistic", choices=("median", "mean", "min", "max"), default="median",
+                   help="per-pair statistic to compare (default median)")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON records")
+
+
+def run(args):
+    from ..compare import compare
+
+    cmp_ = compare(*args.files, names=args.names, statistic=args.statistic)
+    if args.json:
+        print(json.dumps(cmp_.to_dict(), indent=2))
+    else:
+        print(cmp_.table())
+    return 0

@@ -1,0 +1,213 @@
+"""Comparing machines (or runs): a side-by-side summary of several results.
+
+``compare(a, b, ...)`` takes results (or paths to result files) and returns a :class:`Comparison`
+whose :meth:`~Comparison.table` prints them side by side and whose :meth:`~Comparison.records`
+give the same numbers as plain dicts for scripts. The example results shipped with corelat are
+listed by :func:`example_files`.
+"""
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+
+#: Rows of the table: (record key, label, ratio to the first result shown).
+_ROWS = (
+    ("cpus", "CPUs", False),
+    ("kernel", "kernel", False),
+    ("min", "min (ns)", True),
+    ("median", "median (ns)", True),
+    ("max", "max (ns)", True),
+    ("smt", "SMT siblings (ns)", True),
+    ("within", "within groups (ns)", True),
+    ("across", "across groups (ns)", True),
+    ("groups", "groups", False),
+)
+
+
+def example_files():
+    """Paths of the example results that ship with corelat (``corelat/examples/*.npz``), sorted."""
+    from importlib import resources
+
+    folder = resources.files("corelat").joinpath("examples")
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".npz"))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [os.fspath(folder.joinpath(n)) for n in names]
+
+
+def _as_result(obj):
+    if isinstance(obj, (str, os.PathLike)):
+        from .io import load
+
+        return load(obj)
+    if not hasattr(obj, "statistic") or not hasattr(obj, "cpus"):
+        raise InputError(f"cannot compare {type(obj).__name__!r}: pass results or paths to result files")
+    return obj
+
+
+def _pair_values(result, statistic):
+    """Per-pair values: the lower triangle, or every measured cell for asymmetric kernels."""
+    m = result.statistic(statistic)
+    n = m.shape[0]
+    if result.metadata.get("symmetric", True):
+        cells = np.tril(np.ones((n, n), dtype=bool), -1)
+    else:
+        cells = ~np.eye(n, dtype=bool)
+    v = m[cells]
+    return v[~np.isnan(v)]
+
+
+def _ratio(v, ref):
+    if v is None or ref is None or not ref or math.isnan(v) or math.isnan(ref):
+        return None
+    return v / ref
+
+
+def _fmt(v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several results side by side; see :func:`compare`.
+
+    Attributes:
+        results: the compared :class:`~corelat.result.LatencyResult` objects.
+        names: their labels in the table (unique).
+        structures: :class:`~corelat.structure.Structure` of each result.
+        statistic: which per-pair statistic was compared (``"median"`` by default).
+    """
+
+    results: tuple
+    names: tuple
+    structures: tuple
+    statistic: str
+
+    def records(self):
+        """One dict per result: plain numbers (ns; None where unknown) and ratios to the first.
+
+        Keys: ``name``, ``kernel``, ``cpus``, ``pairs``, ``value_only``, ``min``, ``median``, ``max``
+        (over the per-pair values), ``min_pair``/``max_pair`` (CPU ids), ``smt`` (sibling latency),
+        ``within`` (inside the finest latency groups; between all cores when there are none),
+        ``across`` (between the coarsest groups), ``levels``, ``groups`` (e.g. ``"2×16"``),
+        ``structure`` (the plain reading), and ``ratio`` (a dict of the same latency keys divided by
+        the first result's).
+        """
+        rows = []
+        for r, name, st in zip(self.results, self.names, self.structures):
+            v = _pair_values(r, self.statistic)
+            rec = {"name": name, "kernel": r.kernel, "cpus": r.n, "pairs": int(v.size),
+                   "value_only": bool(r.value_only), "statistic": self.statistic}
+            if v.size:
+                rec.update(min=float(v.min()), median=float(np.median(v)), max=float(v.max()))
+                summ = r.summary(self.statistic)
+                rec["min_pair"] = list(summ["min"]["cpus"])
+                rec["max_pair"] = list(summ["max"]["cpus"])
+            else:
+                rec.update(min=None, median=None, max=None, min_pair=None, max_pair=None)
+            rec["smt"] = st.smt_latency
+            if st.levels:
+                rec["within"] = st.levels[0].within
+                rec["across"] = st.levels[-1].across
+                rec["groups"] = " / ".join(_groups_short(lv.sizes) for lv in st.levels)
+            else:
+                rec["within"] = None if math.isnan(st.core_latency) else st.core_latency
+                rec["across"] = None
+                rec["groups"] = "none"
+            rec["levels"] = len(st.levels)
+            rec["structure"] = str(st)
+            rows.append(rec)
+        first = rows[0] if rows else {}
+        for rec in rows:
+            rec["ratio"] = {k: _ratio(rec[k], first.get(k)) for k, _, ratio in _ROWS if ratio}
+        return rows
+
+    def to_dict(self):
+        """JSON-serialisable: ``{"statistic", "results": records()}``."""
+        return {"statistic": self.statistic, "results": self.records()}
+
+    def table(self, structure=True):
+        """Results as columns, measures as rows; ratios to the first result in parentheses.
+
+        With ``structure=True`` each result's plain structure reading follows the table.
+        """
+        recs = self.records()
+        header = [""] + list(self.names)
+        lines = [header]
+        for key, label, ratio in _ROWS:
+            row = [label]
+            for k, rec in enumerate(recs):
+                cell = _fmt(rec[key])
+                q = rec["ratio"].get(key) if ratio else None
+                if k > 0 and q is not None:
+                    cell += f" (×{q:.2f})"
+                row.append(cell)
+            lines.append(row)
+        widths = [max(len(str(row[c])) for row in lines) for c in range(len(header))]
+        out = []
+        for row in lines:
+            cells = [f"{row[0]:<{widths[0]}}"] + [f"{row[c]:>{widths[c]}}" for c in range(1, len(row))]
+            out.append("  ".join(cells).rstrip())
+        note = f"one-way latency in ns ({self.statistic} per pair; ratios to {self.names[0]})"
+        out.insert(0, note)
+        if structure:
+            out.append("")
+            out.extend(f"{name}: {rec['structure']}" for name, rec in zip(self.names, recs))
+        return "\n".join(out)
+
+    def __str__(self):
+        return self.table()
+
+
+def _groups_short(sizes):
+    if len(set(sizes)) == 1:
+        return f"{len(sizes)}×{sizes[0]}"
+    return "+".join(str(s) for s in sizes)
+
+
+def _unique_names(names):
+    out, seen = [], {}
+    for n in names:
+        n = n or "result"
+        if n in seen:
+            seen[n] += 1
+            n = f"{n} ({seen[n]})"
+        else:
+            seen[n] = 1
+        out.append(n)
+    return tuple(out)
+
+
+def compare(*results, names=None, statistic="median"):
+    """Compare two or more results side by side.
+
+    ``results`` are :class:`~corelat.result.LatencyResult` objects or paths to result files (corelat
+    ``.npz``, core-to-core-latency CSV, c2clat tables); a single list is accepted too. ``names``
+    overrides the labels (default: each result's name). Returns a :class:`Comparison`.
+    """
+    from .structure import structure
+
+    if len(results) == 1 and isinstance(results[0], (list, tuple)):
+        results = tuple(results[0])
+    if not results:
+        raise InputError("compare needs at least one result")
+    if statistic not in ("median", "mean", "min", "max"):
+        raise InputError(f"unknown statistic {statistic!r}: use median, mean, min or max")
+    loaded = tuple(_as_result(r) for r in results)
+    if names is None:
+        names = [r.name for r in loaded]
+    else:
+        names = [str(n) for n in names]
+        if len(names) != len(loaded):
+            raise InputError(f"{len(names)} names for {len(loaded)} results")
+    structures = tuple(structure(r, statistic=statistic) for r in loaded)
+    return Comparison(results=loaded, names=_unique_names(names), structures=structures, statistic=statistic)

@@ -28,7 +28,7 @@ def _installed_package():
         import corelat
 
         where = pathlib.Path(corelat.__file__).resolve()
-        assert REPO not in where.parents, f"testing the source tree ({where}), not the installed package"
+        assert REPO / "corelat" not in where.parents, f"testing the source tree ({where}), not the installed package"
 
 
 def run_cli(*args, env=None, timeout=60):

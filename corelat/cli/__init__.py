@@ -18,6 +18,7 @@ from ..errors import InputError
 #: name -> (module, one-line help)
 COMMANDS = {
     "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
+    "locks": ("cmd_locks", "what locks and atomics cost, uncontended or shared (cpuperf's method)"),
     "compare": ("cmd_compare", "compare result files side by side (ratios to the first)"),
 }
 

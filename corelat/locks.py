@@ -1,0 +1,397 @@
+"""``corelat.locks.locks()``: what locks and atomics cost, uncontended and shared (cpuperf's method).
+
+One thread pinned to each CPU of the set runs every selected test twice, all threads starting
+together at a common deadline:
+
+* **sermin**: many single calls, each between two serializing timer reads (``lfence; rdtsc;
+  lfence`` on x86); the minimum is kept, then the timer's own cost and the baseline's sermin are
+  subtracted. It is the cost of one call with nothing in flight.
+* **avg**: an unrolled, unserialized loop of calls for ``duration`` seconds; the call count gives the
+  throughput (Mcalls/s per thread), converted to timer ticks and ns per call, the baseline's
+  subtracted. Under contention this is where the cost of fighting over a cache line shows.
+
+Every test's critical section is the same body, one increment of a counter on the lock's cache
+line, so the tests compare. In the default mode each thread has its own objects, mapped and first
+touched on its own CPU; with ``shared=True`` the whole set shares one object per test.
+
+"Cycles" in the output are timer ticks: on x86 the TSC, which counts at the CPU's nominal frequency
+whatever the core's actual clock (the MHz column), exactly as cpuperf reports them.
+
+Mutual exclusion is checked on every run: each thread counts the calls it completed, and the counter
+the lock protects must end equal to their sum (:attr:`LockResult.violations`).
+"""
+
+import fnmatch
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import cpulist, sysinfo
+from .errors import InputError
+from .measure import _ext, resolve_cpus, timer_info
+
+#: Public tests in run order: name -> description (cpuperf's DESC column).
+TESTS = {
+    "baseline": "call of an empty function (subtracted from the others)",
+    "inc-atomic-relaxed": "atomic fetch-add, relaxed order",
+    "inc-atomic-seqcst": "atomic fetch-add, sequentially consistent",
+    "lock-cas-spin": "test-and-test-and-set spinlock with pause, inc, unlock",
+    "lock-ticket-spin": "ticket spinlock, inc, unlock",
+    "lock-pthread-spin": "pthread_spin_lock, inc, unlock",
+    "lock-pthread-mutex": "pthread_mutex_lock, inc, unlock",
+    "lock-pthread-mutex-trylock": "spin on pthread_mutex_trylock, inc, unlock",
+    "lock-pthread-rwlock-wr": "pthread_rwlock_wrlock, inc, unlock",
+    "lock-pthread-rwlock-rd": "pthread_rwlock_rdlock, atomic inc (readers share), unlock",
+}
+
+#: Tests that exist for testing corelat itself; selected only by their exact name.
+HIDDEN_TESTS = {
+    "lock-none": "no lock at all, inc: broken on purpose, its counter loses updates when shared",
+}
+
+#: Tests whose body does not touch the counter (nothing to check).
+_UNCHECKED = {"baseline"}
+
+MIN_DURATION, MAX_DURATION = 0.001, 60.0
+MIN_TIMEOUT, MAX_TIMEOUT = 0.01, 3600.0
+
+#: One row per test (``LockResult.data``). Ticks are timer ticks; ``*_raw`` before the baseline's
+#: subtraction (the baseline row shows its raw values, as cpuperf does).
+ROW_DTYPE = np.dtype(
+    [
+        ("name", "U32"),
+        ("mhz", "f8"),  # timer frequency
+        ("threads", "i4"),
+        ("calls", "u8"),  # throughput-phase calls, all threads
+        ("mcalls_per_s", "f8"),  # per thread, mean over threads
+        ("avg_ticks_raw", "f8"),
+        ("avg_ticks", "f8"),
+        ("avg_ns", "f8"),
+        ("sermin_ticks_raw", "f8"),  # timer overhead subtracted, mean over threads
+        ("sermin_ticks", "f8"),
+        ("sermin_ns", "f8"),
+        ("sections", "u8"),  # completed calls of both phases, all threads
+        ("counter", "u8"),  # the protected counter(s) at the end
+        ("checked", "?"),  # the test increments the counter once per call
+        ("exclusive", "?"),  # not checked, or counter == sections
+    ]
+)
+
+#: One row per test and thread (``LockResult.threads``).
+THREAD_DTYPE = np.dtype(
+    [
+        ("name", "U32"),
+        ("cpu", "i4"),
+        ("calls", "u8"),
+        ("elapsed_ticks", "u8"),
+        ("mcalls_per_s", "f8"),
+        ("avg_ticks_raw", "f8"),
+        ("avg_ticks", "f8"),
+        ("avg_ns", "f8"),
+        ("sercalls", "u8"),
+        ("sermin_ticks_raw", "f8"),
+        ("sermin_ticks", "f8"),
+        ("sermin_ns", "f8"),
+    ]
+)
+
+
+def list_tests():
+    """The public tests in run order, as ``(name, description)`` pairs."""
+    return list(TESTS.items())
+
+
+def _describe(name):
+    return TESTS.get(name) or HIDDEN_TESTS[name]
+
+
+def _matches(pattern, name):
+    """Glob if the pattern has wildcards; else a substring, or its words in order (cpuperf-like:
+    ``lock-mutex`` matches ``lock-pthread-mutex``)."""
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(name, pattern)
+    if pattern in name:
+        return True
+    words = iter(name.split("-"))
+    return all(w in words for w in pattern.split("-"))
+
+
+def select_tests(tests=None):
+    """Names of the tests to run, in run order, ``baseline`` first (it is always measured).
+
+    ``tests`` is None (every public test), or a string or list of strings of comma-separated
+    patterns: an exact name (that test only), a substring, a glob (``inc-*``), or words in order
+    (``lock-mutex`` selects ``lock-pthread-mutex`` and ``lock-pthread-mutex-trylock``, as in cpuperf).
+    A pattern starting with ``-`` or ``!`` excludes what it matches; with only exclusions, they
+    apply to every public test. Hidden tests (``lock-none``) are chosen only by exact name.
+    """
+    if tests is None:
+        return list(TESTS)
+    if isinstance(tests, str):
+        tests = [tests]
+    try:
+        items = list(tests)
+    except TypeError:
+        raise InputError(f"tests must be a pattern string or a list of them, not {tests!r}") from None
+    patterns = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError(f"test patterns must be strings, got {item!r}")
+        patterns += [p.strip() for p in item.split(",") if p.strip()]
+    if not patterns:
+        raise InputError("empty test selection; run 'corelat locks --list' for the tests")
+    include, exclude = set(), set()
+    for p in patterns:
+        negative = p[0] in "-!"
+        pat = p[1:] if negative else p
+        if pat in TESTS or pat in HIDDEN_TESTS:
+            found = {pat}  # an exact name means that test only (not lock-pthread-mutex-trylock too)
+        else:
+            found = {n for n in TESTS if _matches(pat, n)}
+        if not pat or not found:
+            raise InputError(f"no lock test matches {p!r}; known tests: {', '.join(TESTS)}")
+        (exclude if negative else include).update(found)
+    if not any(p[0] not in "-!" for p in patterns):
+        include = set(TESTS)
+    chosen = [n for n in list(TESTS) + list(HIDDEN_TESTS) if n in include - exclude]
+    return ["baseline"] + [n for n in chosen if n != "baseline"]
+
+
+def _seconds(name, value, lo, hi):
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a number of seconds, got {value!r}")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not lo <= value <= hi:  # also refuses NaN
+        raise InputError(f"{name} must be between {lo:g} and {hi:g} seconds, got {value:g}")
+    return value
+
+
+def summarise(names, cpus, raw, ticks_per_ns, overhead_serial):
+    """Turn the C kernel's raw counts into ``(data, threads)`` structured arrays.
+
+    ``raw`` holds uint64 arrays ``calls``, ``ticks``, ``sermin``, ``sercalls`` of shape
+    ``(len(names), len(cpus))`` and ``counter`` of shape ``(len(names),)``; ``names[0]`` must be
+    ``baseline``. Per thread: Mcalls/s = calls / seconds; avg ticks = elapsed ticks / calls; sermin
+    ticks = minimum - ``overhead_serial``; then the same thread's baseline is subtracted. Per test:
+    Mcalls/s is the mean over threads, avg ticks = MHz / (Mcalls/s) (as cpuperf), sermin the mean
+    over threads; the baseline row keeps its raw values.
+    """
+    if names[0] != "baseline":
+        raise ValueError("the first test must be the baseline")
+    nt, n = len(names), len(cpus)
+    calls = np.asarray(raw["calls"], dtype=np.uint64).reshape(nt, n)
+    ticks = np.asarray(raw["ticks"], dtype=np.uint64).reshape(nt, n)
+    sermin = np.asarray(raw["sermin"], dtype=np.uint64).reshape(nt, n)
+    sercalls = np.asarray(raw["sercalls"], dtype=np.uint64).reshape(nt, n)
+    counter = np.asarray(raw["counter"], dtype=np.uint64).reshape(nt)
+    mhz = ticks_per_ns * 1e3
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = calls / (ticks / (ticks_per_ns * 1e9)) / 1e6  # Mcalls/s per thread
+        avg_raw = ticks / calls.astype(np.float64)
+    ser_raw = sermin.astype(np.float64) - overhead_serial
+    is_base = np.array([nm == "baseline" for nm in names])[:, None]
+    avg = np.where(is_base, avg_raw, avg_raw - avg_raw[0])
+    ser = np.where(is_base, ser_raw, ser_raw - ser_raw[0])
+
+    threads = np.zeros(nt * n, dtype=THREAD_DTYPE)
+    threads["name"] = np.repeat(names, n)
+    threads["cpu"] = np.tile(np.asarray(cpus, dtype=np.int32), nt)
+    threads["calls"] = calls.ravel()
+    threads["elapsed_ticks"] = ticks.ravel()
+    threads["mcalls_per_s"] = rate.ravel()
+    threads["avg_ticks_raw"] = avg_raw.ravel()
+    threads["avg_ticks"] = avg.ravel()
+    threads["avg_ns"] = avg.ravel() / ticks_per_ns
+    threads["sercalls"] = sercalls.ravel()
+    threads["sermin_ticks_raw"] = ser_raw.ravel()
+    threads["sermin_ticks"] = ser.ravel()
+    threads["sermin_ns"] = ser.ravel() / ticks_per_ns
+
+    data = np.zeros(nt, dtype=ROW_DTYPE)
+    data["name"] = names
+    data["mhz"] = mhz
+    data["threads"] = n
+    data["calls"] = calls.sum(axis=1)
+    row_rate = rate.mean(axis=1)
+    with np.errstate(divide="ignore"):
+        row_avg_raw = mhz / row_rate
+    data["mcalls_per_s"] = row_rate
+    data["avg_ticks_raw"] = row_avg_raw
+    data["avg_ticks"] = np.where(is_base[:, 0], row_avg_raw, row_avg_raw - row_avg_raw[0])
+    data["avg_ns"] = data["avg_ticks"] / ticks_per_ns
+    data["sermin_ticks_raw"] = ser_raw.mean(axis=1)
+    data["sermin_ticks"] = ser.mean(axis=1)
+    data["sermin_ns"] = data["sermin_ticks"] / ticks_per_ns
+    data["sections"] = (calls + sercalls).sum(axis=1)
+    data["counter"] = counter
+    data["checked"] = [nm not in _UNCHECKED for nm in names]
+    data["exclusive"] = ~data["checked"] | (data["counter"] == data["sections"])
+    return data, threads
+
+
+def _frozen(obj):
+    if isinstance(obj, dict):
+        return types.MappingProxyType({k: _frozen(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(_frozen(v) for v in obj)
+    return obj
+
+
+@dataclass(frozen=True, eq=False)
+class LockResult:
+    """What locks and atomics cost on a set of CPUs: an immutable value.
+
+    Attributes:
+        cpus: the CPUs, one measuring thread each.
+        shared: True if the threads shared one object per test, False if each had its own.
+        duration: seconds of each test's throughput phase.
+        data: structured array, one row per test (:data:`ROW_DTYPE`), baseline first.
+        threads: structured array, one row per test and thread (:data:`THREAD_DTYPE`).
+        metadata: read-only mapping: system information, the timer, the parameters.
+    """
+
+    cpus: tuple
+    shared: bool
+    duration: float
+    data: np.ndarray
+    threads: np.ndarray
+    metadata: types.MappingProxyType = field(default_factory=dict)
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "cpus", tuple(int(c) for c in self.cpus))
+        set_(self, "shared", bool(self.shared))
+        set_(self, "duration", float(self.duration))
+        for name in ("data", "threads"):
+            a = np.array(getattr(self, name), copy=True)
+            a.setflags(write=False)
+            set_(self, name, a)
+        set_(self, "metadata", _frozen(dict(self.metadata)))
+
+    @property
+    def tests(self):
+        """Test names in run order."""
+        return tuple(str(n) for n in self.data["name"])
+
+    @property
+    def mode(self):
+        return "shared" if self.shared else "uncontended"
+
+    def row(self, name):
+        """The :data:`ROW_DTYPE` record of one test."""
+        hits = np.flatnonzero(self.data["name"] == name)
+        if not len(hits):
+            raise KeyError(name)
+        return self.data[hits[0]]
+
+    @property
+    def violations(self):
+        """Names of tests whose protected counter differs from the calls completed (broken locks)."""
+        return tuple(str(r["name"]) for r in self.data if not r["exclusive"])
+
+    def table(self, per_thread=False):
+        """cpuperf's table: MHz, total Mcalls, Mcalls/s, avg cycles and ns, sermin cycles and ns,
+        name, description. With ``per_thread``, one line per test and CPU after each test's line."""
+        cols = [("MHz", "TSC", 6), ("tot", "MCALLS", 10), ("avg", "MCALLS/s", 9), ("avg", "CYCLES", 8),
+                ("avg", "NSECS", 8), ("sermin", "CYCLES", 8), ("sermin", "NSECS", 8)]
+        timer = self.metadata.get("timer", {})
+        if timer.get("name") not in (None, "tsc"):
+            cols[0] = ("MHz", str(timer["name"])[:6].upper(), 6)
+        namew = max([len(n) for n in self.tests] + [4])
+        cpuw = 4
+        lead = f"{'CPU':>{cpuw}}  " if per_thread else ""
+        top = (" " * len(lead)) + " ".join(f"{a:>{w}}" for a, _, w in cols)
+        sub = lead + " ".join(f"{b:>{w}}" for _, b, w in cols) + f"  {'NAME':<{namew}}  DESC"
+
+        def fmt(v, w, digits):
+            return f"{v:>{w}.{digits}f}" if np.isfinite(v) else f"{'-':>{w}}"
+
+        lines = [
+            f"# {self.mode} on CPU {cpulist.format(self.cpus)} ({len(self.cpus)} "
+            f"thread{'s' if len(self.cpus) > 1 else ''}), "
+            f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
+            f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal), baseline subtracted "
+            "except on its own line",
+            top,
+            sub,
+        ]
+        for r in self.data:
+            name = str(r["name"])
+            cells = [fmt(r["mhz"], 6, 0), fmt(r["calls"] / 1e6, 10, 2), fmt(r["mcalls_per_s"], 9, 2),
+                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2), fmt(r["sermin_ticks"], 8, 1),
+                     fmt(r["sermin_ns"], 8, 2)]
+            flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
+            lines.append((f"{'-':>{cpuw}}  " if per_thread else "") + " ".join(cells)
+                         + f"  {name:<{namew}}  {_describe(name)}{flag}")
+            if per_thread:
+                for t in self.threads[self.threads["name"] == name]:
+                    cells = [fmt(r["mhz"], 6, 0), fmt(t["calls"] / 1e6, 10, 2), fmt(t["mcalls_per_s"], 9, 2),
+                             fmt(t["avg_ticks"], 8, 1), fmt(t["avg_ns"], 8, 2), fmt(t["sermin_ticks"], 8, 1),
+                             fmt(t["sermin_ns"], 8, 2)]
+                    lines.append(f"{int(t['cpu']):>{cpuw}}  " + " ".join(cells) + f"  {name}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return (f"LockResult(mode={self.mode!r}, cpus={cpulist.format(self.cpus)!r}, "
+                f"tests={len(self.tests)}, duration={self.duration:g})")
+
+
+def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=None, timeout=10.0):
+    """Measure what locks and atomics cost on a set of CPUs (cpuperf's method).
+
+    Args:
+        cpus: CPU ids (list, or a string like ``"0,2,4-7"``); None for every CPU this process may
+            run on. One pinned thread per CPU; one CPU is allowed (then ``shared`` changes nothing).
+        tests: which tests, by name or pattern (see :func:`select_tests`); None for all. The
+            baseline is always measured: the others are reported with it subtracted.
+        shared: False: each thread its own object per test (uncontended); True: one object per test
+            for the whole set (contended).
+        duration: seconds of each test's throughput (``avg``) phase, 0.001 to 60.
+        serial_duration: seconds of each test's serialized (``sermin``) phase; default a quarter
+            of ``duration``.
+        timeout: seconds a thread may wait for a lock or for the others before the run stops with
+            :class:`~corelat.errors.MeasurementTimeout`.
+
+    Returns:
+        A frozen :class:`LockResult`. A run takes about ``len(tests) * (duration + serial_duration)``.
+
+    Raises:
+        InputError (a ValueError) for bad arguments; MeasurementTimeout; MeasurementError;
+        KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    """
+    cpus = resolve_cpus(cpus, minimum=1)
+    names = select_tests(tests)
+    if not isinstance(shared, (bool, np.bool_)):
+        raise InputError(f"shared must be True or False, got {shared!r}")
+    duration = _seconds("duration", duration, MIN_DURATION, MAX_DURATION)
+    serial = duration / 4 if serial_duration is None else serial_duration
+    serial = _seconds("serial_duration", serial, MIN_DURATION / 4, MAX_DURATION)
+    timeout = _seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
+
+    ext = _ext()
+    timer = timer_info()
+    codes = [ext.LOCK_TESTS.index(n) for n in names]
+    meta = sysinfo.collect()
+    raw = ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout)
+    data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"])
+    meta.update(
+        {
+            "kind": "locks",
+            "timer": timer,
+            "timer_mhz": timer["ticks_per_ns"] * 1e3,
+            "cycles": "timer ticks (the TSC counts at the nominal frequency, not the core clock)",
+            "cpus": list(cpus),
+            "mode": "shared" if shared else "uncontended",
+            "duration_s": duration,
+            "serial_duration_s": serial,
+            "timeout_s": timeout,
+            "tests": {n: _describe(n) for n in names},
+        }
+    )
+    return LockResult(cpus=cpus, shared=bool(shared), duration=duration, data=data, threads=threads,
+                      metadata=meta)

@@ -1,0 +1,28 @@
+# Developer shortcuts. The package itself builds with setuptools (pip install .).
+CC ?= gcc
+KERNELS := csrc/timer.c csrc/affinity.c csrc/team.c csrc/pingpong.c
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc -g -pthread
+PY ?= python3
+
+.PHONY: build test sanitize valgrind lint clean
+build:
+	$(PY) setup.py build_ext --inplace
+
+test: build
+	$(PY) -m pytest
+
+# The C kernels alone, without Python, under AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize:
+	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o build/selftest-asan csrc/selftest.c $(KERNELS)
+	./build/selftest-asan
+
+valgrind:
+	$(CC) $(CFLAGS_COMMON) -O1 -o build/selftest csrc/selftest.c $(KERNELS)
+	CORELAT_SELFTEST_SLOW=1 valgrind --fair-sched=yes --error-exitcode=1 --leak-check=full -q ./build/selftest
+
+lint:
+	ruff check corelat tests benchmarks
+
+clean:
+	rm -rf build corelat/*.so

@@ -1,0 +1,494 @@
+"""Lock and atomic kernels: mutual exclusion, selection, arithmetic, table, bad input, Ctrl-C.
+
+Hardware runs are tiny (tens of ms per test) and assert invariants only, never a time.
+"""
+
+import dataclasses
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corelat.errors import InputError
+from corelat.locks import (
+    HIDDEN_TESTS,
+    TESTS,
+    LockResult,
+    list_tests,
+    locks,
+    select_tests,
+    summarise,
+)
+
+CPUS = sorted(os.sched_getaffinity(0))
+SHORT = 0.02
+CHECKED = [n for n in TESTS if n != "baseline"]
+
+
+def _ext():
+    return importlib.import_module("corelat._corelat")
+
+
+def _assert_exclusive(result):
+    """Every lock kept its counter equal to the calls completed, and did run."""
+    for row in result.data:
+        assert row["sections"] > 0, row["name"]
+        if row["checked"]:
+            assert row["counter"] == row["sections"], f"{row['name']}: {row['counter']} != {row['sections']}"
+            assert row["exclusive"]
+    assert result.violations == ()
+
+
+# -- mutual exclusion on this machine's CPUs ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_run():
+    return locks(CPUS, shared=True, duration=SHORT)
+
+
+@pytest.fixture(scope="module")
+def own_run():
+    return locks(CPUS, shared=False, duration=SHORT)
+
+
+def test_every_lock_excludes_when_shared(shared_run):
+    assert shared_run.tests == tuple(TESTS)
+    assert shared_run.shared and shared_run.mode == "shared"
+    _assert_exclusive(shared_run)
+
+
+def test_every_lock_counts_right_uncontended(own_run):
+    assert not own_run.shared and own_run.mode == "uncontended"
+    _assert_exclusive(own_run)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_rows_and_threads_are_consistent(shared_run, own_run, shared):
+    r = shared_run if shared else own_run
+    nt, n = len(TESTS), len(CPUS)
+    assert r.cpus == tuple(CPUS)
+    assert r.data.shape == (nt,) and r.threads.shape == (nt * n,)
+    assert list(r.threads["cpu"]) == CPUS * nt
+    assert (r.threads["calls"] > 0).all() and (r.threads["elapsed_ticks"] > 0).all()
+    assert (r.threads["sercalls"] > 0).all()
+    assert np.isfinite(r.threads["mcalls_per_s"]).all() and (r.threads["mcalls_per_s"] > 0).all()
+    assert np.isfinite(r.data["avg_ns"]).all() and np.isfinite(r.data["sermin_ns"]).all()
+    for row in r.data:
+        mine = r.threads[r.threads["name"] == row["name"]]
+        assert row["calls"] == mine["calls"].sum()
+        assert row["sections"] == (mine["calls"] + mine["sercalls"]).sum()
+        assert row["threads"] == n
+    assert r.data["checked"].tolist() == [name != "baseline" for name in TESTS]
+    md = r.metadata
+    assert md["mode"] == r.mode and list(md["cpus"]) == CPUS and md["duration_s"] == SHORT
+    assert r.data["mhz"] == pytest.approx(md["timer"]["ticks_per_ns"] * 1e3)
+    assert "hostname" in md and "timer ticks" in md["cycles"]
+
+
+def test_result_is_frozen(shared_run):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shared_run.shared = False
+    with pytest.raises(ValueError):
+        shared_run.data["calls"][0] = 1
+    with pytest.raises(ValueError):
+        shared_run.threads["calls"][0] = 1
+    with pytest.raises(TypeError):
+        shared_run.metadata["mode"] = "x"
+    assert "shared" in repr(shared_run)
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="a lock can only be broken by two threads at once")
+def test_broken_lock_is_caught():
+    # No lock around a plain increment: two threads hammering it for 50 ms lose updates (millions
+    # here), and the check must say so.
+    r = locks(CPUS, tests="lock-none", shared=True, duration=0.05)
+    row = r.row("lock-none")
+    assert row["checked"] and row["counter"] < row["sections"]
+    assert r.violations == ("lock-none",)
+    assert "MUTUAL EXCLUSION VIOLATED" in r.table()
+
+
+def test_broken_lock_is_fine_alone():
+    r = locks(CPUS, tests="lock-none", shared=False, duration=0.005)
+    assert r.violations == ()
+
+
+def test_one_cpu_and_a_selection():
+    r = locks(CPUS[:1], tests="lock-mutex", shared=True, duration=0.005)
+    assert r.tests == ("baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock")
+    assert r.threads.shape == (3,)
+    _assert_exclusive(r)
+
+
+@pytest.mark.vm
+def test_vm_every_lock_excludes_on_8_cpus():
+    # Run inside ../shared/tools/vmtopo.sh --smp 8,...: eight emulated CPUs, one thread each.
+    cpus = sorted(os.sched_getaffinity(0))
+    assert len(cpus) == 8
+    r = locks(cpus, shared=True, duration=SHORT, timeout=120)
+    assert r.threads.shape == (len(TESTS) * 8,)
+    assert (r.threads["calls"] > 0).all()
+    _assert_exclusive(r)
+
+
+# -- the names ---------------------------------------------------------------------------------
+
+
+def test_list_tests_matches_the_kernels():
+    names = [n for n, _ in list_tests()]
+    assert names == list(TESTS) and names[0] == "baseline"
+    assert all(desc for _, desc in list_tests())
+    assert set(_ext().LOCK_TESTS) == set(TESTS) | set(HIDDEN_TESTS)
+    assert not set(HIDDEN_TESTS) & set(names)
+
+
+# -- selection ---------------------------------------------------------------------------------
+
+ALL = list(TESTS)
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        (None, ALL),
+        ("lock-mutex", ["baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock"]),
+        ("lock-pthread-mutex", ["baseline", "lock-pthread-mutex"]),
+        ("inc-*", ["baseline", "inc-atomic-relaxed", "inc-atomic-seqcst"]),
+        ("-inc-*", [n for n in ALL if not n.startswith("inc-")]),
+        ("!lock-*", ["baseline", "inc-atomic-relaxed", "inc-atomic-seqcst"]),
+        ("rwlock", ["baseline", "lock-pthread-rwlock-wr", "lock-pthread-rwlock-rd"]),
+        ("spin", ["baseline", "lock-cas-spin", "lock-ticket-spin", "lock-pthread-spin"]),
+        ("lock-*,-*-spin", ["baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock",
+                            "lock-pthread-rwlock-wr", "lock-pthread-rwlock-rd"]),
+        (["lock-ticket-spin", "inc-atomic-relaxed"], ["baseline", "inc-atomic-relaxed", "lock-ticket-spin"]),
+        (" lock-cas-spin , seqcst ", ["baseline", "inc-atomic-seqcst", "lock-cas-spin"]),
+        ("baseline", ["baseline"]),
+        ("-baseline", ALL),  # the baseline is always measured: the others are reported against it
+        ("lock-*", [n for n in ALL if n.startswith("lock-") or n == "baseline"]),  # never lock-none
+        ("lock-none", ["baseline", "lock-none"]),
+        ("lock-none,!lock-none", ["baseline"]),
+    ],
+)
+def test_select_tests(pattern, expected):
+    assert select_tests(pattern) == expected
+
+
+@pytest.mark.parametrize("pattern", ["nope", "", ",", " , ", "-nope", "!", "-", "lock-nonexistent*", 5, [1],
+                                     ["lock-cas-spin", "zzz"], "lock-non"])
+def test_select_tests_rejects(pattern):
+    with pytest.raises(InputError):
+        select_tests(pattern)
+
+
+@given(st.lists(st.sampled_from(ALL), unique=True, min_size=1))
+def test_select_exact_names_property(chosen):
+    assert select_tests(",".join(chosen)) == ["baseline"] + [n for n in ALL if n in chosen and n != "baseline"]
+
+
+# -- arithmetic --------------------------------------------------------------------------------
+
+
+def _reference(names, cpus, raw, tpn, overhead):
+    """The summary, computed the slow, obvious way."""
+    nt, n = len(names), len(cpus)
+    rate = [[raw["calls"][t][i] / (raw["ticks"][t][i] / tpn / 1e9) / 1e6 for i in range(n)] for t in range(nt)]
+    avg_raw = [[raw["ticks"][t][i] / raw["calls"][t][i] for i in range(n)] for t in range(nt)]
+    ser_raw = [[raw["sermin"][t][i] - overhead for i in range(n)] for t in range(nt)]
+    threads, rows = [], []
+    for t in range(nt):
+        base = names[t] == "baseline"
+        for i in range(n):
+            avg = avg_raw[t][i] - (0 if base else avg_raw[0][i])
+            ser = ser_raw[t][i] - (0 if base else ser_raw[0][i])
+            threads.append(dict(rate=rate[t][i], avg_raw=avg_raw[t][i], avg=avg, avg_ns=avg / tpn,
+                                ser_raw=ser_raw[t][i], ser=ser, ser_ns=ser / tpn))
+        mean_rate = sum(rate[t]) / n
+        row_avg_raw = tpn * 1000 / mean_rate
+        base_avg_raw = tpn * 1000 / (sum(rate[0]) / n)
+        avg = row_avg_raw - (0 if base else base_avg_raw)
+        sers = [ser_raw[t][i] - (0 if base else ser_raw[0][i]) for i in range(n)]
+        sections = sum(raw["calls"][t][i] + raw["sercalls"][t][i] for i in range(n))
+        rows.append(dict(calls=sum(raw["calls"][t]), rate=mean_rate, avg_raw=row_avg_raw, avg=avg,
+                         avg_ns=avg / tpn, ser_raw=sum(ser_raw[t]) / n, ser=sum(sers) / n,
+                         ser_ns=sum(sers) / n / tpn, sections=sections,
+                         exclusive=base or raw["counter"][t] == sections))
+    return rows, threads
+
+
+def _check_against_reference(names, cpus, raw, tpn, overhead):
+    data, threads = summarise(names, cpus, raw, tpn, overhead)
+    rows, ref_threads = _reference(names, cpus, raw, tpn, overhead)
+    approx = lambda v: pytest.approx(v, rel=1e-9, abs=1e-9)  # noqa: E731
+    for got, ref in zip(data, rows):
+        assert got["calls"] == ref["calls"] and got["sections"] == ref["sections"]
+        assert got["mhz"] == approx(tpn * 1000)
+        for key, refkey in [("mcalls_per_s", "rate"), ("avg_ticks_raw", "avg_raw"), ("avg_ticks", "avg"),
+                            ("avg_ns", "avg_ns"), ("sermin_ticks_raw", "ser_raw"), ("sermin_ticks", "ser"),
+                            ("sermin_ns", "ser_ns")]:
+            assert got[key] == approx(ref[refkey]), key
+        assert bool(got["exclusive"]) == ref["exclusive"]
+    for got, ref in zip(threads, ref_threads):
+        for key, refkey in [("mcalls_per_s", "rate"), ("avg_ticks_raw", "avg_raw"), ("avg_ticks", "avg"),
+                            ("avg_ns", "avg_ns"), ("sermin_ticks_raw", "ser_raw"), ("sermin_ticks", "ser"),
+                            ("sermin_ns", "ser_ns")]:
+            assert got[key] == approx(ref[refkey]), key
+    return data, threads
+
+
+def test_summary_by_hand():
+    # 2 GHz timer, 1 s: baseline 100 Mcalls/s = 20 ticks = 10 ns a call, mutex 20 Mcalls/s = 100
+    # ticks, so 80 ticks = 40 ns over the baseline. sermin 60 and 90 ticks with a 50-tick timer:
+    # 10 for the baseline, 40 - 10 = 30 ticks = 15 ns for the mutex.
+    raw = dict(calls=[[100_000_000], [20_000_000]], ticks=[[2_000_000_000], [2_000_000_000]],
+               sermin=[[60], [90]], sercalls=[[5], [7]], counter=[0, 20_000_007])
+    data, threads = _check_against_reference(["baseline", "lock-pthread-mutex"], [3], raw, 2.0, 50.0)
+    base, mutex = data
+    assert base["mcalls_per_s"] == pytest.approx(100) and base["avg_ns"] == pytest.approx(10)
+    assert mutex["mcalls_per_s"] == pytest.approx(20)
+    assert mutex["avg_ticks"] == pytest.approx(80) and mutex["avg_ns"] == pytest.approx(40)
+    assert base["sermin_ticks"] == pytest.approx(10) and mutex["sermin_ticks"] == pytest.approx(30)
+    assert mutex["sermin_ns"] == pytest.approx(15)
+    assert mutex["sections"] == 20_000_007 and mutex["exclusive"]
+    assert threads["cpu"].tolist() == [3, 3]
+
+
+@st.composite
+def _raw_runs(draw):
+    n = draw(st.integers(1, 4))
+    extra = draw(st.lists(st.sampled_from(CHECKED + list(HIDDEN_TESTS)), unique=True, max_size=4))
+    names = ["baseline"] + extra
+    nt = len(names)
+    cell = lambda lo, hi: draw(st.lists(st.lists(st.integers(lo, hi), min_size=n, max_size=n),  # noqa: E731
+                                        min_size=nt, max_size=nt))
+    raw = dict(calls=cell(64, 10**10), ticks=cell(1, 10**12), sermin=cell(0, 10**6), sercalls=cell(1, 10**8))
+    sections = [sum(raw["calls"][t]) + sum(raw["sercalls"][t]) for t in range(nt)]
+    raw["counter"] = [s - draw(st.sampled_from([0, 0, 1])) for s in sections]
+    tpn = draw(st.floats(0.024, 5.0))
+    overhead = draw(st.floats(0.0, 200.0))
+    return names, list(range(n)), raw, tpn, overhead
+
+
+@settings(max_examples=60, deadline=None)
+@given(_raw_runs())
+def test_summary_matches_reference(run):
+    _check_against_reference(*run)
+
+
+def test_summary_needs_the_baseline_first():
+    raw = dict(calls=[[1]], ticks=[[1]], sermin=[[1]], sercalls=[[1]], counter=[1])
+    with pytest.raises(ValueError):
+        summarise(["lock-cas-spin"], [0], raw, 1.0, 0.0)
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+
+def _fake_result(counter_ok=True):
+    raw = dict(calls=[[100_000_000, 100_000_000], [20_000_000, 20_000_000]],
+               ticks=[[2_000_000_000] * 2, [2_000_000_000] * 2],
+               sermin=[[60, 60], [90, 90]], sercalls=[[5, 5], [7, 7]],
+               counter=[0, 40_000_014 if counter_ok else 39_000_000])
+    names, cpus = ["baseline", "lock-pthread-mutex"], [0, 1]
+    data, threads = summarise(names, cpus, raw, 2.0, 50.0)
+    meta = {"timer": {"name": "tsc", "ticks_per_ns": 2.0}, "timer_mhz": 2000.0}
+    return LockResult(cpus=cpus, shared=True, duration=1.0, data=data, threads=threads, metadata=meta)
+
+
+def test_table_like_cpuperf():
+    lines = _fake_result().table().splitlines()
+    assert lines[0].startswith("# shared on CPU 0-1 (2 threads), 1 s per test")
+    assert "timer ticks" in lines[0] and "2000 MHz" in lines[0]
+    assert lines[1].split() == ["MHz", "tot", "avg", "avg", "avg", "sermin", "sermin"]
+    assert lines[2].split() == ["TSC", "MCALLS", "MCALLS/s", "CYCLES", "NSECS", "CYCLES", "NSECS", "NAME", "DESC"]
+    assert lines[3].split()[:8] == ["2000", "200.00", "100.00", "20.0", "10.00", "10.0", "5.00", "baseline"]
+    assert lines[4].split()[:8] == ["2000", "40.00", "20.00", "80.0", "40.00", "30.0", "15.00",
+                                    "lock-pthread-mutex"]
+    assert lines[4].endswith(TESTS["lock-pthread-mutex"])
+    # columns line up: every name starts under NAME, every number ends under its header
+    col = lines[2].index("NAME")
+    assert lines[3].index("baseline") == col and lines[4].index("lock-pthread-mutex") == col
+    assert lines[3].index("  10.00") + len("  10.00") == lines[2].index("NSECS") + len("NSECS")
+    assert len(lines) == 5 and not any(line != line.rstrip() for line in lines)
+
+
+def test_table_per_thread_and_violation():
+    lines = _fake_result(counter_ok=False).table(per_thread=True).splitlines()
+    assert lines[2].split()[0] == "CPU"
+    body = [line.split() for line in lines[3:]]
+    assert [b[0] for b in body] == ["-", "0", "1", "-", "0", "1"]
+    assert body[1][1:9] == ["2000", "100.00", "100.00", "20.0", "10.00", "10.0", "5.00", "baseline"]
+    assert "[MUTUAL EXCLUSION VIOLATED]" in lines[6] and "VIOLATED" not in lines[3]
+
+
+def test_table_shows_missing_values_as_dashes():
+    raw = dict(calls=[[0]], ticks=[[0]], sermin=[[0]], sercalls=[[0]], counter=[0])
+    data, threads = summarise(["baseline"], [0], raw, 1.0, 0.0)
+    r = LockResult(cpus=[0], shared=False, duration=0.1, data=data, threads=threads, metadata={})
+    assert r.table().splitlines()[3].split()[2] == "-"
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(cpus="abc"), dict(cpus=[0, 0]), dict(cpus=[99999]), dict(cpus=[]), dict(cpus="0-"),
+        dict(cpus=[True]), dict(cpus=1.5), dict(tests="nope"), dict(tests=""), dict(tests=5),
+        dict(duration=0), dict(duration=-1), dict(duration=1e9), dict(duration=float("nan")),
+        dict(duration="x"), dict(duration=True), dict(duration=None), dict(timeout=0),
+        dict(timeout="x"), dict(shared="yes"), dict(serial_duration=0),
+    ],
+)
+def test_locks_rejects_bad_input(kwargs):
+    with pytest.raises(InputError):
+        locks(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ([0], [0], False, 0.001, 0.001, 1.0, "x"),  # too many
+        ("x", [0], False, 0.001, 0.001, 1.0),
+        ([0], [99], False, 0.001, 0.001, 1.0),
+        ([0], [0, 0], False, 0.001, 0.001, 1.0),
+        ([0], [-1], False, 0.001, 0.001, 1.0),
+        ([], [0], False, 0.001, 0.001, 1.0),
+        ([0], [], False, 0.001, 0.001, 1.0),
+        ([0], [0], False, 0.0, 0.001, 1.0),
+        ([0], [0], False, 0.001, float("nan"), 1.0),
+        ([0], [0], False, 0.001, 0.001, 0.0),
+        ([0], ["a"], False, 0.001, 0.001, 1.0),
+    ],
+)
+def test_binding_refuses_what_is_unsafe(args):
+    with pytest.raises((TypeError, ValueError)):
+        _ext().locks(*args)
+
+
+def test_binding_does_not_leak():
+    ext = _ext()
+    locks(CPUS[:1], tests="baseline", duration=0.001)  # timer ready, thread stacks cached
+
+    def vmsize_kb():
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+
+    for _ in range(20):
+        ext.locks(CPUS, [0, 6], True, 0.0002, 0.0005, 1.0)
+    before = vmsize_kb()
+    for _ in range(200):
+        out = ext.locks(CPUS, [0, 6], True, 0.0002, 0.0005, 1.0)
+        with pytest.raises(ValueError):
+            ext.locks(CPUS, [0, 0], True, 0.0002, 0.0005, 1.0)
+    assert all(sys.getrefcount(a) == 3 for a in out.values())  # the dict, the loop name, the call
+    assert out["calls"].shape == (2, len(CPUS)) and out["counter"].shape == (2,)
+    # a leaked lock page per run would be 200 x 4 KiB
+    assert vmsize_kb() - before < 400
+
+
+# -- the command -------------------------------------------------------------------------------
+
+
+def _corelat(*args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "corelat", "locks", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-t", "nope"], "no lock test matches 'nope'"),
+        (["-t", ","], "empty test selection"),
+        (["-d", "0"], "duration must be between"),
+        (["-d", "1000"], "duration must be between"),
+        (["-d", "nan"], "duration must be between"),
+        (["--timeout", "0"], "timeout must be between"),
+        (["0-"], "bad CPU list"),
+        (["99999"], "not available"),
+        (["0,0"], "more than once"),
+    ],
+)
+def test_cli_subprocess_bad_input(args, message):
+    p = _corelat(*args)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith("corelat: error: ") and p.stderr.count("\n") == 1, p.stderr
+    assert message in p.stderr
+    assert p.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["-d", "abc"], ["--nope"], ["-t"]])
+def test_cli_subprocess_bad_usage(args):
+    p = _corelat(*args)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.splitlines()[-1].startswith("corelat locks: error: ")
+
+
+def test_cli_subprocess_list():
+    p = _corelat("--list")
+    assert p.returncode == 0, p.stderr
+    names = [line.split()[0] for line in p.stdout.splitlines()]
+    assert names == list(TESTS)
+
+
+def test_cli_subprocess_shared_mutex_run():
+    p = _corelat("-s", "-t", "lock-mutex", "-d", "0.005", "--per-thread", ",".join(map(str, CPUS)))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("# shared on CPU")
+    named = [line.split()[8] for line in lines[3:] if line.split()[0] == "-"]
+    assert named == ["baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock"]
+    assert len(lines) == 3 + 3 * (1 + len(CPUS))
+
+
+# -- Ctrl-C ------------------------------------------------------------------------------------
+
+
+def _interrupt(cmd):
+    """Start cmd, wait until its measuring threads exist, send SIGINT; (rc, seconds to exit, stderr)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while len(os.listdir(f"/proc/{p.pid}/task")) <= 1:  # the team is up: deep in a long run
+            assert p.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        return p.returncode, time.monotonic() - t0, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_cli_subprocess_sigint_stops_a_long_run():
+    # 10 tests x 12.5 s: minutes if not interrupted.
+    rc, took, err = _interrupt([sys.executable, "-m", "corelat", "locks", "-s", "-d", "10"])
+    assert rc == 130, err
+    assert took < 2.0, f"took {took:.2f} s to stop"
+    assert "Traceback" not in err and "interrupted" in err
+
+
+def test_api_subprocess_sigint_raises_keyboardinterrupt():
+    code = (
+        "from corelat.locks import locks\n"
+        "try:\n"
+        "    locks(shared=True, duration=10)\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SystemExit(42)\n"
+    )
+    rc, took, err = _interrupt([sys.executable, "-c", code])
+    assert rc == 42, err
+    assert took < 2.0

@@ -4,7 +4,7 @@ KERNELS := csrc/timer.c csrc/affinity.c csrc/team.c csrc/pingpong.c
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc -g -pthread
 PY ?= python3
 
-.PHONY: build test sanitize valgrind lint clean
+.PHONY: build test sanitize valgrind cross-aarch64 lint clean
 build:
 	$(PY) setup.py build_ext --inplace
 
@@ -20,6 +20,12 @@ sanitize:
 valgrind:
 	$(CC) $(CFLAGS_COMMON) -O1 -o build/selftest csrc/selftest.c $(KERNELS)
 	CORELAT_SELFTEST_SLOW=1 valgrind --fair-sched=yes --error-exitcode=1 --leak-check=full -q ./build/selftest
+
+# aarch64: compile warning-free and run the selftest under qemu-user (Debian: gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross, qemu-user-static).
+cross-aarch64:
+	aarch64-linux-gnu-gcc $(CFLAGS_COMMON) -O2 -static -o build/selftest-aarch64 csrc/selftest.c $(KERNELS)
+	qemu-aarch64-static ./build/selftest-aarch64
 
 lint:
 	ruff check corelat tests benchmarks

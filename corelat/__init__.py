@@ -9,6 +9,7 @@ from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeo
 from .io import from_matrix, load
 from .measure import KERNELS, allowed_cpus, measure, timer_info
 from .result import LatencyResult, PairFlag
+from .topology import Topology, TopologyWarning, topology
 
 __all__ = [
     "__version__",
@@ -19,11 +20,14 @@ __all__ = [
     "MeasurementError",
     "MeasurementTimeout",
     "PairFlag",
+    "Topology",
+    "TopologyWarning",
     "allowed_cpus",
     "from_matrix",
     "load",
     "measure",
     "timer_info",
+    "topology",
 ]
 
 

@@ -133,3 +133,16 @@ def test_matrix_text_layout():
     assert lines[1].split() == ["0"]
     assert lines[2].split() == ["4", "10"]
     assert lines[3].split() == ["8", "20", "30"]
+
+
+def test_topology_command():
+    p = run_cli("topology")
+    assert p.returncode == 0 and "package" in p.stdout
+    p = run_cli("topology", "--json")
+    assert p.returncode == 0
+    import json
+
+    rows = json.loads(p.stdout)
+    assert {r["cpu"] for r in rows} >= set(CPUS)
+    p = run_cli("topology", "--root", "/nonexistent")
+    assert p.returncode == 2 and "Traceback" not in p.stderr

@@ -20,6 +20,9 @@ COMMANDS = {
     "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
     "locks": ("cmd_locks", "what locks and atomics cost, uncontended or shared (cpuperf's method)"),
     "compare": ("cmd_compare", "compare result files side by side (ratios to the first)"),
+    "plot": ("cmd_plot", "draw a result's heatmap or sample distributions to an image file"),
+    "topology": ("cmd_topology", "this machine's sockets, NUMA nodes, caches, cores and SMT siblings"),
+    "report": ("cmd_report", "what a result file says: summary, structure, topology agreement"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

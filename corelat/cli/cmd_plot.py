@@ -1,0 +1,80 @@
+"""Draw a result's heatmap (or its sample distributions) to an image file; several files side by side."""
+
+import os
+import sys
+
+from ..errors import InputError
+from . import common
+
+_FORMATS = (".png", ".svg", ".pdf")
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="result file(s): corelat .npz, core-to-core-latency CSV, c2clat table; "
+                        "several files are drawn side by side on one colour scale")
+    p.add_argument("-o", "--output", metavar="OUT",
+                   help="image to write (.png, .svg or .pdf; default: NAME.png in the current folder)")
+    p.add_argument("--kind", choices=("heatmap", "violin", "hist"), default="heatmap",
+                   help="heatmap (default), or per-pair sample distributions as violins or histograms")
+    p.add_argument("--order", choices=("topology", "structure", "os"), default="topology",
+                   help="heatmap order: OS topology (falls back to structure), latency structure, or CPU id")
+    p.add_argument("--statistic", choices=("median", "mean", "min", "max", "std"), default="median",
+                   help="what the heatmap cells show (default median)")
+    p.add_argument("--annotate", action="store_true", default=None,
+                   help="write every cell's value (default: only where cells are big enough)")
+    p.add_argument("--no-annotate", dest="annotate", action="store_false", help="never write cell values")
+    p.add_argument("--pairs", nargs="+", metavar="A,B",
+                   help="CPU pairs for --kind violin/hist, e.g. 0,1 0,8 (default: a chosen spread)")
+    p.add_argument("--dpi", type=int, default=110, help="resolution of PNG output (default 110)")
+
+
+def _pairs(texts):
+    out = []
+    for t in texts or ():
+        try:
+            a, b = (int(x) for x in t.split(","))
+        except ValueError:
+            raise InputError(f"--pairs: {t!r} is not two CPU ids like 0,1") from None
+        out.append((a, b))
+    return out or None
+
+
+def run(args):
+    from ..compare import _as_result
+
+    if not 20 <= args.dpi <= 1200:
+        raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")
+    results = [_as_result(f) for f in args.files]
+    out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
+    common.check_output_path(out, suffixes=_FORMATS)
+    if len(results) > 1 and args.kind != "heatmap":
+        raise InputError("several files are compared as heatmaps only; drop --kind or give one file")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only: never open a window
+        import matplotlib.pyplot as plt
+
+        from .. import plot
+    except ImportError:
+        print("corelat: error: corelat plot needs matplotlib: pip install corelat[plot]", file=sys.stderr)
+        return 1
+    if len(results) > 1:
+        fig = plot.compare(results, order=args.order, statistic=args.statistic, annotate=args.annotate)
+    elif args.kind == "heatmap":
+        fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate).figure
+    else:
+        fig = plot.distribution(results[0], pairs=_pairs(args.pairs), kind=args.kind).figure
+    try:
+        fig.savefig(out, dpi=args.dpi)
+    finally:
+        plt.close(fig)
+    print(f"saved to {out}", file=sys.stderr)
+    return 0
+
+
+def common_name(name):
+    """A file-system friendly stem from a result name."""
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in os.path.basename(name))
+    return keep.strip("._") or "corelat"

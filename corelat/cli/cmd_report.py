@@ -1,0 +1,57 @@
+"""What a result file says: summary, machine structure, agreement with the OS topology."""
+
+import json
+
+from ..result import PairFlag
+from . import common
+
+
+def add_arguments(p):
+    p.add_argument("file", metavar="FILE", help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
+    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
+                   help="per-pair statistic to read (default median)")
+    p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
+    p.add_argument("--json", action="store_true", help="print the structure as JSON instead of text")
+
+
+def report_text(result, st, statistic="median", matrix=False):
+    md = result.metadata
+    lines = [f"{result.name or 'result'}: {result.n} CPUs, kernel {result.kernel}"]
+    for key, label in (("cpu_model", "CPU"), ("topology_summary", "Topology"), ("hostname", "Host"),
+                       ("date", "Date"), ("source", "Source")):
+        if md.get(key):
+            lines.append(f"{label}: {md[key]}")
+    if result.value_only:
+        lines.append("One value per pair (imported): no samples, no spread.")
+    else:
+        lines.append(f"Samples per pair: up to {result.samples.shape[2]}; showing the {statistic} "
+                     "of round-trip time / 2 in ns")
+    lines.append("")
+    lines.append(common.summary_text(result, statistic))
+    lines.append("")
+    lines.append("Structure: " + str(st))
+    flags = result.flags
+    for bit, what in ((PairFlag.BIMODAL, "bimodal"), (PairFlag.UNSTABLE, "unstable"),
+                      (PairFlag.MIGRATED, "with migrated samples dropped")):
+        count = int(((flags & bit) != 0).sum())
+        if count:
+            lines.append(f"{count} cells {what}")
+    for w in result.warnings:
+        lines.append(f"warning: {w}")
+    if matrix:
+        lines.append("")
+        lines.append(common.matrix_text(result, statistic))
+    return "\n".join(lines)
+
+
+def run(args):
+    from ..io import load
+    from ..structure import structure
+
+    result = load(args.file)
+    st = structure(result, statistic=args.statistic)
+    if args.json:
+        print(json.dumps(st.to_dict(), indent=2))
+    else:
+        print(report_text(result, st, args.statistic, args.matrix))
+    return 0

@@ -1,0 +1,220 @@
+"""Plots render (Agg, to PNG) with the expected axes, labels, colour bar, boundaries and annotations."""
+
+import subprocess
+import sys
+import tarfile
+import warnings
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from corelat import plot
+from corelat.cli import main
+from corelat.errors import InputError
+from corelat.io import from_matrix, load
+from corelat.result import LatencyResult, PairFlag
+
+PEERS = "fixtures/peer-results/core-to-core-latency"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def blocks(n_groups, per_group, within=20.0, across=90.0, name="", seed=0):
+    lab = np.repeat(np.arange(n_groups), per_group)
+    m = np.where(lab[:, None] == lab[None, :], within, across)
+    m = m * (1 + 0.03 * np.random.default_rng(seed).standard_normal(m.shape))
+    return from_matrix((m + m.T) / 2, name=name or f"{n_groups}x{per_group}")
+
+
+def sampled(bimodal_pair=(0, 3), n=4, k=200):
+    """A result with raw samples; one pair bimodal (and flagged so)."""
+    rng = np.random.default_rng(1)
+    s = np.full((n, n, k), np.nan)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                s[i, j] = (20 + 10 * abs(i - j)) * (1 + 0.03 * rng.standard_normal(k))
+    a, b = bimodal_pair
+    for i, j in ((a, b), (b, a)):
+        s[i, j, ::3] = 8 + 0.3 * rng.standard_normal(s[i, j, ::3].size)
+    flags = np.where(np.eye(n, dtype=bool), 0, PairFlag.MEASURED)
+    flags[a, b] |= PairFlag.BIMODAL
+    flags[b, a] |= PairFlag.BIMODAL
+    return LatencyResult(cpus=range(n), kernel="cas", samples=s, flags=flags, name="sampled")
+
+
+def save(fig, path):
+    fig.savefig(path, dpi=60)
+    assert path.read_bytes()[:8] == PNG
+    return path
+
+
+def colorbar_label(fig):
+    labels = [a.get_ylabel() for a in fig.axes[1:]]
+    assert labels, "no colour bar"
+    return labels[-1]
+
+
+def test_heatmap_peer_file_falls_back_to_structure_order(shared_dir, tmp_path):
+    r = load(shared_dir / PEERS / "AMD Ryzen 9 5950X @ 3.40 GHz.csv")
+    ax = plot.heatmap(r)  # order="topology", but the file carries none
+    fig = ax.figure
+    assert len(fig.axes) == 2
+    assert colorbar_label(fig) == "one-way latency (ns), median per pair"
+    assert ax.get_xlabel() == "CPU" and ax.get_ylabel() == "CPU"
+    title = ax.get_title()
+    assert title.startswith("AMD Ryzen 9 5950X @ 3.40 GHz: cas kernel, 32 CPUs")
+    assert "no topology recorded: ordered by latency structure" in title
+    # Structure order: each CCX's CPUs together, boundary between them drawn (one h + one v line).
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks[:4] == ["0", "16", "1", "17"]
+    assert sorted({round(x, 1) for ln in ax.lines for x in np.ravel(ln.get_xydata())} & {15.5}) == [15.5]
+    assert len(ax.texts) == 32 * 31  # 32 CPUs fit their values
+    save(fig, tmp_path / "5950x.png")
+
+
+def test_heatmap_os_order_and_annotation_switch(shared_dir):
+    r = load(shared_dir / PEERS / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
+    ax = plot.heatmap(r, order="os", annotate=False)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in range(16)]
+    assert len(ax.texts) == 0 and len(ax.lines) == 0
+    assert "CPU order" in ax.get_title()
+    ax = plot.heatmap(r, order="os", statistic="median", annotate=True)
+    cells = {t.get_text() for t in ax.texts}
+    assert "6.0" in cells  # below 10 ns one decimal is kept
+
+
+def test_heatmap_8_and_192_cpus_stay_readable(tmp_path):
+    small = plot.heatmap(blocks(2, 4))
+    assert len(small.texts) == 8 * 7
+    assert len(small.get_xticklabels()) == 8
+    save(small.figure, tmp_path / "8.png")
+    big = blocks(8, 24, name="big")
+    ax = plot.heatmap(big, order="structure")
+    assert len(ax.texts) == 0  # 192 CPUs: no room for numbers
+    assert len(ax.get_xticklabels()) <= 33  # labels thinned out
+    assert len(ax.lines) == 2 * 7  # 8 groups: 7 boundaries, both directions
+    assert "latency structure order" in ax.get_title()
+    path = save(ax.figure, tmp_path / "192.png")
+    assert path.stat().st_size > 10_000
+
+
+def test_heatmap_into_given_axes_with_shared_scale():
+    fig, (a, b) = plt.subplots(1, 2)
+    out = plot.heatmap(blocks(2, 4), ax=a, vmin=0, vmax=200, colorbar=False, order="os")
+    assert out is a
+    assert a.images[0].get_clim() == (0, 200)
+    assert len(fig.axes) == 2  # no colour bar added
+    with pytest.raises(InputError, match="unknown order"):
+        plot.heatmap(blocks(2, 4), order="random", ax=b)
+
+
+@pytest.fixture(scope="module")
+def opteron_topology(shared_dir, tmp_path_factory):
+    topo_mod = pytest.importorskip("corelat.topology")
+    folder = tmp_path_factory.mktemp("topo")
+    with tarfile.open(shared_dir / "fixtures/topology/hwloc/16amd64-8n2c.tar.bz2") as tar:
+        tar.extractall(folder, filter="tar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return topo_mod.topology(root=folder / "16amd64-8n2c")
+
+
+def test_heatmap_topology_order_draws_package_boundaries(opteron_topology, tmp_path):
+    # 8 packages of 2 CPUs (each its own NUMA node); CPU order shuffled in the result.
+    base = blocks(8, 2, name="opteron")
+    perm = np.random.default_rng(2).permutation(16)
+    r = LatencyResult(cpus=perm, kernel="cas", samples=base.samples[np.ix_(perm, perm)],
+                      metadata={"topology": opteron_topology.to_dict()}, name="opteron")
+    ax = plot.heatmap(r)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in range(16)]
+    assert "topology order; lines: package, NUMA node" in ax.get_title()
+    assert len(ax.lines) == 2 * 7
+    save(ax.figure, tmp_path / "topo.png")
+
+
+def test_distribution_shows_samples_and_flags(tmp_path):
+    r = sampled()
+    ax = plot.distribution(r)
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == 6  # every pair of 4 CPUs fits under the default limit
+    assert "3↔0 bimodal" in labels
+    assert ax.get_ylabel() == "one-way latency (ns)"
+    assert ax.collections  # violin bodies and sample dots
+    save(ax.figure, tmp_path / "violin.png")
+    ax = plot.distribution(r, pairs=[(0, 3), (1, 2)], kind="hist")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0↔3 bimodal", "1↔2"]
+    assert ax.get_xlabel() == "one-way latency (ns)"
+    save(ax.figure, tmp_path / "hist.png")
+
+
+def test_distribution_refuses_value_only_and_bad_pairs(shared_dir):
+    r = load(shared_dir / PEERS / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
+    with pytest.raises(InputError, match="one value per pair .*no distribution to draw"):
+        plot.distribution(r)
+    with pytest.raises(InputError, match="not two CPUs of this result"):
+        plot.distribution(sampled(), pairs=[(0, 9)])
+    with pytest.raises(InputError, match="unknown kind"):
+        plot.distribution(sampled(), kind="pie")
+
+
+def test_compare_side_by_side_on_one_scale(tmp_path):
+    a, b = blocks(2, 4, 20, 90, name="a"), blocks(2, 8, 40, 150, name="b")
+    fig = plot.compare([a, b])
+    heat = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title().splitlines()[0] for ax in heat] == ["a", "b"]
+    clims = {ax.images[0].get_clim() for ax in heat}
+    assert len(clims) == 1  # one colour scale
+    lo, hi = clims.pop()
+    assert lo < 21 and hi > 140
+    assert len(fig.axes) == 3 and colorbar_label(fig).startswith("one-way latency (ns)")
+    save(fig, tmp_path / "compare.png")
+
+
+def test_missing_matplotlib_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install corelat\[plot\]"):
+        plot.heatmap(blocks(2, 2))
+
+
+def test_imports_stay_light():
+    code = ("import sys, corelat, corelat.plot, corelat.structure, corelat.compare; "
+            "heavy = [m for m in ('matplotlib', 'scipy') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_cli_plot_and_report(tmp_path, capsys, shared_dir):
+    src = str(shared_dir / PEERS / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
+    out = tmp_path / "p.png"
+    assert main(["plot", src, "-o", str(out), "--order", "os"]) == 0
+    assert out.read_bytes()[:8] == PNG
+    two = tmp_path / "two.png"
+    assert main(["plot", src, src, "-o", str(two)]) == 0
+    assert two.read_bytes()[:8] == PNG
+    sampled().save(tmp_path / "s.npz")
+    assert main(["plot", str(tmp_path / "s.npz"), "--kind", "violin", "--pairs", "0,3", "1,2",
+                 "-o", str(tmp_path / "v.png")]) == 0
+    capsys.readouterr()
+    assert main(["plot", src, "--kind", "violin", "-o", str(tmp_path / "x.png")]) == 2
+    assert "one value per pair" in capsys.readouterr().err
+    assert main(["plot", src, "-o", str(tmp_path / "x.gif")]) == 2
+    assert main(["report", src]) == 0
+    text = capsys.readouterr().out
+    assert "Structure: no grouping: 16 CPUs (8 cores × 2 threads)" in text
+    assert "Min  latency:" in text
+    assert main(["report", str(tmp_path / "s.npz"), "--json"]) == 0
+    assert '"smt_pairs"' in capsys.readouterr().out
+    bad = tmp_path / "bad.txt"
+    bad.write_text("CPU 0 1\n0 0 x\n1 5 0\n")
+    assert main(["report", str(bad)]) == 2
+    assert "'x' is not a number" in capsys.readouterr().err

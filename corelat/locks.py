@@ -311,15 +311,14 @@ class LockResult:
         def fmt(v, w, digits):
             return f"{v:>{w}.{digits}f}" if np.isfinite(v) else f"{'-':>{w}}"
 
-        lines = [
+        comment = (
             f"# {self.mode} on CPU {cpulist.format(self.cpus)} ({len(self.cpus)} "
             f"thread{'s' if len(self.cpus) > 1 else ''}), "
             f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
             f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal), baseline subtracted "
-            "except on its own line",
-            top,
-            sub,
-        ]
+            "except on its own line"
+        )
+        lines = [comment, top, sub]
         for r in self.data:
             name = str(r["name"])
             cells = [fmt(r["mhz"], 6, 0), fmt(r["calls"] / 1e6, 10, 2), fmt(r["mcalls_per_s"], 9, 2),

@@ -208,25 +208,28 @@ def _reference(names, cpus, raw, tpn, overhead):
         for i in range(n):
             avg = avg_raw[t][i] - (0 if base else avg_raw[0][i])
             ser = ser_raw[t][i] - (0 if base else ser_raw[0][i])
-            threads.append(dict(rate=rate[t][i], avg_raw=avg_raw[t][i], avg=avg, avg_ns=avg / tpn,
-                                ser_raw=ser_raw[t][i], ser=ser, ser_ns=ser / tpn))
+            threads.append({"rate": rate[t][i], "avg_raw": avg_raw[t][i], "avg": avg, "avg_ns": avg / tpn,
+                            "ser_raw": ser_raw[t][i], "ser": ser, "ser_ns": ser / tpn})
         mean_rate = sum(rate[t]) / n
         row_avg_raw = tpn * 1000 / mean_rate
         base_avg_raw = tpn * 1000 / (sum(rate[0]) / n)
         avg = row_avg_raw - (0 if base else base_avg_raw)
         sers = [ser_raw[t][i] - (0 if base else ser_raw[0][i]) for i in range(n)]
         sections = sum(raw["calls"][t][i] + raw["sercalls"][t][i] for i in range(n))
-        rows.append(dict(calls=sum(raw["calls"][t]), rate=mean_rate, avg_raw=row_avg_raw, avg=avg,
-                         avg_ns=avg / tpn, ser_raw=sum(ser_raw[t]) / n, ser=sum(sers) / n,
-                         ser_ns=sum(sers) / n / tpn, sections=sections,
-                         exclusive=base or raw["counter"][t] == sections))
+        rows.append({"calls": sum(raw["calls"][t]), "rate": mean_rate, "avg_raw": row_avg_raw, "avg": avg,
+                     "avg_ns": avg / tpn, "ser_raw": sum(ser_raw[t]) / n, "ser": sum(sers) / n,
+                     "ser_ns": sum(sers) / n / tpn, "sections": sections,
+                     "exclusive": base or raw["counter"][t] == sections})
     return rows, threads
 
 
 def _check_against_reference(names, cpus, raw, tpn, overhead):
     data, threads = summarise(names, cpus, raw, tpn, overhead)
     rows, ref_threads = _reference(names, cpus, raw, tpn, overhead)
-    approx = lambda v: pytest.approx(v, rel=1e-9, abs=1e-9)  # noqa: E731
+
+    def approx(v):
+        return pytest.approx(v, rel=1e-9, abs=1e-9)
+
     for got, ref in zip(data, rows):
         assert got["calls"] == ref["calls"] and got["sections"] == ref["sections"]
         assert got["mhz"] == approx(tpn * 1000)
@@ -247,8 +250,8 @@ def test_summary_by_hand():
     # 2 GHz timer, 1 s: baseline 100 Mcalls/s = 20 ticks = 10 ns a call, mutex 20 Mcalls/s = 100
     # ticks, so 80 ticks = 40 ns over the baseline. sermin 60 and 90 ticks with a 50-tick timer:
     # 10 for the baseline, 40 - 10 = 30 ticks = 15 ns for the mutex.
-    raw = dict(calls=[[100_000_000], [20_000_000]], ticks=[[2_000_000_000], [2_000_000_000]],
-               sermin=[[60], [90]], sercalls=[[5], [7]], counter=[0, 20_000_007])
+    raw = {"calls": [[100_000_000], [20_000_000]], "ticks": [[2_000_000_000], [2_000_000_000]],
+           "sermin": [[60], [90]], "sercalls": [[5], [7]], "counter": [0, 20_000_007]}
     data, threads = _check_against_reference(["baseline", "lock-pthread-mutex"], [3], raw, 2.0, 50.0)
     base, mutex = data
     assert base["mcalls_per_s"] == pytest.approx(100) and base["avg_ns"] == pytest.approx(10)
@@ -266,9 +269,12 @@ def _raw_runs(draw):
     extra = draw(st.lists(st.sampled_from(CHECKED + list(HIDDEN_TESTS)), unique=True, max_size=4))
     names = ["baseline"] + extra
     nt = len(names)
-    cell = lambda lo, hi: draw(st.lists(st.lists(st.integers(lo, hi), min_size=n, max_size=n),  # noqa: E731
-                                        min_size=nt, max_size=nt))
-    raw = dict(calls=cell(64, 10**10), ticks=cell(1, 10**12), sermin=cell(0, 10**6), sercalls=cell(1, 10**8))
+
+    def cell(lo, hi):
+        return draw(st.lists(st.lists(st.integers(lo, hi), min_size=n, max_size=n), min_size=nt, max_size=nt))
+
+    raw = {"calls": cell(64, 10**10), "ticks": cell(1, 10**12), "sermin": cell(0, 10**6),
+           "sercalls": cell(1, 10**8)}
     sections = [sum(raw["calls"][t]) + sum(raw["sercalls"][t]) for t in range(nt)]
     raw["counter"] = [s - draw(st.sampled_from([0, 0, 1])) for s in sections]
     tpn = draw(st.floats(0.024, 5.0))
@@ -283,7 +289,7 @@ def test_summary_matches_reference(run):
 
 
 def test_summary_needs_the_baseline_first():
-    raw = dict(calls=[[1]], ticks=[[1]], sermin=[[1]], sercalls=[[1]], counter=[1])
+    raw = {"calls": [[1]], "ticks": [[1]], "sermin": [[1]], "sercalls": [[1]], "counter": [1]}
     with pytest.raises(ValueError):
         summarise(["lock-cas-spin"], [0], raw, 1.0, 0.0)
 
@@ -292,10 +298,10 @@ def test_summary_needs_the_baseline_first():
 
 
 def _fake_result(counter_ok=True):
-    raw = dict(calls=[[100_000_000, 100_000_000], [20_000_000, 20_000_000]],
-               ticks=[[2_000_000_000] * 2, [2_000_000_000] * 2],
-               sermin=[[60, 60], [90, 90]], sercalls=[[5, 5], [7, 7]],
-               counter=[0, 40_000_014 if counter_ok else 39_000_000])
+    raw = {"calls": [[100_000_000, 100_000_000], [20_000_000, 20_000_000]],
+           "ticks": [[2_000_000_000] * 2, [2_000_000_000] * 2],
+           "sermin": [[60, 60], [90, 90]], "sercalls": [[5, 5], [7, 7]],
+           "counter": [0, 40_000_014 if counter_ok else 39_000_000]}
     names, cpus = ["baseline", "lock-pthread-mutex"], [0, 1]
     data, threads = summarise(names, cpus, raw, 2.0, 50.0)
     meta = {"timer": {"name": "tsc", "ticks_per_ns": 2.0}, "timer_mhz": 2000.0}
@@ -329,7 +335,7 @@ def test_table_per_thread_and_violation():
 
 
 def test_table_shows_missing_values_as_dashes():
-    raw = dict(calls=[[0]], ticks=[[0]], sermin=[[0]], sercalls=[[0]], counter=[0])
+    raw = {"calls": [[0]], "ticks": [[0]], "sermin": [[0]], "sercalls": [[0]], "counter": [0]}
     data, threads = summarise(["baseline"], [0], raw, 1.0, 0.0)
     r = LockResult(cpus=[0], shared=False, duration=0.1, data=data, threads=threads, metadata={})
     assert r.table().splitlines()[3].split()[2] == "-"
@@ -341,11 +347,11 @@ def test_table_shows_missing_values_as_dashes():
 @pytest.mark.parametrize(
     "kwargs",
     [
-        dict(cpus="abc"), dict(cpus=[0, 0]), dict(cpus=[99999]), dict(cpus=[]), dict(cpus="0-"),
-        dict(cpus=[True]), dict(cpus=1.5), dict(tests="nope"), dict(tests=""), dict(tests=5),
-        dict(duration=0), dict(duration=-1), dict(duration=1e9), dict(duration=float("nan")),
-        dict(duration="x"), dict(duration=True), dict(duration=None), dict(timeout=0),
-        dict(timeout="x"), dict(shared="yes"), dict(serial_duration=0),
+        {"cpus": "abc"}, {"cpus": [0, 0]}, {"cpus": [99999]}, {"cpus": []}, {"cpus": "0-"},
+        {"cpus": [True]}, {"cpus": 1.5}, {"tests": "nope"}, {"tests": ""}, {"tests": 5},
+        {"duration": 0}, {"duration": -1}, {"duration": 1e9}, {"duration": float("nan")},
+        {"duration": "x"}, {"duration": True}, {"duration": None}, {"timeout": 0},
+        {"timeout": "x"}, {"shared": "yes"}, {"serial_duration": 0},
     ],
 )
 def test_locks_rejects_bad_input(kwargs):
@@ -400,7 +406,7 @@ def test_binding_does_not_leak():
 
 def _corelat(*args, timeout=60):
     return subprocess.run([sys.executable, "-m", "corelat", "locks", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ from .result import PairFlag
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
+#: Distributions switch to a log scale when the slowest sample exceeds this many times the median.
+LOG_SCALE_RATIO = 5.0
 #: Line widths of group boundaries, coarsest first.
 _TOPOLOGY_LINES = (("package", 2.2), ("node", 1.6), ("l3", 1.0))
 _NAN_COLOUR = "#d9d9d9"
@@ -136,14 +138,11 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     if colorbar:
         cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
         cb.set_label(f"one-way latency (ns), {statistic} per pair")
+    # Cell size in points (from the axes' size before layout: close enough to decide and to size text).
+    bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
+    cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
     if annotate is None:
-        fig.canvas.draw_idle()
-        bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
-        cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
         annotate = cell_pt >= MIN_ANNOTATED_CELL_PT
-    else:
-        bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
-        cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
     if annotate:
         size = max(4.0, min(10.0, cell_pt * 0.36))
         for i in range(n):
@@ -223,25 +222,43 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
     if ax is None:
         width = min(max(5.0, 0.7 * len(data) + 2.5), 16.0)
         _, ax = plt.subplots(figsize=(width, 4.5), layout="constrained")
+    # Preempted samples (a VM's vCPU descheduled) can be 100x the bulk: then a log scale keeps both
+    # the bulk and the outliers readable.
+    everything = np.concatenate(data)
+    log = float(everything.max()) > LOG_SCALE_RATIO * float(np.median(everything)) and everything.min() > 0
     if kind == "violin":
-        spread = [k for k, s in enumerate(data) if np.ptp(s) > 0]
+        shown = [np.log10(s) for s in data] if log else data
+        spread = [k for k, s in enumerate(shown) if np.ptp(s) > 0]
         if spread:
-            ax.violinplot([data[k] for k in spread], positions=spread, showmedians=True, showextrema=True,
+            ax.violinplot([shown[k] for k in spread], positions=spread, showmedians=True, showextrema=True,
                           widths=0.8)
-        for k, s in enumerate(data):
+        for k, s in enumerate(shown):
             ax.scatter(np.full(s.size, k) + np.linspace(-0.12, 0.12, s.size), s, s=3, alpha=0.35,
                        color="black", linewidths=0)
         ax.set_xticks(range(len(data)), labels, rotation=45 if len(data) > 4 else 0, ha="right"
                       if len(data) > 4 else "center", fontsize=8)
-        ax.set_ylabel("one-way latency (ns)")
         ax.set_xlabel("CPU pair")
+        if log:
+            lo, hi = math.floor(np.log10(everything.min())), math.ceil(np.log10(everything.max()))
+            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e)) for e in range(lo, hi + 1) for m in (1, 2, 5)]
+            bottom, top = math.log10(everything.min()) - 0.05, math.log10(everything.max()) + 0.05
+            ticks = [(t, lab) for t, lab in ticks if bottom <= t <= top]
+            ax.set_ylim(bottom, top)
+            ax.set_yticks([t for t, _ in ticks], [lab for _, lab in ticks])
+            ax.set_ylabel("one-way latency (ns, log scale)")
+        else:
+            ax.set_ylabel("one-way latency (ns)")
     else:
-        lo = min(float(s.min()) for s in data)
-        hi = max(float(s.max()) for s in data)
-        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
+        lo = float(everything.min())
+        hi = float(everything.max())
+        if log:
+            bins = np.geomspace(lo, hi, 60)
+            ax.set_xscale("log")
+        else:
+            bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
         for s, label in zip(data, labels):
             ax.hist(s, bins=bins, histtype="step", linewidth=1.3, label=label)
-        ax.set_xlabel("one-way latency (ns)")
+        ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
         ax.set_ylabel("samples")
         ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
     per = result.samples.shape[2]

@@ -157,6 +157,18 @@ def test_distribution_shows_samples_and_flags(tmp_path):
     save(ax.figure, tmp_path / "hist.png")
 
 
+def test_distribution_log_scale_for_preempted_samples():
+    r = sampled()
+    s = np.array(r.samples)
+    s[1, 0, :5] = 5000.0  # a few samples 200x the rest, as when a vCPU is descheduled
+    r = LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=s, flags=r.flags, name="preempted")
+    ax = plot.distribution(r)
+    assert ax.get_ylabel() == "one-way latency (ns, log scale)"
+    assert "5000" in [t.get_text() for t in ax.get_yticklabels()]
+    ax = plot.distribution(r, kind="hist")
+    assert ax.get_xscale() == "log"
+
+
 def test_distribution_refuses_value_only_and_bad_pairs(shared_dir):
     r = load(shared_dir / PEERS / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
     with pytest.raises(InputError, match="one value per pair .*no distribution to draw"):

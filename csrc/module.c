@@ -11,6 +11,7 @@
 #include "affinity.h"
 #include "locks.h"
 #include "pingpong.h"
+#include "smt.h"
 #include "spin.h"
 #include "team.h"
 #include "timer.h"
@@ -415,6 +416,127 @@ error: /* also the way out on success: `out` holds its own references */
     return out;
 }
 
+/* ---- busy-sibling throughput (csrc/smt.c) ---- */
+
+/* Raise the exception a failed throughput run deserves. Called with the GIL held. */
+static void raise_smt_status(const corelat_smt_job *job, double timeout_s)
+{
+    int status = job->status;
+    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
+        errno = job->err ? job->err : ENOMEM;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return;
+    }
+    if (status == CORELAT_EINVAL) {
+        PyErr_SetString(PyExc_ValueError, "invalid throughput run arguments");
+        return;
+    }
+    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
+    PyObject *mod = PyImport_ImportModule("corelat.errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
+    Py_XDECREF(mod);
+    if (!cls)
+        return;
+    const char *loop = corelat_smt_loop_names[job->loop];
+    char secs[32];
+    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
+    switch (status) {
+    case CORELAT_ETIMEOUT:
+        PyErr_Format(cls,
+                     "%s loop: the thread on CPU %d waited more than %s s for the others at the starting "
+                     "line (is the machine overloaded?)",
+                     loop, job->failed_cpu, secs);
+        break;
+    case CORELAT_EPIN:
+        PyErr_Format(cls, "%s loop: cannot pin a thread to CPU %d (%s)", loop, job->failed_cpu,
+                     strerror(job->err));
+        break;
+    case CORELAT_EMOVED:
+        PyErr_Format(cls, "%s loop: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", loop,
+                     job->failed_cpu, job->err);
+        break;
+    case CORELAT_EABORT:
+        PyErr_Format(cls, "%s loop: measurement aborted", loop);
+        break;
+    default:
+        PyErr_Format(cls, "%s loop: measurement failed (status %d)", loop, status);
+        break;
+    }
+    Py_DECREF(cls);
+}
+
+static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"cpus", "loop", "duration", "timeout", "mem_bytes", NULL};
+    PyObject *cpus_obj, *out = NULL;
+    int loop;
+    double duration, timeout;
+    unsigned long long mem_bytes;
+    int *cpus = NULL;
+    Py_ssize_t n = 0;
+    PyArrayObject *iterations = NULL, *ticks = NULL, *migrated = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout,
+                                     &mem_bytes))
+        return NULL;
+    if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0)
+        goto error;
+    if (n < 1 || n > 4096 || loop < 0 || loop >= CORELAT_SMT_LOOP_COUNT || !(duration > 0 && duration <= 3600) ||
+        !(timeout > 0 && timeout < 1e6) || mem_bytes < CORELAT_SMT_MEM_MIN || mem_bytes > CORELAT_SMT_MEM_MAX ||
+        mem_bytes % 64 != 0) {
+        PyErr_SetString(PyExc_ValueError, "invalid throughput run arguments");
+        goto error;
+    }
+    if (!timer_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+        goto error;
+    }
+    npy_intp dims[1] = {(npy_intp)n};
+    iterations = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
+    ticks = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
+    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
+    if (!iterations || !ticks || !migrated)
+        goto error;
+
+    double per_s = timer_state.ticks_per_ns * 1e9;
+    corelat_smt_job job = {
+        .loop = loop,
+        .n = (int)n,
+        .cpus = cpus,
+        .duration_ticks = (uint64_t)(duration * per_s) + 1,
+        .lead_ticks = (uint64_t)(200e-6 * per_s), /* 200 us for every thread to see the start */
+        .timeout_ns = (uint64_t)(timeout * 1e9),
+        .mem_bytes = mem_bytes,
+        .iterations = (uint64_t *)PyArray_DATA(iterations),
+        .ticks = (uint64_t *)PyArray_DATA(ticks),
+        .migrated = (uint8_t *)PyArray_DATA(migrated),
+    };
+    corelat_team team;
+    int rc, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_smt_start(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (rc == CORELAT_OK)
+        interrupted = wait_team(&team) < 0;
+    Py_BEGIN_ALLOW_THREADS
+    corelat_smt_finish(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (interrupted)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    if (job.status != CORELAT_OK) {
+        raise_smt_status(&job, timeout);
+        goto error;
+    }
+    out = Py_BuildValue("(OOO)", (PyObject *)iterations, (PyObject *)ticks, (PyObject *)migrated);
+
+error: /* also the way out on success: `out` holds its own references */
+    Py_XDECREF(iterations);
+    Py_XDECREF(ticks);
+    Py_XDECREF(migrated);
+    PyMem_Free(cpus);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"timer_init", (PyCFunction)(void (*)(void))py_timer_init, METH_VARARGS | METH_KEYWORDS,
      "timer_init(kind, calibrate_s=0.03) -> dict: choose 'hw' or 'clock' and calibrate it."},
@@ -429,6 +551,9 @@ static PyMethodDef methods[] = {
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
      " sermin, sercalls (tests x cpus) and counter (tests); codes index LOCK_TESTS."},
+    {"smt_throughput", (PyCFunction)(void (*)(void))py_smt_throughput, METH_VARARGS | METH_KEYWORDS,
+     "smt_throughput(cpus, loop, duration, timeout, mem_bytes) -> (iterations uint64[n], ticks uint64[n],"
+     " migrated bool[n]): one thread per CPU runs loop SMT_LOOPS[loop] for duration s, all starting together."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -452,6 +577,12 @@ static int exec_module(PyObject *m)
     }
     if (PyModule_AddObject(m, "LOCK_TESTS", lock_tests) < 0) {
         Py_DECREF(lock_tests);
+        return -1;
+    }
+    PyObject *smt_loops = Py_BuildValue("(ss)", corelat_smt_loop_names[CORELAT_SMT_ALU],
+                                        corelat_smt_loop_names[CORELAT_SMT_MEM]);
+    if (!smt_loops || PyModule_AddObject(m, "SMT_LOOPS", smt_loops) < 0) {
+        Py_XDECREF(smt_loops);
         return -1;
     }
     return 0;

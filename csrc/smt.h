@@ -1,0 +1,61 @@
+/* The busy-sibling throughput kernel: how much a thread slows down when its SMT sibling is busy
+ * (cpuperf's same-core comparison).
+ *
+ * One thread pinned to each CPU of a set runs the same fixed loop for a fixed time; all threads
+ * start together at a common deadline and each counts the iterations it completed. Run it on one
+ * CPU ("alone") and on two siblings ("together"): the ratio of the per-thread rates is the slowdown
+ * the sibling causes. Two loops stress different shared resources:
+ *
+ *   alu: four independent 64-bit multiply-add chains (one iteration = four multiplies): bound by
+ *        the core's integer multiplier, which siblings share.
+ *   mem: a dependent pointer chase through a private buffer of random cache lines, mapped and first
+ *        touched by the thread on its own CPU (one iteration = one load): bound by L1/L2 latency.
+ *
+ * The kernel does not include Python.h; module.c binds it. */
+#ifndef CORELAT_SMT_H
+#define CORELAT_SMT_H
+
+#include <stdint.h>
+
+enum corelat_smt_loop {
+    CORELAT_SMT_ALU = 0,
+    CORELAT_SMT_MEM = 1,
+    CORELAT_SMT_LOOP_COUNT = 2,
+};
+
+/* Names of the loops, indexed by enum corelat_smt_loop. */
+extern const char *const corelat_smt_loop_names[CORELAT_SMT_LOOP_COUNT];
+
+/* Smallest and largest buffer of the memory loop, per thread. */
+#define CORELAT_SMT_MEM_MIN 4096u
+#define CORELAT_SMT_MEM_MAX (256u << 20)
+
+typedef struct {
+    int loop;                /* enum corelat_smt_loop */
+    int n;                   /* threads, one per CPU */
+    const int *cpus;         /* n CPU ids */
+    uint64_t duration_ticks; /* how long every thread runs the loop, in timer ticks */
+    uint64_t lead_ticks;     /* from the last thread's arrival to the common start */
+    uint64_t timeout_ns;     /* longest wait for the other threads at the starting line */
+    uint64_t mem_bytes;      /* memory loop: buffer per thread, a multiple of 64 in [MIN, MAX] */
+    /* outputs, n entries each, allocated by the caller */
+    uint64_t *iterations;    /* iterations completed */
+    uint64_t *ticks;         /* from the common start to the thread's last clock read */
+    uint8_t *migrated;       /* 1 where the thread was seen off its CPU before or after the loop */
+    /* outputs on failure */
+    int status;              /* enum corelat_status */
+    int failed_cpu;          /* the CPU whose thread reported the failure, or -1 */
+    int err;                 /* errno or detail */
+    void *priv;              /* the run's own state between start and finish */
+} corelat_smt_job;
+
+struct corelat_team;
+
+/* Start the threads; the job and its arrays must stay alive until corelat_smt_finish(). The caller
+ * polls corelat_team_wait() in between (see team.h). Returns 0 or a status. */
+int corelat_smt_start(corelat_smt_job *job, struct corelat_team *team);
+
+/* Wait for and join the threads, release the buffers, fill status/failed_cpu/err. */
+void corelat_smt_finish(corelat_smt_job *job, struct corelat_team *team);
+
+#endif

@@ -9,6 +9,7 @@ from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeo
 from .io import from_matrix, load
 from .measure import KERNELS, allowed_cpus, measure, timer_info
 from .result import LatencyResult, PairFlag
+from .smt import SMTResult, smt
 from .topology import Topology, TopologyWarning, topology
 
 __all__ = [
@@ -20,12 +21,14 @@ __all__ = [
     "MeasurementError",
     "MeasurementTimeout",
     "PairFlag",
+    "SMTResult",
     "Topology",
     "TopologyWarning",
     "allowed_cpus",
     "from_matrix",
     "load",
     "measure",
+    "smt",
     "timer_info",
     "topology",
 ]

@@ -23,6 +23,7 @@ COMMANDS = {
     "plot": ("cmd_plot", "draw a result's heatmap or sample distributions to an image file"),
     "topology": ("cmd_topology", "this machine's sockets, NUMA nodes, caches, cores and SMT siblings"),
     "report": ("cmd_report", "what a result file says: summary, structure, topology agreement"),
+    "smt": ("cmd_smt", "what SMT siblings cost each other: latency, and a busy sibling's slowdown"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -1,0 +1,52 @@
+"""Measure what SMT siblings (hyper-threads) cost each other.
+
+For every pair of SMT siblings among the CPUs: the ping-pong latency between them next to the
+latency from the same CPU to its nearest CPU on another core, and how much slower a fixed
+arithmetic loop (alu) and a fixed L2-resident pointer chase (mem) run when the sibling runs the
+same loop. Where no two CPUs are siblings it says so and exits 0.
+
+Examples:
+  corelat smt                      every sibling pair of the allowed CPUs
+  corelat smt --kernel rw 200 50   load/store kernel, 200 round trips x 50 samples per pair
+  corelat smt --cpus 0-3,16-19     only siblings among these CPUs
+"""
+
+import argparse
+import sys
+
+from ..measure import check_params, resolve_cpus
+from ..smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
+from . import common
+
+
+def add_arguments(p):
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = __doc__
+    p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
+                   help="round trips per latency sample (default 1000)")
+    p.add_argument("samples", nargs="?", type=int, default=300, metavar="SAMPLES",
+                   help="latency samples per pair (default 300)")
+    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to consider, e.g. 0-3,16-19 (default: all allowed)")
+    p.add_argument("--kernel", "-k", default="cas", choices=list(SMT_KERNELS),
+                   help="cas: compare-exchange on one line (default); rw: load/store on two lines")
+    p.add_argument("--duration", "-d", type=float, default=0.1, metavar="SECONDS",
+                   help=f"length of each busy-loop run, {MIN_DURATION:g} to {MAX_DURATION:g} (default 0.1)")
+    p.add_argument("--warmup", type=int, default=None, metavar="N",
+                   help="latency samples discarded per pair before measuring (default: samples/10)")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
+                   help="give up when a partner does not answer for this long (default 1)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def run(args):
+    kernel, rt, samples, warmup, timeout = check_params(
+        args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
+    cpus = resolve_cpus(args.cpus, minimum=1) if args.cpus is not None else None
+    progress = common.stderr_is_tty() if args.progress is None else args.progress
+    result = smt(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup, timeout=timeout,
+                 duration=args.duration, progress=progress)
+    print(result.table())
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0

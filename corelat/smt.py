@@ -1,0 +1,535 @@
+"""``corelat.smt()``: what SMT siblings (hyper-threads) cost each other.
+
+For every core with two or more of the selected CPUs as SMT siblings, each pair of siblings gets:
+
+* **latency**: ping-pong latency between the two siblings (one-way = round-trip time / 2, either
+  kernel of :func:`corelat.measure`), side by side with the latency from the pair's first CPU to
+  its *nearest non-sibling*: the next CPU in topology order that is on another core and shares,
+  in this order of preference, its L2, its L3, its NUMA node or its package (else any other CPU).
+* **a busy sibling's cost**: the throughput of a fixed loop on each sibling alone (the other one
+  idle) and with both running it at once (cpuperf's same-core comparison), for two loops:
+  ``alu`` (four independent 64-bit multiply-add chains: the core's multiplier, which siblings
+  share) and ``mem`` (a dependent pointer chase through a private 64 KiB buffer: L1 misses that
+  hit L2). The slowdown is alone / together: 2 means each thread ran at half speed.
+
+Where no two selected CPUs are siblings (SMT absent or disabled, or a CPU selection without a
+whole core) the result is empty and says why in :attr:`SMTResult.reason`; that is not an error.
+"""
+
+import functools
+import itertools
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import cpulist, sysinfo
+from .errors import InputError
+from .measure import KERNELS, PairMeasurer, _ext, check_params, resolve_cpus, timer_info
+from .result import _freeze, _frozen_array, thaw
+
+__all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
+
+#: The busy loops: name -> (what one iteration is, what it stresses). Order = the C kernel's codes.
+LOOPS = {
+    "alu": "four independent 64-bit multiply-adds (the core's integer multiplier)",
+    "mem": "one load of a dependent pointer chase through a private 64 KiB buffer (L1 misses, L2 hits)",
+}
+
+#: Buffer of the memory loop, per thread: larger than any L1d, and two of them fit any L2 that SMT
+#: siblings share on current x86 and POWER cores.
+MEM_BYTES = 64 * 1024
+
+MIN_DURATION, MAX_DURATION = 0.001, 60.0
+
+#: The ping-pong kernels of :func:`corelat.measure` that measure sibling latency.
+SMT_KERNELS = ("cas", "rw")
+
+#: Where the nearest non-sibling is looked for, nearest first ("any" after these).
+PARTNER_LEVELS = ("l2", "l3", "node", "package")
+
+_LEVEL_TEXT = {"l2": "L2", "l3": "L3", "node": "node", "package": "pkg", "any": "any"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The result
+
+
+def _quiet(fn, a, axis):
+    # All-NaN rows (nothing measured, or every sample dropped) are NaN, without a RuntimeWarning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return fn(a, axis=axis)
+
+
+@dataclass(frozen=True, eq=False)
+class SMTResult:
+    """What SMT siblings cost each other, pair by pair. A value: arrays are read-only.
+
+    Attributes:
+        cpus: the CPUs that were considered (the selection), ascending.
+        kernel: the ping-pong kernel of the latencies (``"cas"`` or ``"rw"``).
+        pairs: int array ``(k, 2)``: the sibling pairs, in topology order; the first CPU of a pair
+            is the timing side and the CPU whose nearest non-sibling is measured.
+        partners: int array ``(k,)``: the nearest non-sibling of ``pairs[:, 0]`` among ``cpus``
+            (-1 where the selection has none).
+        partner_levels: tuple of ``k`` str: what the partner shares with it, ``"l2"``, ``"l3"``,
+            ``"node"``, ``"package"`` or ``"any"`` (``""`` where there is no partner).
+        sibling_samples: float64 ``(k, samples)``: one-way latencies in ns between the siblings
+            (NaN where a sample was dropped because a thread was off its CPU).
+        nonsibling_samples: float64 ``(k, samples)``: the same from ``pairs[:, 0]`` to its partner.
+        loops: names of the busy loops, the last axis of the throughput arrays (see ``LOOPS``).
+        alone: float64 ``(k, 2, len(loops))``: iterations per second of each CPU of the pair
+            running the loop alone, its sibling idle.
+        together: float64 ``(k, 2, len(loops))``: the same with both siblings running it at once.
+        metadata: read-only mapping: parameters, timer, topology, system information.
+        reason: why there is nothing to show (``None`` when pairs were measured).
+        name: a label (the host name by default).
+    """
+
+    cpus: tuple
+    kernel: str
+    pairs: np.ndarray
+    partners: np.ndarray
+    partner_levels: tuple
+    sibling_samples: np.ndarray
+    nonsibling_samples: np.ndarray
+    loops: tuple
+    alone: np.ndarray
+    together: np.ndarray
+    metadata: dict = field(default_factory=dict)
+    reason: str = None
+    name: str = ""
+
+    def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+        k = len(pairs)
+        loops = tuple(str(x) for x in self.loops)
+        shapes = {
+            "partners": (np.int64, (k,)),
+            "sibling_samples": (np.float64, None),
+            "nonsibling_samples": (np.float64, None),
+            "alone": (np.float64, (k, 2, len(loops))),
+            "together": (np.float64, (k, 2, len(loops))),
+        }
+        arrays = {}
+        for name, (dtype, shape) in shapes.items():
+            a = np.asarray(getattr(self, name), dtype=dtype)
+            if shape is None:
+                shape = (k, a.shape[1] if a.ndim == 2 else 0)
+                if a.size == 0:
+                    a = a.reshape(shape)
+            if a.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+            arrays[name] = a
+        if arrays["sibling_samples"].shape != arrays["nonsibling_samples"].shape:
+            raise ValueError("sibling_samples and nonsibling_samples must have the same shape")
+        levels = tuple(str(x) for x in self.partner_levels)
+        if len(levels) != k:
+            raise ValueError(f"partner_levels must have {k} entries, got {len(levels)}")
+        set_("cpus", tuple(int(c) for c in self.cpus))
+        set_("kernel", str(self.kernel))
+        set_("pairs", _frozen_array(pairs))
+        for name, a in arrays.items():
+            set_(name, _frozen_array(a))
+        set_("partner_levels", levels)
+        set_("loops", loops)
+        set_("metadata", _freeze(thaw(self.metadata)))
+        set_("reason", None if self.reason is None else str(self.reason))
+        set_("name", str(self.name))
+
+    def __len__(self):
+        """The number of sibling pairs."""
+        return len(self.pairs)
+
+    @property
+    def empty(self):
+        """True when no sibling pair was measured (see :attr:`reason`)."""
+        return len(self.pairs) == 0
+
+    @property
+    def sibling_latency(self):
+        """Median one-way latency between the siblings of each pair, ns, ``(k,)``."""
+        return _quiet(np.nanmedian, self.sibling_samples, -1)
+
+    @property
+    def nonsibling_latency(self):
+        """Median one-way latency from each pair's first CPU to its nearest non-sibling, ns, ``(k,)``."""
+        return _quiet(np.nanmedian, self.nonsibling_samples, -1)
+
+    @property
+    def slowdown(self):
+        """alone / together per pair, CPU and loop, ``(k, 2, len(loops))``: 2 = half speed."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.alone / self.together
+
+    @property
+    def warnings(self):
+        """Human-readable warnings about this measurement (tuple of str)."""
+        return tuple(self.metadata.get("warnings", ()))
+
+    def rows(self):
+        """One dict per pair: CPUs, partner, median latencies, and per loop the mean per-thread
+        throughput alone and together and their ratio (the table's numbers)."""
+        sib, non = self.sibling_latency, self.nonsibling_latency
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alone = self.alone.mean(axis=1)
+            together = self.together.mean(axis=1)
+            slow = alone / together
+        out = []
+        for i, (a, b) in enumerate(self.pairs.tolist()):
+            row = {
+                "cpus": (a, b),
+                "sibling_ns": float(sib[i]),
+                "partner": int(self.partners[i]) if self.partners[i] >= 0 else None,
+                "partner_level": self.partner_levels[i] or None,
+                "nonsibling_ns": float(non[i]),
+            }
+            for j, loop in enumerate(self.loops):
+                row[f"{loop}_alone"] = float(alone[i, j])
+                row[f"{loop}_together"] = float(together[i, j])
+                row[f"{loop}_slowdown"] = float(slow[i, j])
+            out.append(row)
+        return out
+
+    def table(self):
+        """The "Hyper-threads" table as text (or the reason there is none)."""
+        md = self.metadata
+        topo = md.get("topology_summary")
+        if self.empty:
+            lines = [f"Hyper-threads: none to measure: {self.reason}"]
+            if topo:
+                lines.append(f"Topology: {topo}")
+            return "\n".join(lines)
+        params = md.get("parameters", {})
+        lines = [
+            f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",
+        ]
+        if topo:
+            lines.append(f"Topology: {topo}")
+        lines += [
+            f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
+            (f"Latency: one-way = round-trip time / 2, median ns ({params.get('round_trips')} round trips"
+             f" per sample, {params.get('samples')} samples)"),
+            (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
+             " (sibling idle), then both siblings running it; slowdown = alone / both"),
+        ]
+        lines += [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
+        rows = self.rows()
+        header = ["CPUs", "sibling ns", "non-sibling (shares)", "ns"]
+        for loop in self.loops:
+            header += [f"{loop} alone", "both", "slowdown"]
+        body = []
+        for r in rows:
+            partner = "-" if r["partner"] is None else f"{r['partner']} ({_LEVEL_TEXT[r['partner_level']]})"
+            cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _num(r["sibling_ns"]), partner, _num(r["nonsibling_ns"])]
+            for loop in self.loops:
+                cells += [_num(r[f"{loop}_alone"] / 1e6), _num(r[f"{loop}_together"] / 1e6),
+                          _ratio(r[f"{loop}_slowdown"])]
+            body.append(cells)
+        widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(header)]
+        lines.append("")
+        lines.append("  ".join(h.rjust(w) if i != 2 else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+        for cells in body:
+            lines.append("  ".join(c.rjust(w) if i != 2 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))
+        lines.append("")
+        def median(key):
+            return _quiet(np.nanmedian, np.array([r[key] for r in rows], dtype=float), None)
+
+        med = [f"sibling {_num(median('sibling_ns'), ' ns')}",
+               f"nearest non-sibling {_num(median('nonsibling_ns'), ' ns')}"]
+        med += [f"{loop} slowdown {_ratio(median(f'{loop}_slowdown'))}" for loop in self.loops]
+        lines.append("Median over pairs: " + ", ".join(med))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        what = f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty else f"empty: {self.reason}"
+        return f"<SMTResult {self.name!r} kernel={self.kernel}: {what}>"
+
+
+def _num(v, unit=""):
+    if v is None or not np.isfinite(v):
+        return "-"
+    return (f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}") + unit
+
+
+def _ratio(v):
+    return "-" if v is None or not np.isfinite(v) else f"{v:.2f}x"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pair selection
+
+
+def sibling_pairs(topo, cpus):
+    """Every pair of SMT siblings among ``cpus``, cores in topology order, pairs within a core by
+    CPU id: a list of ``(a, b)`` with ``a < b``."""
+    ordered, _ = topo.order(cpus)
+    rank = {c: i for i, c in enumerate(ordered)}
+    groups = sorted(topo.smt_groups(cpus), key=lambda g: min(rank[c] for c in g))
+    return [pair for g in groups for pair in itertools.combinations(sorted(g), 2)]
+
+
+def _nearest(rows, ordered, cpu):
+    me = rows[cpu]
+    at = ordered.index(cpu)
+    others = [c for c in ordered[at + 1:] + ordered[:at] if me["core"] is None or rows[c]["core"] != me["core"]]
+    for level in PARTNER_LEVELS:
+        if me[level] is None:
+            continue
+        for c in others:
+            if rows[c][level] == me[level]:
+                return c, level
+    return (others[0], "any") if others else (None, None)
+
+
+def nearest_partner(topo, cpu, cpus=None):
+    """The nearest CPU to ``cpu`` among ``cpus`` (default: the topology's allowed CPUs) that is not
+    on its core: ``(partner, level)``, or ``(None, None)`` if there is none.
+
+    Nearest means sharing the L2, else the L3, else the NUMA node, else the package (``level``
+    says which; ``"any"`` if none is shared). Among equally near CPUs the first one after ``cpu``
+    in topology order is taken, wrapping around, so neighbouring cores pair with each other
+    rather than all with the first.
+    """
+    cpus = list(topo.allowed if cpus is None else cpus)
+    if cpu not in cpus:
+        cpus.append(cpu)
+    ordered, _ = topo.order(cpus)
+    rows = {r["cpu"]: r for r in topo.table()}
+    return _nearest(rows, list(ordered), cpu)
+
+
+def _no_pairs_reason(topo, cpus):
+    table = topo.table()
+    if all(r["core"] is None for r in table):
+        return "the topology does not say which CPUs share a core"
+    multi = [r for r in table if r["siblings"] and len(r["siblings"]) > 1]
+    if not multi:
+        why = "every core runs one thread"
+        if topo.root == "/":
+            control = sysinfo.read_text("/sys/devices/system/cpu/smt/control")
+            if control in ("off", "forceoff"):
+                why += f" (SMT is switched off: /sys/devices/system/cpu/smt/control is {control})"
+            elif control in ("notsupported", "notimplemented"):
+                why += " (the kernel reports no SMT support on these CPUs)"
+        return f"no SMT siblings: {why}"
+    allowed = set(topo.allowed)
+    if not any(len(set(r["siblings"]) & allowed) > 1 for r in multi):
+        return (f"no two CPUs this process may use are SMT siblings (allowed CPUs: "
+                f"{cpulist.format(allowed)})")
+    return f"no two of the selected CPUs ({cpulist.format(cpus)}) are SMT siblings"
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def _check_duration(duration):
+    try:
+        duration = float(duration)
+    except (TypeError, ValueError):
+        raise InputError(f"duration must be a number of seconds, got {duration!r}") from None
+    if not MIN_DURATION <= duration <= MAX_DURATION:
+        raise InputError(f"duration must be between {MIN_DURATION:g} and {MAX_DURATION:g} seconds, got {duration}")
+    return duration
+
+
+def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
+    """Run a busy loop on each CPU of ``cpus`` (one pinned thread each, all starting together) for
+    ``duration`` seconds: iterations per second of each thread, float64 ``(len(cpus),)``.
+
+    ``loop`` is a name in :data:`LOOPS`. A thread seen off its CPU gives NaN. Raises InputError for
+    bad arguments, MeasurementError if a thread cannot be pinned, MeasurementTimeout if the threads
+    do not all reach the starting line within ``timeout`` seconds.
+    """
+    if loop not in LOOPS:
+        raise InputError(f"unknown loop {loop!r}; choose one of: {', '.join(LOOPS)}")
+    cpus = resolve_cpus(cpus, minimum=1)
+    duration = _check_duration(duration)
+    _, _, _, _, timeout = check_params("cas", 1, 1, 0, timeout)
+    ext = _ext()
+    ticks_per_ns = timer_info()["ticks_per_ns"]
+    iterations, ticks, migrated = ext.smt_throughput(
+        list(cpus), ext.SMT_LOOPS.index(loop), duration, timeout, MEM_BYTES)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = iterations / (ticks / (ticks_per_ns * 1e9))
+    rate[migrated | (ticks == 0)] = np.nan
+    return rate
+
+
+def _measure_pairs(pairs, partners, measurer, busy, samples, duration, loops, progress=None):
+    """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) and throughput
+    with ``busy(cpus, loop, duration)`` (iterations/s per thread). ``partners[i]`` is the
+    non-sibling of ``pairs[i][0]``, or None. Non-sibling latencies and solo runs are measured once
+    per CPU pair / CPU and reused. Returns a dict of arrays."""
+    k, nl = len(pairs), len(loops)
+    sib = np.full((k, samples), np.nan)
+    non = np.full((k, samples), np.nan)
+    alone = np.full((k, 2, nl), np.nan)
+    together = np.full((k, 2, nl), np.nan)
+    nonsib_cache, alone_cache = {}, {}
+    kernel_s = 0.0
+    for i, ((a, b), partner) in enumerate(zip(pairs, partners)):
+        t0 = time.perf_counter()
+        sib[i] = measurer(a, b, samples)
+        if partner is not None:
+            if (a, partner) not in nonsib_cache:
+                nonsib_cache[(a, partner)] = measurer(a, partner, samples)
+            non[i] = nonsib_cache[(a, partner)]
+        for j, loop in enumerate(loops):
+            for t, cpu in enumerate((a, b)):
+                if (loop, cpu) not in alone_cache:
+                    alone_cache[(loop, cpu)] = float(busy([cpu], loop, duration)[0])
+                alone[i, t, j] = alone_cache[(loop, cpu)]
+            together[i, :, j] = busy([a, b], loop, duration)
+        kernel_s += time.perf_counter() - t0
+        if progress is not None:
+            progress.update(1)
+    return {"sibling": sib, "nonsibling": non, "alone": alone, "together": together, "kernel_s": kernel_s}
+
+
+def _resolve_in(cpus, allowed):
+    """Validate a CPU selection against a given topology's allowed CPUs (for dumps)."""
+    if cpus is None:
+        return tuple(allowed)
+    if isinstance(cpus, str):
+        cpus = cpulist.parse(cpus)
+    try:
+        cpus = list(cpus)
+    except TypeError:
+        raise InputError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not {cpus!r}") from None
+    for c in cpus:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise InputError(f"CPU ids must be integers, got {c!r}")
+    cpus = [int(c) for c in cpus]
+    if len(set(cpus)) != len(cpus):
+        raise InputError(f"CPU {cpulist.format(c for c in cpus if cpus.count(c) > 1)} listed more than once")
+    bad = sorted(set(cpus) - set(allowed))
+    if bad:
+        raise InputError(f"CPU {cpulist.format(bad)} not allowed in this topology; allowed CPUs: "
+                         f"{cpulist.format(allowed)}")
+    return tuple(cpus)
+
+
+def smt(
+    cpus=None,
+    *,
+    kernel="cas",
+    round_trips=1000,
+    samples=300,
+    warmup=None,
+    timeout=1.0,
+    duration=0.1,
+    topology=None,
+    progress=False,
+    name=None,
+    _measurer=None,
+    _throughput=None,
+):
+    """Measure what SMT siblings cost each other (see the module documentation).
+
+    Args:
+        cpus: CPUs to consider (list, or a string like ``"0-7"``); None for every CPU this process
+            may run on. Pairs are formed from siblings among them, partners chosen among them.
+        kernel: ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
+        round_trips, samples, warmup, timeout: the latency parameters, as for
+            :func:`corelat.measure` (fixed-size sampling: ``samples`` per pair); ``timeout`` also bounds the wait at the busy loops' start.
+        duration: seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
+            runs them alone once).
+        topology: a :class:`~corelat.topology.Topology` to take siblings and distances from
+            (default: this machine's). CPUs must then be allowed in it.
+        progress: False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
+        name: label for the result (default: the host name).
+
+    Returns:
+        A frozen :class:`SMTResult`; empty, with a ``reason``, where no two selected CPUs are
+        siblings.
+
+    Raises:
+        InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
+        measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    """
+    if kernel not in SMT_KERNELS:
+        raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
+    kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
+    duration = _check_duration(duration)
+    from .topology import Topology
+    from .topology import topology as read_topology
+
+    if topology is None:
+        cpus = resolve_cpus(cpus, minimum=1)
+        topo = read_topology()
+        cpus = tuple(c for c in cpus if c in set(topo.cpus))  # sysfs may not know every CPU
+    elif isinstance(topology, Topology):
+        topo = topology
+        cpus = _resolve_in(cpus, topo.allowed)
+    else:
+        raise TypeError(f"topology must be a corelat Topology, not {type(topology).__name__}")
+    cpus = tuple(sorted(cpus))
+    loops = tuple(LOOPS)
+
+    meta = sysinfo.collect()
+    meta.update({
+        "topology": topo.to_dict(),
+        "topology_summary": topo.summary(),
+        "kernel": kernel,
+        "kernel_description": KERNELS[kernel][1],
+        "parameters": {"round_trips": round_trips, "samples": samples, "warmup": warmup, "timeout": timeout,
+                       "duration": duration, "mem_bytes": MEM_BYTES},
+        "loops": dict(LOOPS),
+        "unit": "ns",
+        "latency": "one-way = round-trip time / 2",
+        "throughput": "iterations per second per thread",
+    })
+    pairs = sibling_pairs(topo, cpus) if cpus else []
+    common = {"cpus": cpus, "kernel": kernel, "loops": loops, "name": name or meta["hostname"]}
+    if not pairs:
+        meta["warnings"] = []
+        return SMTResult(pairs=np.zeros((0, 2), np.int64), partners=np.zeros(0, np.int64), partner_levels=(),
+                         sibling_samples=np.zeros((0, samples)), nonsibling_samples=np.zeros((0, samples)),
+                         alone=np.zeros((0, 2, len(loops))), together=np.zeros((0, 2, len(loops))),
+                         metadata=meta, reason=_no_pairs_reason(topo, cpus), **common)
+
+    rows = {r["cpu"]: r for r in topo.table()}
+    ordered = list(topo.order(cpus)[0])
+    found = [_nearest(rows, ordered, a) for a, _ in pairs]
+    partners = [p for p, _ in found]
+    measurer = _measurer or PairMeasurer(kernel, round_trips, warmup, timeout)
+    if _throughput is None:
+        def busy(cpu_list, loop, seconds):
+            return throughput(cpu_list, loop, duration=seconds, timeout=timeout)
+    else:
+        busy = _throughput
+    timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
+
+    from . import progress as progress_mod
+
+    started = time.monotonic()
+    bar = progress_mod.make(progress, len(pairs), desc="corelat smt")
+    try:
+        data = _measure_pairs(pairs, partners, measurer, busy, samples, duration, loops, bar)
+    finally:
+        bar.close()
+    meta.update({"timer": timer, "elapsed_s": time.monotonic() - started, "kernel_s": data["kernel_s"],
+                 "warnings": _warnings(data, partners)})
+    return SMTResult(pairs=np.array(pairs, np.int64),
+                     partners=np.array([-1 if p is None else p for p in partners], np.int64),
+                     partner_levels=tuple(lv or "" for _, lv in found),
+                     sibling_samples=data["sibling"], nonsibling_samples=data["nonsibling"],
+                     alone=data["alone"], together=data["together"], metadata=meta, reason=None, **common)
+
+
+def _warnings(data, partners):
+    out = []
+    has_partner = np.array([p is not None for p in partners], dtype=bool)
+    dropped = int(np.isnan(data["sibling"]).any(axis=1).sum()
+                  + np.isnan(data["nonsibling"][has_partner]).any(axis=1).sum())
+    if dropped:
+        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on its CPU")
+    bad = int(np.isnan(data["alone"]).sum() + np.isnan(data["together"]).sum())
+    if bad:
+        out.append(f"{bad} throughput value(s) missing because a thread was not on its CPU")
+    return out

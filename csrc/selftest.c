@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "locks.h"
 #include "pingpong.h"
 #include "spin.h"
 #include "team.h"
@@ -29,6 +30,41 @@ static int run(int kernel, int a, int b, int stall, double timeout_s, int abort_
     return job.status;
 }
 
+/* Every lock test in shared mode on CPUs 0 and 1: the protected counter equals the calls made. */
+static int run_locks(double seconds, double ticks_per_ns)
+{
+    enum { N = 2, T = CORELAT_LK_NONE }; /* every public test; lock-none is broken on purpose */
+    int cpus[N] = {0, 1}, tests[T];
+    uint64_t calls[T * N], ticks[T * N], sermin[T * N], sercalls[T * N], counter[T];
+    for (int t = 0; t < T; t++)
+        tests[t] = t;
+    uint64_t phase = (uint64_t)(seconds * 1e9 * ticks_per_ns);
+    corelat_lock_job job = {
+        .n = N, .cpus = cpus, .ntests = T, .tests = tests, .shared = 1, .serial_ticks = phase / 4,
+        .duration_ticks = phase, .lead_ticks = phase / 10, .timeout_ns = 60000000000ull,
+        .calls = calls, .ticks = ticks, .sermin = sermin, .sercalls = sercalls, .counter = counter,
+    };
+    corelat_team team;
+    if (corelat_locks_start(&job, &team) == CORELAT_OK)
+        while (!corelat_team_wait(&team, 100))
+            ;
+    corelat_locks_finish(&job, &team);
+    if (job.status != CORELAT_OK)
+        return -1;
+    int bad = 0;
+    for (int t = CORELAT_LK_CAS_SPIN; t < T; t++) {
+        uint64_t sum = 0;
+        for (int i = 0; i < N; i++)
+            sum += calls[t * N + i] + sercalls[t * N + i];
+        if (sum != counter[t]) {
+            fprintf(stderr, "%s: counter %llu != calls %llu\n", corelat_lock_names[t],
+                    (unsigned long long)counter[t], (unsigned long long)sum);
+            bad++;
+        }
+    }
+    return bad;
+}
+
 int main(void)
 {
     corelat_timer_info info;
@@ -51,6 +87,7 @@ int main(void)
     EXPECT(run(CORELAT_PP_RW, 0, 1, 1, 10.0, 1) == CORELAT_EABORT);
     EXPECT(run(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0) == CORELAT_EPIN);
     EXPECT(run(7, 0, 1, 0, 1.0, 0) == CORELAT_EINVAL);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, info.ticks_per_ns) == 0);
     printf("selftest: %s (timer %s, %.1f MHz)\n", failures ? "FAILED" : "ok", info.name,
            info.ticks_per_ns * 1e3);
     return failures ? 1 : 0;

@@ -2,10 +2,15 @@
 doubles for the kernels; the real kernels on two CPUs of this machine; the empty result; the CLI."""
 
 import dataclasses
+import gc
 import importlib
 import itertools
 import os
+import signal
+import subprocess
+import sys
 import tarfile
+import time
 
 import numpy as np
 import pytest
@@ -366,6 +371,66 @@ def test_smt_end_to_end_with_a_fake_sibling_pair():
     assert np.all(np.isfinite(r.slowdown) & (r.slowdown > 0))
     assert r.metadata["timer"]["ticks_per_ns"] > 0
     assert f"{a},{b}" in r.table()
+
+
+@needs2
+def test_throughput_kernel_does_not_leak():
+    """Thousands of calls of the C entry point, success and error paths: flat blocks and RSS."""
+    corelat.timer_info()
+    ext = smt_mod._ext()
+    a, b = CPUS[:2]
+
+    def calls(n):
+        for k in range(n):
+            out = ext.smt_throughput([a, b], k % 2, 1e-4, 5.0, smt_mod.MEM_BYTES)
+            assert [sys.getrefcount(x) for x in out] == [3, 3, 3]  # the tuple, the argument, x
+            for args in (([a, 10_000], 0), ([a], 7)):
+                with pytest.raises((corelat.MeasurementError, ValueError)):
+                    ext.smt_throughput(args[0], args[1], 1e-4, 5.0, smt_mod.MEM_BYTES)
+
+    calls(50)
+    gc.collect()
+    blocks, rss = sys.getallocatedblocks(), _rss_kib()
+    calls(500)  # a leak of one object per call would add >= 500 blocks; 64 KiB buffers, >= 32 MiB
+    gc.collect()
+    assert sys.getallocatedblocks() - blocks < 50
+    assert _rss_kib() - rss < 2048
+
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@needs2
+def test_sigint_stops_a_long_busy_loop():
+    """A 60 s busy loop ends within a second of Ctrl-C, as KeyboardInterrupt."""
+    a, b = CPUS[:2]
+    code = (
+        "import importlib, corelat\n"
+        "smt = importlib.import_module('corelat.smt')\n"
+        "corelat.timer_info()\n"
+        "print('go', flush=True)\n"
+        "try:\n"
+        f"    smt.throughput([{a}, {b}], 'mem', duration=60)\n"
+        "except KeyboardInterrupt:\n"
+        "    raise SystemExit(42)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "go\n"
+        time.sleep(0.5)  # inside the C call
+        assert p.poll() is None
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=10)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 42, err
+    assert took < 1.0, f"took {took:.2f} s to stop"
 
 
 # ---------------------------------------------------------------------------------------------

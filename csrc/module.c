@@ -10,6 +10,7 @@
 
 #include "affinity.h"
 #include "locks.h"
+#include "oneway.h"
 #include "pingpong.h"
 #include "smt.h"
 #include "spin.h"
@@ -232,6 +233,75 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 
 error:
     Py_XDECREF(ticks);
+    Py_XDECREF(migrated);
+    return NULL;
+}
+
+/* ---- one-way messages (csrc/oneway.c) ---- */
+
+static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"cpu_a",           "cpu_b",        "messages", "samples", "warmup", "timeout",
+                            "stall_responder", "offset_ticks", NULL};
+    int cpu_a, cpu_b, stall = 0;
+    long long messages, samples, warmup, offset = 0;
+    double timeout;
+    PyArrayObject *ab = NULL, *ba = NULL, *migrated = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pL", names, &cpu_a, &cpu_b, &messages, &samples,
+                                     &warmup, &timeout, &stall, &offset))
+        return NULL;
+    if (messages < 1 || samples < 1 || warmup < 0 || !(timeout > 0 && timeout < 1e6) || cpu_a < 0 ||
+        cpu_b < 0 || cpu_a == cpu_b) {
+        PyErr_SetString(PyExc_ValueError, "invalid one-way arguments");
+        return NULL;
+    }
+    if (!timer_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+        return NULL;
+    }
+    npy_intp dims[1] = {(npy_intp)samples};
+    ab = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    ba = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
+    if (!ab || !ba || !migrated)
+        goto error;
+
+    corelat_ow_job job = {
+        .cpu_a = cpu_a,
+        .cpu_b = cpu_b,
+        .messages = messages,
+        .samples = samples,
+        .warmup = warmup,
+        .timeout_ns = (uint64_t)(timeout * 1e9),
+        .stall_responder = stall,
+        .offset_ticks = offset,
+        .sum_ab = (int64_t *)PyArray_DATA(ab),
+        .sum_ba = (int64_t *)PyArray_DATA(ba),
+        .migrated = (uint8_t *)PyArray_DATA(migrated),
+    };
+    corelat_team team;
+    int rc, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_ow_start(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (rc == CORELAT_OK)
+        interrupted = wait_team(&team) < 0;
+    Py_BEGIN_ALLOW_THREADS
+    corelat_ow_finish(&job, &team);
+    Py_END_ALLOW_THREADS
+    if (interrupted)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    if (job.status != CORELAT_OK) {
+        raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
+        goto error;
+    }
+    return Py_BuildValue("(NNNLL)", (PyObject *)ab, (PyObject *)ba, (PyObject *)migrated,
+                         (long long)job.min_ab, (long long)job.min_ba);
+
+error:
+    Py_XDECREF(ab);
+    Py_XDECREF(ba);
     Py_XDECREF(migrated);
     return NULL;
 }
@@ -548,6 +618,9 @@ static PyMethodDef methods[] = {
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False)"
      " -> (ticks uint64[samples], migrated bool[samples])"},
+    {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
+     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0)"
+     " -> (sum_ab int64[samples], sum_ba int64[samples], migrated bool[samples], min_ab, min_ba)"},
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
      " sermin, sercalls (tests x cpus) and counter (tests); codes index LOCK_TESTS."},

@@ -1,0 +1,254 @@
+"""Is a pair's measurement trustworthy? Per-pair diagnostics and the warnings a result carries.
+
+Latency samples on real machines are skewed (a long tail of preempted samples) and, on virtual
+machines, often fall in separate groups: the same pair reads 8 ns while the two vCPUs share a host
+core, ~90 ns across host cores and ~300 ns when one vCPU was descheduled. A median of such samples
+picks one group and its confidence interval says nothing about the others, so corelat looks at the
+shape of every pair's samples and says what it saw:
+
+* **bimodal** (:func:`bimodality`): the samples split into two clearly separated groups, each holding
+  a real share of them (not a handful of outliers);
+* **unstable** (:func:`relative_spread`): the middle 80 % of the samples spans more than
+  :data:`SPREAD_THRESHOLD` of the median;
+* **migrated**: samples were dropped because a thread was seen off its CPU (set by the sweep);
+* **target not met**: the precision target was not reached within the time budget (set by the sweep).
+
+:func:`assess` turns samples into :class:`~corelat.result.PairFlag` bits, :func:`warnings` turns a
+sweep's flags into pyperf-style sentences for ``result.warnings``.
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from . import stats
+from .result import PairFlag
+
+#: A pair is UNSTABLE when (90th - 10th percentile) / median exceeds this. On a quiet core the
+#: middle 80 % of samples spans a few percent (this project's VM: 1-2 % for ``cas``); a spread of
+#: a third of the median means the value depends on when it was measured.
+SPREAD_THRESHOLD = 0.3
+
+#: Bimodality: the smaller group must hold at least this share of the samples (rarer values are
+#: outliers, which the median already ignores) ...
+MIN_GROUP_FRACTION = 0.1
+#: ... the groups must be this many pooled standard deviations apart (Ashman's D on log values;
+#: an unimodal normal split at its mean gives 2.65, a uniform distribution 3.46) ...
+MIN_SEPARATION = 4.0
+#: ... and their medians must differ by this factor (two groups 3 % apart are one latency).
+MIN_RATIO = 1.1
+#: Fewer valid samples than this are never called bimodal: there is too little to see a shape.
+MIN_SAMPLES = 20
+
+# A group needs at least this many samples: two or three close values among a sparse tail are
+# chance, not a mode.
+_MIN_GROUP = 5
+
+# Relative resolution of a sample: groups tighter than this (in log units, i.e. 1 %) are treated
+# as this wide, so quantised or identical values do not make an infinite separation.
+_LOG_FLOOR = 0.01
+
+#: The bits :func:`assess` decides from samples alone.
+SHAPE_FLAGS = PairFlag.UNSTABLE | PairFlag.BIMODAL
+
+#: A pair with any of these is re-measured at the end of a sweep (LinkTest-style).
+RETEST_FLAGS = PairFlag.UNSTABLE | PairFlag.BIMODAL | PairFlag.MIGRATED
+
+
+class Bimodality(NamedTuple):
+    """What :func:`bimodality` found in one pair's samples."""
+
+    bimodal: bool  #: the samples form two clearly separated groups
+    low: float  #: median of the lower group (ns); NaN with too few samples
+    high: float  #: median of the upper group (ns)
+    fraction: float  #: share of samples in the smaller group
+    separation: float  #: Ashman's D between the groups, on log values
+    split: float  #: the boundary: samples below it are in the lower group (ns)
+
+
+_NONE = Bimodality(False, math.nan, math.nan, 0.0, 0.0, math.nan)
+
+
+def _valid(x):
+    x = np.asarray(x, dtype=np.float64).ravel()
+    return x[np.isfinite(x) & (x > 0)]
+
+
+def separation_threshold(n, min_separation=MIN_SEPARATION):
+    """The separation two groups of ``n`` samples in all need to be called bimodal.
+
+    Small samples look clumpy by chance: cutting ``n`` uniform values (the flattest unimodal shape)
+    in two gives a separation whose 99.9th percentile is about ``3.3 + 13 / sqrt(n)`` (6.2 at n=20,
+    4.3 at n=100, 3.6 at n=1000, by simulation); the threshold never goes below ``min_separation``.
+    """
+    return max(float(min_separation), 3.3 + 13.0 / math.sqrt(max(n, 1)))
+
+
+def bimodality(x, *, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARATION,
+               min_ratio=MIN_RATIO, min_samples=MIN_SAMPLES):
+    """Do the samples ``x`` fall in two clearly separated groups?
+
+    The samples are split in two by the best 2-means cut of their logarithms (Otsu's threshold:
+    latencies are ratios, and a preempted group sits a factor away, not a fixed distance), among the
+    cuts that leave at least ``min_fraction`` of the samples on each side. They are bimodal when the
+    two groups are at least ``min_separation`` pooled standard deviations apart (Ashman's D) and
+    their medians differ by at least ``min_ratio``. NaN and non-positive samples are ignored.
+
+    A single skewed or heavy-tailed group (lognormal, gamma, a body with a long preemption tail) is
+    not bimodal: cutting one group in two gives D ≈ 2.7 (normal) to 3.5 (flat).
+    """
+    y = np.sort(np.log(_valid(x)))
+    n = y.size
+    if n < max(min_samples, 4):
+        return _NONE
+    k = max(_MIN_GROUP, math.ceil(min_fraction * n))  # smallest group allowed
+    if 2 * k > n:
+        return _NONE
+    # Within-group sum of squares for every cut s (lower group y[:s]) from prefix sums.
+    c1 = np.concatenate(([0.0], np.cumsum(y)))
+    c2 = np.concatenate(([0.0], np.cumsum(y * y)))
+    s = np.arange(k, n - k + 1)
+    n1, n2 = s, n - s
+    sum1, sum2 = c1[s], c1[n] - c1[s]
+    sse = (c2[s] - sum1 * sum1 / n1) + ((c2[n] - c2[s]) - sum2 * sum2 / n2)
+    best = int(s[np.argmin(sse)])
+    lo, hi = y[:best], y[best:]
+    d = (hi.mean() - lo.mean()) / math.sqrt(max(lo.var(), hi.var()) + _LOG_FLOOR**2)
+    low, high = float(np.exp(np.median(lo))), float(np.exp(np.median(hi)))
+    fraction = min(best, n - best) / n
+    split = float(np.exp((y[best - 1] + y[best]) / 2.0))
+    bimodal = bool(d >= separation_threshold(n, min_separation) and high >= min_ratio * low)
+    return Bimodality(bimodal, low, high, float(fraction), float(d), split)
+
+
+def is_bimodal(x, **kw):
+    """True when :func:`bimodality` finds two clearly separated groups in ``x``."""
+    return bimodality(x, **kw).bimodal
+
+
+def relative_spread(x):
+    """(90th percentile - 10th percentile) / median of the valid samples; NaN with fewer than 2."""
+    v = _valid(x)
+    if v.size < 2:
+        return math.nan
+    p10, p50, p90 = np.percentile(v, [10, 50, 90])
+    return float((p90 - p10) / p50)
+
+
+def relative_ci(x):
+    """Half-width of the median's 95 % confidence interval relative to the median (inf if unknown).
+
+    ``x`` is ``(..., k)``; the result reduces the last axis. This is the number precision-driven
+    sampling drives below its target.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    lo, hi = stats.median_ci(a)
+    med = stats.median(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (hi - lo) / 2.0 / med
+    return np.where(np.isfinite(r) & (med > 0) & (stats.count(a) >= 2), r, np.inf)
+
+
+def pair_flags(x, *, spread_threshold=SPREAD_THRESHOLD, **bimodal_kw):
+    """The :data:`SHAPE_FLAGS` bits one pair's samples deserve (a :class:`PairFlag`)."""
+    f = PairFlag(0)
+    spread = relative_spread(x)
+    if not math.isnan(spread) and spread > spread_threshold:
+        f |= PairFlag.UNSTABLE
+    if bimodality(x, **bimodal_kw).bimodal:
+        f |= PairFlag.BIMODAL
+    return f
+
+
+def assess(samples, flags=None, *, spread_threshold=SPREAD_THRESHOLD, **bimodal_kw):
+    """Flags ``(n, n)`` with :data:`SHAPE_FLAGS` recomputed from ``samples`` ``(n, n, k)``.
+
+    Other bits of ``flags`` are kept. Cells without samples, and cells only estimated or mirrored
+    (their measured twin carries the verdict and it is copied), are left as they are.
+    """
+    samples = np.asarray(samples, dtype=np.float64)
+    n = samples.shape[0]
+    out = np.zeros((n, n), np.uint32) if flags is None else np.array(flags, dtype=np.uint32)
+    for i in range(n):
+        for j in range(n):
+            if i == j or (flags is not None and not out[i, j] & PairFlag.MEASURED):
+                continue
+            f = pair_flags(samples[i, j], spread_threshold=spread_threshold, **bimodal_kw)
+            out[i, j] = (out[i, j] & ~np.uint32(SHAPE_FLAGS)) | np.uint32(f)
+    return out
+
+
+def _pairs(flags, bit, cpus, symmetric=True):
+    f = np.asarray(flags)
+    cells = (f & bit) != 0
+    cells &= (f & PairFlag.MEASURED) != 0
+    if symmetric:
+        cells = np.tril(cells, -1) | np.tril(cells.T, -1)
+    idx = np.argwhere(cells)
+    return [(cpus[i], cpus[j]) for i, j in idx]
+
+
+def _example(pairs, limit=3):
+    shown = ", ".join(f"{a}-{b}" for a, b in pairs[:limit])
+    return shown + (f" and {len(pairs) - limit} more" if len(pairs) > limit else "")
+
+
+def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
+             retested=0, estimated=0, hypervisor=None):
+    """pyperf-style warnings about a sweep: what looks wrong, why it matters, what to try.
+
+    ``flags`` is the result's ``(n, n)`` array; ``samples`` (optional) lets the bimodal warning
+    show the two groups of one pair.
+    """
+    cpus = tuple(cpus)
+    out = []
+    if hypervisor:
+        who = "a hypervisor" if hypervisor in ("yes", True) else hypervisor
+        where = f" (running under {who}: the host moves vCPUs between its cores)"
+    else:
+        where = ""
+
+    def count(bit):
+        return _pairs(flags, bit, cpus, symmetric)
+
+    total = len(count(PairFlag.MEASURED))
+
+    migrated = count(PairFlag.MIGRATED)
+    if migrated:
+        out.append(f"{len(migrated)} pair(s) had samples dropped because a thread was not on its CPU "
+                   f"({_example(migrated)})")
+    bimodal = count(PairFlag.BIMODAL)
+    if bimodal:
+        detail = ""
+        if samples is not None:
+            pos = {c: i for i, c in enumerate(cpus)}
+            a, b = bimodal[0]
+            bm = bimodality(np.asarray(samples)[pos[a], pos[b]])
+            if bm.bimodal:
+                detail = (f"; e.g. CPUs {a}-{b}: samples near {bm.low:.3g} ns and near {bm.high:.3g} ns, "
+                          f"{bm.fraction:.0%} in the smaller group")
+        out.append(f"{len(bimodal)} pair(s) are bimodal: their samples fall in two separate groups "
+                   f"({_example(bimodal)}){detail}. The median shows one group only; look at the raw "
+                   f"samples{where}")
+    unstable = count(PairFlag.UNSTABLE)
+    if unstable:
+        out.append(f"{len(unstable)} pair(s) are unstable: the middle 80 % of their samples spans more "
+                   f"than {SPREAD_THRESHOLD:.0%} of the median ({_example(unstable)}). Run 'corelat check' "
+                   f"to find what disturbs the machine (load, frequency scaling, hypervisor){where}")
+    missed = count(PairFlag.TARGET_NOT_MET)
+    if missed:
+        target = f"±{precision:.1%}" if precision else "the precision"
+        budget = f" within {max_time_per_pair:g} s" if max_time_per_pair else ""
+        out.append(f"{len(missed)} of {total} pair(s) did not reach {target}{budget} "
+                   f"({_example(missed)}); their ± is wider. Allow more time per pair "
+                   f"(max_time_per_pair / --max-time-per-pair) or accept a looser precision")
+    if retested:
+        still = len(set(count(PairFlag.RETESTED)) & set(count(RETEST_FLAGS)))
+        out.append(f"{retested} pair(s) looked unstable and were re-measured at the end of the sweep; "
+                   f"{still} still look unstable. The first attempts are in result.extras['first_attempt']")
+    if estimated:
+        out.append(f"{estimated} of {total + estimated} pair(s) were not measured but estimated from "
+                   f"measured pairs of the same topology blocks (flag ESTIMATED; "
+                   f"result.extras['estimated_from'] says which)")
+    return out

@@ -3,18 +3,39 @@
 import argparse
 import sys
 
-from ..measure import KERNELS, check_params, measure, resolve_cpus
+from ..measure import (
+    ALL_KERNELS,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    STRATEGIES,
+    check_params,
+    check_sampling,
+    measure,
+    resolve_cpus,
+)
 from . import common
 
 
 def add_arguments(p):
     p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
                    help="round trips per sample (default 1000)")
-    p.add_argument("samples", nargs="?", type=int, default=300, metavar="SAMPLES",
-                   help="samples per pair (default 300)")
+    p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
+                   help="exactly this many samples per pair (fixed-size); default: sample each pair "
+                        f"until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
     p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
-    p.add_argument("--kernel", "-k", default="cas", choices=list(KERNELS),
-                   help="cas: compare-exchange on one line (default); rw: load/store on two lines")
+    p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
+                   help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
+                        "oneway: timestamped messages, both directions (needs synchronized timers)")
+    p.add_argument("--precision", type=float, default=None, metavar="FRACTION",
+                   help=f"sample each pair until the 95%% CI of its median is within ± this fraction "
+                        f"(default {DEFAULT_PRECISION} unless SAMPLES is given; SAMPLES then caps it)")
+    p.add_argument("--max-time-per-pair", type=float, default=None, metavar="SECONDS",
+                   help=f"time budget per pair for --precision (default {DEFAULT_MAX_TIME_PER_PAIR})")
+    p.add_argument("--strategy", choices=STRATEGIES, default="full",
+                   help="full: every pair (default); sample: enough pairs per topology block pair, "
+                        "the rest estimated")
+    p.add_argument("--retest", action=argparse.BooleanOptionalAction, default=True,
+                   help="re-measure unstable pairs at the end of the sweep (default: on)")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
     p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
@@ -43,14 +64,35 @@ def header_text(result, statistic):
         f"CPU: {md.get('cpu_model') or 'unknown'}",
         f"Num cores: {result.n}",
         f"Num round trips per samples: {params.get('round_trips')}",
-        f"Num samples: {params.get('samples')}",
+        f"Num samples: {_samples_text(md)}",
         f"Kernel: {result.kernel}: {md.get('kernel_description', '')}",
         f"Timer: {timer.get('name')} at {timer.get('frequency_hz', 0) / 1e6:.1f} MHz",
     ]
     if md.get("topology_summary"):
         lines.insert(1, f"Topology: {md['topology_summary']}")
-    lines.append(f"Showing latency = round-trip time / 2 in ns: {what}")
+    if md.get("symmetric", True):
+        lines.append(f"Showing latency = round-trip time / 2 in ns: {what}")
+    else:
+        lines.append(f"Showing one-way latency in ns (row CPU sends, column CPU receives): {what}")
     return "\n".join(lines)
+
+
+def _samples_text(md):
+    params, sampling = md.get("parameters", {}), md.get("sampling") or {}
+    if sampling.get("mode") != "precision":
+        return f"{params.get('samples')}"
+    return (f"until the median is within ±{params.get('precision', 0):.1%} (at most {params.get('samples')}"
+            f" and {params.get('max_time_per_pair')} s per pair; {sampling.get('samples_taken')} taken)")
+
+
+def print_warnings(result, file=None):
+    """pyperf's way: one WARNING line, then what was seen, each with what to do about it."""
+    if not result.warnings:
+        return
+    file = file or sys.stderr
+    print("WARNING: this result may be unreliable", file=file)
+    for w in result.warnings:
+        print(f"* {w}", file=file)
 
 
 def run(args):
@@ -58,18 +100,23 @@ def run(args):
         common.check_output_path(args.output)
     kernel, rt, samples, warmup, timeout = check_params(
         args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
+    precision = "auto" if args.precision is None else args.precision
+    if args.precision is None and args.max_time_per_pair is not None and samples is None:
+        precision = DEFAULT_PRECISION
+    check_sampling(samples, precision, args.max_time_per_pair)
     cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     result = measure(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup,
-                                 timeout=timeout, progress=progress, order=args.order)
+                                 timeout=timeout, progress=progress, order=args.order, precision=precision,
+                                 max_time_per_pair=args.max_time_per_pair, strategy=args.strategy,
+                                 retest=args.retest)
     text = sys.stderr if args.csv else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)
     print(common.matrix_text(result, args.statistic), file=text)
     print(file=text)
     print(common.summary_text(result, args.statistic), file=text)
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(result)
     if args.csv:
         sys.stdout.write(result.to_csv(statistic=args.statistic))
     if args.output:

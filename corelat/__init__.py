@@ -5,15 +5,18 @@
 """
 
 from ._version import __version__
+from .check import CheckItem, check
 from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
 from .io import from_matrix, load
-from .measure import KERNELS, allowed_cpus, measure, timer_info
+from .measure import ALL_KERNELS, KERNELS, allowed_cpus, clock_skew, measure, timer_info
 from .result import LatencyResult, PairFlag
 from .smt import SMTResult, smt
 from .topology import Topology, TopologyWarning, topology
 
 __all__ = [
     "__version__",
+    "ALL_KERNELS",
+    "CheckItem",
     "CorelatError",
     "InputError",
     "KERNELS",
@@ -25,6 +28,8 @@ __all__ = [
     "Topology",
     "TopologyWarning",
     "allowed_cpus",
+    "check",
+    "clock_skew",
     "from_matrix",
     "load",
     "measure",

@@ -18,6 +18,7 @@ from ..errors import InputError
 #: name -> (module, one-line help)
 COMMANDS = {
     "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
+    "check": ("cmd_check", "what on this machine can distort measurements (governor, load, hypervisor, ...)"),
     "locks": ("cmd_locks", "what locks and atomics cost, uncontended or shared (cpuperf's method)"),
     "compare": ("cmd_compare", "compare result files side by side (ratios to the first)"),
     "plot": ("cmd_plot", "draw a result's heatmap or sample distributions to an image file"),

@@ -52,6 +52,10 @@ DEFAULT_MAX_SAMPLES = 1000
 #: its own threads, buffer and warm-up, so chunks are not made smaller than this).
 FIRST_CHUNK = 32
 MIN_CHUNK = 16
+#: A later chunk holds at most this many times the samples taken so far. Each chunk starts a new
+#: pair of threads, which on a loaded machine waits milliseconds for its CPUs, so chunks are few
+#: and large; the cap keeps one noisy first estimate from overshooting far.
+MAX_GROWTH = 3
 #: ``retest=True`` re-measures at most this share of the measured pairs (at least one).
 RETEST_FRACTION = 0.1
 
@@ -382,9 +386,9 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
     """Measure one pair as ``plan`` says; returns a :class:`PairRun`.
 
     Precision-driven: a first chunk of ``plan.first_chunk`` samples, then chunks sized from how far
-    the relative CI half-width still is from the target (it shrinks as 1/sqrt(n)), at most doubling
-    the samples so far, never fewer than ``plan.min_chunk`` and never more than the time left allows
-    at the pace seen so far. Stops when every direction's CI is within ``plan.precision``, or when
+    the relative CI half-width still is from the target (it shrinks as 1/sqrt(n)), at most
+    ``MAX_GROWTH`` times the samples so far, never fewer than ``plan.min_chunk`` and never more than
+    the time left allows at the pace seen so far. Stops when every direction's CI is within ``plan.precision``, or when
     the samples cap or the time budget would be passed.
     """
     t_start = clock()
@@ -417,8 +421,10 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
         left_time = plan.max_time_per_pair - (clock() - t_start)
         if left_samples <= 0 or left_time <= 0:
             break
-        want = taken * ((width / plan.precision) ** 2 * 1.1 - 1.0) if math.isfinite(width) else taken
-        k = int(min(max(want, plan.min_chunk), taken, left_samples))
+        # The half-width shrinks as 1/sqrt(n): aim 20 % past the predicted need, so one more chunk
+        # usually suffices.
+        want = taken * ((width / plan.precision) ** 2 * 1.2 - 1.0) if math.isfinite(width) else taken
+        k = int(min(max(want, plan.min_chunk), MAX_GROWTH * taken, left_samples))
         if pace > 0:
             k = min(k, int(left_time / pace))
         if k < min(plan.min_chunk, left_samples):
@@ -482,6 +488,7 @@ def measure(
     max_time_per_pair=None,
     strategy="full",
     partition=None,
+    topology=None,
     retest=True,
     _measurer=None,
     _clock=None,
@@ -513,6 +520,8 @@ def measure(
             the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat.sampling`).
         partition: for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
             of the topology read from sysfs.
+        topology: for ``strategy="sample"``, the topology to use instead of this machine's (a
+            :class:`~corelat.topology.Topology` or its ``table()`` records; for simulations).
         retest: re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
             True (at most a tenth of the pairs, worst first), False, or a number of pairs.
 
@@ -538,11 +547,13 @@ def measure(
         raise InputError(f"unknown order {order!r}; use 'os' or 'topology'")
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}")
-    if partition is not None and strategy != "sample":
-        raise InputError("partition is used by strategy='sample' only")
+    if (partition is not None or topology is not None) and strategy != "sample":
+        raise InputError("partition and topology are used by strategy='sample' only")
+    if partition is not None and topology is not None:
+        raise InputError("give either a partition or a topology, not both")
     _retest_limit(retest, 0)  # validate before measuring
     n = len(cpus)
-    classes = sampling.pair_classes(cpus, partition) if strategy == "sample" else None
+    classes = sampling.pair_classes(cpus, partition, topology) if strategy == "sample" else None
     measurer = _measurer or make_measurer(kernel, round_trips, warmup, timeout)
     symmetric = bool(getattr(measurer, "symmetric", True))
     clock = _clock or time.perf_counter
@@ -600,7 +611,7 @@ def measure(
             bar.close()
     elapsed = time.monotonic() - started
     estimates = sampler.estimates() if sampler is not None else {}
-    blocks = sampling.cpu_blocks(cpus, partition) if estimates and not symmetric else None
+    blocks = sampling.cpu_blocks(cpus, partition, topology) if estimates and not symmetric else None
 
     data, flags, extras = _assemble(n, runs, first, plan, symmetric)
     if estimates:

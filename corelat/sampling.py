@@ -85,6 +85,11 @@ def _classifier(cpus, partition, topology):
         blocks = [("block", block_of[c]) for c in cpus]
 
         def key(i, j):
+            if blocks[i] == blocks[j]:
+                # A partition says nothing about SMT siblings or clusters inside a block: pairs
+                # within one are measured, each its own class (blocks are small; pairs across
+                # blocks are where the n² is).
+                return ("within", blocks[i], i, j)
             a, b = sorted((blocks[i], blocks[j]))
             return ("blocks", a, b)
 
@@ -96,6 +101,8 @@ def _classifier(cpus, partition, topology):
 
     def key(i, j):
         ra, rb = rows[i], rows[j]
+        if blocks[i] == blocks[j] and (ra.get("core") is None or rb.get("core") is None):
+            return ("within", blocks[i], i, j)  # unknown cores: siblings cannot be told apart
         rel = "none"
         for field, name in _RELATIONS:
             va, vb = ra.get(field), rb.get(field)
@@ -117,7 +124,8 @@ def pair_classes(cpus, partition=None, topology=None):
     """Group the lower-triangle index pairs ``(i, j)``, i > j, of ``cpus`` into classes.
 
     With ``partition`` (a list of CPU lists covering ``cpus``) a class is an unordered pair of
-    blocks. Otherwise the topology (``topology`` records or a ``Topology``; None reads this
+    different blocks, and every pair within a block is a class of its own (measured: a partition
+    does not say which CPUs inside a block are SMT siblings). Otherwise the topology (``topology`` records or a ``Topology``; None reads this
     machine's) decides: a class is how closely the two CPUs are related (SMT siblings, shared L2,
     shared L3, same NUMA node, same package, nothing) together with the unordered pair of their
     blocks (L3 groups). Without either, every pair is in one class.

@@ -92,6 +92,8 @@ def test_sampling_plan_defaults():
     ({"precision": None, "max_time_per_pair": 1.0}, "precision too"),
     ({"strategy": "guess"}, "strategy"),
     ({"partition": [[0], [1]]}, "strategy='sample'"),
+    ({"topology": [{"cpu": 0}, {"cpu": 1}]}, "strategy='sample'"),
+    ({"strategy": "sample", "partition": [[0, 1]], "topology": [{"cpu": 0}]}, "not both"),
     ({"retest": "yes"}, "retest"),
     ({"strategy": "sample", "partition": [[0]]}, "in no block"),
     ({"strategy": "sample", "partition": [[0, 1], [1]]}, "more than one block"),
@@ -132,14 +134,14 @@ def test_noisy_pairs_sample_until_the_target(many_cpus):
     assert not (r.flags & PairFlag.TARGET_NOT_MET).any()
     rel = (r.err / r.median)[low]
     assert (rel <= 0.02).all()
-    # chunks: first chunk, then never more than doubling the samples so far, never below MIN_CHUNK
+    # chunks: first chunk, then at most MAX_GROWTH times the samples so far, never below MIN_CHUNK
     by_pair = {}
     for a, b, k, _ in fake.calls:
         by_pair.setdefault((a, b), []).append(k)
     for ks in by_pair.values():
         assert ks[0] == M.FIRST_CHUNK
         for t in range(1, len(ks)):
-            assert M.MIN_CHUNK <= ks[t] <= sum(ks[:t])
+            assert M.MIN_CHUNK <= ks[t] <= M.MAX_GROWTH * sum(ks[:t])
     assert r.metadata["sampling"]["chunks"] == len(fake.calls)
     assert r.metadata["sampling"]["samples_taken"] == sum(k for _, _, k, _ in fake.calls)
 
@@ -249,8 +251,9 @@ def block_latency(a, b):
 def test_pair_classes_from_partition():
     cls = sampling.pair_classes(range(8), partition=[[0, 1, 2, 3], [4, 5, 6, 7]])
     sizes = {k: len(v) for k, v in cls.items()}
-    assert sorted(sizes.values()) == [6, 6, 16]
+    assert sorted(sizes.values()) == [1] * 12 + [16]  # within a block: each pair measured
     assert sum(sizes.values()) == 28
+    assert [len(v) for k, v in cls.items() if k[0] == "blocks"] == [16]
     assert all(i > j for v in cls.values() for i, j in v)
 
 
@@ -267,6 +270,9 @@ def test_pair_classes_from_topology_records():
     # unknown fields: coarser classes, never an error
     cls = sampling.pair_classes(range(4), topology=[{"cpu": c} for c in range(4)])
     assert sum(len(v) for v in cls.values()) == 6
+    # L3 known, cores unknown: pairs inside an L3 are all measured (siblings cannot be told apart)
+    cls = sampling.pair_classes(range(4), topology=[{"cpu": c, "l3": c // 2} for c in range(4)])
+    assert sorted(len(v) for v in cls.values()) == [1, 1, 4]
 
 
 def test_sampler_settles_uniform_classes_and_measures_disagreeing_ones():

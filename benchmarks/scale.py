@@ -1,0 +1,169 @@
+"""How long would a 192-CPU sweep take, and how wrong is the fast one? (A benchmark, not a test.)
+
+A test double of the pair measurer stands in for a 192-CPU machine: 2 packages × 12 L3 groups
+(core complexes) × 4 cores × 2 SMT threads. Its true latencies have a known block structure (SMT
+siblings 8 ns, same L3 22 ns, same package 85-140 ns depending on the distance between the L3s,
+other package 190-245 ns), each pair off its block's value by a few percent (the line's home slice),
+and every sample has realistic noise: ±4 % jitter, 1 % preempted samples 3-50× slower, and 2 % of the
+pairs noisy (±25 %) or bimodal (a third of the samples 3× slower). Each call costs simulated time:
+(samples + warm-up) × round trips × 2 × latency, plus 100 µs of thread creation and pinning.
+
+It runs ``corelat.measure`` for real (sweep logic, chunking, re-tests, sampling, result assembly) with a
+fake clock, and prints per configuration: pairs measured and estimated, simulated measuring time,
+and the error of every pair's median against the true matrix.
+
+    python benchmarks/scale.py [--quick]   # --quick: 96 CPUs, fewer configurations
+"""
+
+import argparse
+import importlib
+import sys
+import time
+
+import numpy as np
+
+M = importlib.import_module("corelat.measure")
+from corelat.result import PairFlag
+
+ROUND_TRIPS = 1000
+CALL_OVERHEAD_S = 100e-6
+
+
+def machine(packages=2, l3_per_package=12, cores_per_l3=4, threads=2):
+    """Topology records and the true latency matrix of the simulated machine."""
+    rows = []
+    cpu = 0
+    for p in range(packages):
+        for l3 in range(l3_per_package):
+            for c in range(cores_per_l3):
+                for t in range(threads):
+                    core = (p * l3_per_package + l3) * cores_per_l3 + c
+                    rows.append({"cpu": cpu, "package": p, "node": p, "l3": p * l3_per_package + l3,
+                                 "l2": core, "core": core, "_l3_in_pkg": l3})
+                    cpu += 1
+    n = len(rows)
+    rng = np.random.default_rng(1)
+    truth = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i):
+            a, b = rows[i], rows[j]
+            if a["core"] == b["core"]:
+                base = 8.0
+            elif a["l3"] == b["l3"]:
+                base = 22.0
+            elif a["package"] == b["package"]:
+                base = 85.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
+            else:
+                base = 190.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
+            truth[i, j] = truth[j, i] = base * rng.lognormal(0.0, 0.02)
+    kind = np.zeros((n, n), dtype=np.int8)  # 0 normal, 1 noisy, 2 bimodal
+    pick = rng.random((n, n))
+    kind[pick < 0.01] = 1
+    kind[(pick >= 0.01) & (pick < 0.02)] = 2
+    kind = np.tril(kind, -1)
+    kind = kind + kind.T
+    for r in rows:
+        del r["_l3_in_pkg"]
+    return rows, truth, kind
+
+
+class SimulatedPairs:
+    """The pair measurer of the simulated machine; advances a fake clock by what a call would cost."""
+
+    symmetric = True
+
+    def __init__(self, truth, kind, warmup, seed=2):
+        self.truth, self.kind, self.warmup = truth, kind, warmup
+        self.rng = np.random.default_rng(seed)
+        self.now = 0.0
+        self.calls = 0
+
+    def clock(self):
+        return self.now
+
+    def __call__(self, a, b, k):
+        self.calls += 1
+        mu = self.truth[a, b]
+        x = mu * self.rng.lognormal(0.0, 0.04, k)
+        kind = self.kind[a, b]
+        if kind == 1:
+            x = mu * self.rng.lognormal(0.0, 0.25, k)
+        elif kind == 2:
+            slow = self.rng.random(k) < 1 / 3
+            x[slow] *= 3.0
+        pre = self.rng.random(k) < 0.01
+        x[pre] *= self.rng.uniform(3, 50, pre.sum())
+        self.now += CALL_OVERHEAD_S + (k + self.warmup) * ROUND_TRIPS * 2 * float(np.mean(x)) * 1e-9
+        return x
+
+
+def run(label, n_cpus, rows, truth, kind, **kw):
+    warmup = kw.get("warmup") or max(1, (kw.get("samples") or M.FIRST_CHUNK) // 10)
+    sim = SimulatedPairs(truth, kind, warmup)
+    t0 = time.perf_counter()
+    r = M.measure(list(range(n_cpus)), _measurer=sim, _clock=sim.clock, **kw)
+    wall = time.perf_counter() - t0
+    n = n_cpus
+    low = np.tril(np.ones((n, n), bool), -1)
+    # the "truth" of a pair is its noise-free latency; bimodal pairs' true median is their fast mode
+    err = np.abs(r.median - truth) / truth
+    e = err[low]
+    est = (r.flags & PairFlag.ESTIMATED)[low] != 0
+    md = r.metadata["sampling"]
+    return {
+        "label": label,
+        "pairs": int(low.sum()),
+        "measured": md["pairs_measured"],
+        "estimated": md["pairs_estimated"],
+        "retested": md["pairs_retested"],
+        "not_met": md["pairs_target_not_met"],
+        "samples": md["samples_taken"],
+        "sim_s": sim.now,
+        "wall_s": wall,
+        "err_median": float(np.median(e)),
+        "err_p99": float(np.percentile(e, 99)),
+        "err_max": float(e.max()),
+        "within5": float(np.mean(e <= 0.05)),
+        "err_est_median": float(np.median(e[est])) if est.any() else float("nan"),
+        "flagged": int(np.count_nonzero(r.flags[low] & (PairFlag.UNSTABLE | PairFlag.BIMODAL))),
+        "classes": md["classes"],
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="96 CPUs and three configurations")
+    args = ap.parse_args(argv)
+    shape = {"l3_per_package": 6} if args.quick else {}
+    rows, truth, kind = machine(**shape)
+    n = len(rows)
+    M.allowed_cpus = lambda: list(range(n))  # the measurer is simulated: no CPU is pinned
+    l3_blocks = {}
+    for r in rows:
+        l3_blocks.setdefault(r["l3"], []).append(r["cpu"])
+    configs = [
+        ("full, fixed 300 samples", {"samples": 300, "retest": False}),
+        ("full, precision ±2 %", {"precision": 0.02}),
+        ("sample (topology), ±2 %", {"precision": 0.02, "strategy": "sample", "topology": rows}),
+        ("sample (L3 partition only), ±2 %", {"precision": 0.02, "strategy": "sample",
+                                                  "partition": list(l3_blocks.values())}),
+    ]
+    if args.quick:
+        configs = configs[1:]
+    print(f"simulated machine: {n} CPUs = 2 packages x {len(l3_blocks) // 2} L3 x 4 cores x 2 threads; "
+          f"{n * (n - 1) // 2} pairs; {ROUND_TRIPS} round trips per sample")
+    print(f"{'configuration':36} {'measured':>8} {'estim.':>7} {'retest':>6} {'missed':>6} {'samples':>9} "
+          f"{'sim time':>9} {'err med':>8} {'err p99':>8} {'err max':>8} {'<=5%':>6} {'wall':>6}")
+    for label, kw in configs:
+        s = run(label, n, rows, truth, kind, **kw)
+        print(f"{label:36} {s['measured']:8d} {s['estimated']:7d} {s['retested']:6d} {s['not_met']:6d} "
+              f"{s['samples']:9d} {s['sim_s']:8.1f}s {s['err_median']:8.2%} {s['err_p99']:8.2%} "
+              f"{s['err_max']:8.1%} {s['within5']:6.1%} {s['wall_s']:5.0f}s", flush=True)
+        if s["classes"]:
+            print(f"{'':36} classes: {s['classes']}, median error of estimated cells: "
+                  f"{s['err_est_median']:.2%}; unstable/bimodal flagged: {s['flagged']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -384,16 +384,20 @@ def test_throughput_kernel_does_not_leak():
         for k in range(n):
             out = ext.smt_throughput([a, b], k % 2, 1e-4, 5.0, smt_mod.MEM_BYTES)
             assert [sys.getrefcount(x) for x in out] == [3, 3, 3]  # the tuple, the argument, x
-            for args in (([a, 10_000], 0), ([a], 7)):
-                with pytest.raises((corelat.MeasurementError, ValueError)):
-                    ext.smt_throughput(args[0], args[1], 1e-4, 5.0, smt_mod.MEM_BYTES)
+            for cpus, loop, error in (([a, 10_000], 0, corelat.MeasurementError), ([a], 7, ValueError)):
+                try:
+                    ext.smt_throughput(cpus, loop, 1e-4, 5.0, smt_mod.MEM_BYTES)
+                except error:
+                    pass
+                else:
+                    raise AssertionError("expected an error")
 
     calls(50)
     gc.collect()
     blocks, rss = sys.getallocatedblocks(), _rss_kib()
     calls(500)  # a leak of one object per call would add >= 500 blocks; 64 KiB buffers, >= 32 MiB
     gc.collect()
-    assert sys.getallocatedblocks() - blocks < 50
+    assert sys.getallocatedblocks() - blocks < 250  # below one per call, above interpreter noise
     assert _rss_kib() - rss < 2048
 
 

@@ -10,7 +10,8 @@ pairs noisy (±25 %) or bimodal (a third of the samples 3× slower). Each call c
 
 It runs ``corelat.measure`` for real (sweep logic, chunking, re-tests, sampling, result assembly) with a
 fake clock, and prints per configuration: pairs measured and estimated, simulated measuring time,
-and the error of every pair's median against the true matrix.
+the error of every pair's median against the true matrix, and whether :func:`corelat.structure`
+reads the same groups and SMT siblings off the result as off the true matrix.
 
     python benchmarks/scale.py [--quick]   # --quick: 96 CPUs, fewer configurations
 """
@@ -21,6 +22,8 @@ import sys
 import time
 
 import numpy as np
+
+import corelat
 
 M = importlib.import_module("corelat.measure")
 from corelat.result import PairFlag
@@ -97,7 +100,13 @@ class SimulatedPairs:
         return x
 
 
-def run(label, n_cpus, rows, truth, kind, **kw):
+def shape_of(st):
+    """What a Structure says, as comparable values: SMT pairs and each level's groups."""
+    return (sorted(tuple(sorted(p)) for p in st.smt_pairs),
+            [sorted(tuple(sorted(g)) for g in lv.groups) for lv in st.levels])
+
+
+def run(label, n_cpus, rows, truth, kind, true_shape, **kw):
     warmup = kw.get("warmup") or max(1, (kw.get("samples") or M.FIRST_CHUNK) // 10)
     sim = SimulatedPairs(truth, kind, warmup)
     t0 = time.perf_counter()
@@ -110,7 +119,10 @@ def run(label, n_cpus, rows, truth, kind, **kw):
     e = err[low]
     est = (r.flags & PairFlag.ESTIMATED)[low] != 0
     md = r.metadata["sampling"]
+    st = corelat.structure(r, topology=rows)
     return {
+        "structure": st.__str__().split(". ")[0],
+        "same_structure": shape_of(st) == true_shape,
         "label": label,
         "pairs": int(low.sum()),
         "measured": md["pairs_measured"],
@@ -137,6 +149,8 @@ def main(argv=None):
     shape = {"l3_per_package": 6} if args.quick else {}
     rows, truth, kind = machine(**shape)
     n = len(rows)
+    true_st = corelat.structure(corelat.from_matrix(truth), topology=rows)
+    true_shape = shape_of(true_st)
     M.allowed_cpus = lambda: list(range(n))  # the measurer is simulated: no CPU is pinned
     l3_blocks = {}
     for r in rows:
@@ -152,13 +166,16 @@ def main(argv=None):
         configs = configs[1:]
     print(f"simulated machine: {n} CPUs = 2 packages x {len(l3_blocks) // 2} L3 x 4 cores x 2 threads; "
           f"{n * (n - 1) // 2} pairs; {ROUND_TRIPS} round trips per sample")
+    print(f"structure of the true matrix: {str(true_st).split('. ')[0]}")
     print(f"{'configuration':36} {'measured':>8} {'estim.':>7} {'retest':>6} {'missed':>6} {'samples':>9} "
           f"{'sim time':>9} {'err med':>8} {'err p99':>8} {'err max':>8} {'<=5%':>6} {'wall':>6}")
     for label, kw in configs:
-        s = run(label, n, rows, truth, kind, **kw)
+        s = run(label, n, rows, truth, kind, true_shape, **kw)
         print(f"{label:36} {s['measured']:8d} {s['estimated']:7d} {s['retested']:6d} {s['not_met']:6d} "
               f"{s['samples']:9d} {s['sim_s']:8.1f}s {s['err_median']:8.2%} {s['err_p99']:8.2%} "
               f"{s['err_max']:8.1%} {s['within5']:6.1%} {s['wall_s']:5.0f}s", flush=True)
+        print(f"{'':36} structure read off the result: "
+              f"{'same groups and SMT pairs as the true matrix' if s['same_structure'] else s['structure']}")
         if s["classes"]:
             print(f"{'':36} classes: {s['classes']}, median error of estimated cells: "
                   f"{s['err_est_median']:.2%}; unstable/bimodal flagged: {s['flagged']}")

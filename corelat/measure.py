@@ -531,9 +531,9 @@ def measure(
         mirrored; for ``oneway`` ``samples[i, j]`` are messages from ``cpus[i]`` to ``cpus[j]``).
         ``flags`` say per pair what was measured, mirrored, estimated, re-tested and doubtful;
         ``extras`` hold ``samples_taken`` and ``dropped`` per pair, the ``first_attempt`` samples and
-        ``first_flags`` of re-tested pairs, ``estimated_from`` (sample strategy: flat index of the
-        cell an estimate copies, -1 if measured) and ``skew_bound_ns`` (oneway). ``warnings`` says
-        in words what looks wrong.
+        ``first_flags`` of re-tested pairs, ``estimated_from`` (sample strategy, ``(n, n, 2)``: the
+        CPU ids of the cell an estimate copies, -1 where measured) and ``skew_bound_ns`` (oneway).
+        ``warnings`` says in words what looks wrong.
 
     Raises:
         InputError (a ValueError) for bad arguments; MeasurementTimeout (a TimeoutError) when a
@@ -615,7 +615,7 @@ def measure(
 
     data, flags, extras = _assemble(n, runs, first, plan, symmetric)
     if estimates:
-        _estimate(data, flags, extras, estimates, symmetric, blocks)
+        _estimate(data, flags, extras, estimates, symmetric, blocks, cpus)
     if clock_check is not None:
         bound = np.full((n, n), np.nan)
         for (i, j), run in runs.items():
@@ -723,10 +723,13 @@ def _assemble(n, runs, first, plan, symmetric):
     return data, flags, extras
 
 
-def _estimate(data, flags, extras, estimates, symmetric, blocks):
-    """Copy each unmeasured pair's cells from its class representative; flag them ESTIMATED."""
+def _estimate(data, flags, extras, estimates, symmetric, blocks, cpus):
+    """Copy each unmeasured pair's cells from its class representative; flag them ESTIMATED.
+
+    ``extras["estimated_from"][r, c]`` holds the CPU ids (not positions, which reordering the
+    result changes) of the cell that was copied."""
     n = data.shape[0]
-    source = np.full((n, n), -1, dtype=np.int64)
+    source = np.full((n, n, 2), -1, dtype=np.int64)
     for (i, j), (p, q) in estimates.items():
         if symmetric or blocks[i] == blocks[p]:
             pairs = [((i, j), (p, q)), ((j, i), (q, p))]
@@ -735,7 +738,7 @@ def _estimate(data, flags, extras, estimates, symmetric, blocks):
         for (r, c), (sr, sc) in pairs:
             data[r, c] = data[sr, sc]
             flags[r, c] = PairFlag.ESTIMATED
-            source[r, c] = sr * n + sc
+            source[r, c] = (cpus[sr], cpus[sc])
     extras["estimated_from"] = source
 
 

@@ -234,7 +234,7 @@ def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_t
     unstable = count(PairFlag.UNSTABLE)
     if unstable:
         out.append(f"{len(unstable)} pair(s) are unstable: the middle 80 % of their samples spans more "
-                   f"than {SPREAD_THRESHOLD:.0%} of the median ({_example(unstable)}). Run 'corelat check' "
+                   f"than {SPREAD_THRESHOLD * 100:.0f} % of the median ({_example(unstable)}). Run 'corelat check' "
                    f"to find what disturbs the machine (load, frequency scaling, hypervisor){where}")
     missed = count(PairFlag.TARGET_NOT_MET)
     if missed:

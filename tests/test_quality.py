@@ -4,6 +4,8 @@ The vm test at the end runs a precision-driven sweep on the emulated, overcommit
 """
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -207,11 +209,18 @@ def test_warnings_text():
 # -- the overcommitted 8-CPU machine ------------------------------------------------------------------
 @pytest.mark.vm
 def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
-    """8 vCPUs on 2 real CPUs: a partner is often descheduled. The sweep must end, either with a
-    result that flags what it could not trust, or with a time-out naming the pair; never hang."""
+    """8 vCPUs on 2 real CPUs (and two vCPUs busy with other work): a partner is often descheduled.
+    The sweep must end, either with a result that flags what it could not trust, or with a time-out
+    naming the pair; never hang."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 8:
         pytest.skip("runs inside the emulated 8-CPU machine (../shared/tools/vmtopo.sh)")
+    # Two busy loops on the last two vCPUs make it worse: threads measuring there share their vCPU.
+    code = "import os, sys\nos.sched_setaffinity(0, {%d})\nprint('busy', flush=True)\nwhile True: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", code % c], stdout=subprocess.PIPE, text=True)
+            for c in cpus[-2:]]
+    for h in hogs:
+        h.stdout.readline()  # running (Python starts slowly under emulation)
     t0 = time.monotonic()
     try:
         r = corelat.measure(cpus, round_trips=20, precision=0.02, max_time_per_pair=0.5, timeout=10.0,
@@ -220,6 +229,11 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
         # An honest outcome under overcommit: a partner starved for 10 s; the message names it.
         assert "CPUs" in str(e) and "did not answer" in str(e)
         return
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+            h.stdout.close()
     took = time.monotonic() - t0
     n = len(cpus)
     pairs = n * (n - 1) // 2
@@ -229,15 +243,18 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
     assert (taken >= 1).all() and (taken <= r.metadata["parameters"]["samples"]).all()
     missed = (r.flags[low] & PairFlag.TARGET_NOT_MET) != 0
     assert r.metadata["sampling"]["pairs_target_not_met"] == int(missed.sum())
-    # Every doubtful pair is flagged and said so in the warnings; nothing is silently averaged.
+    # Every unstable pair is flagged: the flags agree with an independent look at the kept samples,
+    # and the warnings say so; nothing is silently averaged.
+    shape = int(quality.SHAPE_FLAGS)
+    np.testing.assert_array_equal(quality.assess(r.samples, r.flags)[low] & shape, r.flags[low] & shape)
+    dropped = r.extras["dropped"][low] > 0
+    np.testing.assert_array_equal((r.flags[low] & PairFlag.MIGRATED) != 0, dropped)
     doubtful = (r.flags[low] & (PairFlag.UNSTABLE | PairFlag.BIMODAL | PairFlag.MIGRATED
                                 | PairFlag.TARGET_NOT_MET)) != 0
-    if doubtful.any():
-        assert r.warnings
-    # Precision met => the CI is within the target (with the real median CI of the kept samples).
-    met = ~missed
-    rel = (r.err / r.median)[low]
-    assert (rel[met] <= 0.02 + 1e-9).all()
+    assert bool(r.warnings) == bool(doubtful.any() or r.metadata["sampling"]["pairs_retested"])
+    # The target is met exactly where the median's CI of the kept samples is within ±2 %.
+    rel = quality.relative_ci(r.samples)[low]
+    np.testing.assert_array_equal(rel > 0.02, missed)
     # The budget bounds the time: each pair at most its budget plus one chunk, re-tests included.
     assert took < (pairs + r.metadata["sampling"]["pairs_retested"]) * (0.5 + 10.0) + 60
     print(f"\n{pairs} pairs in {took:.1f} s; flags: "

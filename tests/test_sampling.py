@@ -307,11 +307,19 @@ def test_sample_strategy_recovers_block_structure(many_cpus):
     off = ~np.eye(n, dtype=bool)
     np.testing.assert_allclose(r.median[off], truth[off], rtol=0.05)
     src = r.extras["estimated_from"]
+    assert src.shape == (n, n, 2)
     assert (src[estimated] >= 0).all() and (src[~estimated] == -1).all()
+    pos = {c: k for k, c in enumerate(r.cpus)}
     for i, j in np.argwhere(estimated):
-        si, sj = divmod(int(src[i, j]), n)
+        si, sj = pos[src[i, j, 0]], pos[src[i, j, 1]]
         assert r.flags[si, sj] & (PairFlag.MEASURED | PairFlag.MIRRORED)
         np.testing.assert_array_equal(r.samples[i, j], r.samples[si, sj])
+    # CPU ids, not positions: still right after reordering the result
+    rev = r.with_cpus_order(list(reversed(r.cpus)))
+    pos = {c: k for k, c in enumerate(rev.cpus)}
+    for i, j in np.argwhere((rev.flags & PairFlag.ESTIMATED) != 0)[:10]:
+        s_ = rev.extras["estimated_from"][i, j]
+        np.testing.assert_array_equal(rev.samples[i, j], rev.samples[pos[s_[0]], pos[s_[1]]])
     md = r.metadata["sampling"]
     assert md["strategy"] == "sample" and md["pairs_estimated"] + md["pairs_measured"] == 120
     assert any("estimated" in w for w in r.warnings)

@@ -4,6 +4,8 @@ refusal, time-outs, and the C entry point's shapes, errors and references."""
 import gc
 import importlib
 import os
+import signal
+import subprocess
 import sys
 import time
 
@@ -90,6 +92,29 @@ def test_oneway_timeout_names_the_cpus():
     with pytest.raises(corelat.MeasurementTimeout, match=f"CPUs {a} and {b}"):
         m(a, b, 3)
     assert time.monotonic() - t0 < 5
+
+
+@needs2
+def test_ctrl_c_stops_a_long_oneway_pair():
+    # 10^6 messages x 1000 samples, precision-driven: hours if not interrupted.
+    code = ("import corelat, sys\n"
+            "try:\n"
+            "    corelat.measure(kernel='oneway', round_trips=10**6, max_time_per_pair=3600, precision=1e-4)\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(42)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # imports and the clock check done, deep inside the first chunk
+        assert p.poll() is None, "the sweep ended before it could be interrupted"
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=10)
+        assert p.returncode == 42, err
+        assert time.monotonic() - t0 < 1.0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 @needs2

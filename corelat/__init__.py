@@ -6,36 +6,47 @@
 
 from ._version import __version__
 from .check import CheckItem, check
+from .compare import Comparison, compare, example_files
 from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
 from .io import from_matrix, load
+from .locks import LockResult, list_tests, locks
 from .measure import ALL_KERNELS, KERNELS, allowed_cpus, clock_skew, measure, timer_info
 from .result import LatencyResult, PairFlag
 from .smt import SMTResult, smt
+from .structure import Structure, structure
 from .topology import Topology, TopologyWarning, topology
 
 __all__ = [
     "__version__",
     "ALL_KERNELS",
+    "allowed_cpus",
+    "check",
     "CheckItem",
+    "clock_skew",
+    "compare",
+    "Comparison",
     "CorelatError",
+    "example_files",
+    "from_matrix",
     "InputError",
     "KERNELS",
     "LatencyResult",
+    "list_tests",
+    "load",
+    "LockResult",
+    "locks",
+    "measure",
     "MeasurementError",
     "MeasurementTimeout",
     "PairFlag",
-    "SMTResult",
-    "Topology",
-    "TopologyWarning",
-    "allowed_cpus",
-    "check",
-    "clock_skew",
-    "from_matrix",
-    "load",
-    "measure",
     "smt",
+    "SMTResult",
+    "Structure",
+    "structure",
     "timer_info",
+    "Topology",
     "topology",
+    "TopologyWarning",
 ]
 
 

@@ -195,3 +195,14 @@ def test_metadata_is_json_serialisable():
     json.dumps(thaw(r.metadata))
     assert not math.isnan(r.summary()["mean"])
     assert zipfile  # imported for corrupt-file tests
+
+
+def test_public_api_complete_and_light():
+    import subprocess
+    import sys
+
+    for name in corelat.__all__:
+        assert hasattr(corelat, name), name
+    code = "import sys, corelat; print(sorted(m for m in ('scipy', 'matplotlib', 'tqdm') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", "import corelat must not load heavy optional libraries"

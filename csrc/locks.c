@@ -400,19 +400,6 @@ static int run_avg(kernel_fn fn, kctx *c, uint64_t end, uint64_t *calls_out, uin
     return CORELAT_OK;
 }
 
-static int wait_ready(run_state *rs, corelat_member *m)
-{
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, rs->job->timeout_ns);
-    while (!atomic_load_explicit(&rs->buf_ready, memory_order_acquire)) {
-        int rc = corelat_spin_check(&s);
-        if (rc)
-            return rc;
-        corelat_cpu_relax();
-    }
-    return CORELAT_OK;
-}
-
 static void lock_work(corelat_member *m)
 {
     run_state *rs = m->arg;
@@ -438,7 +425,7 @@ static void lock_work(corelat_member *m)
             atomic_store_explicit(&rs->buf_ready, 1, memory_order_release);
         buf = p;
     } else {
-        int rc = wait_ready(rs, m);
+        int rc = corelat_spin_until_set(&rs->buf_ready, &m->team->abort, rs->job->timeout_ns);
         if (rc) {
             m->status = rc;
             return;
@@ -520,22 +507,10 @@ int corelat_locks_start(corelat_lock_job *job, corelat_team *team)
 void corelat_locks_finish(corelat_lock_job *job, corelat_team *team)
 {
     run_state *rs = job->priv;
-    /* After a failed start the threads already created are still running: let them see the abort
-     * and finish before their statuses are read. */
-    if (team->members)
-        while (!corelat_team_wait(team, 100))
-            ;
-    int idx = -1;
-    int status = team->members ? corelat_team_status(team, &idx) : job->status;
-    if (status != CORELAT_OK && idx >= 0) {
-        job->failed_cpu = team->members[idx].cpu;
-        if (team->members[idx].err)
-            job->err = team->members[idx].err;
-        if (rs)
-            job->failed_test = rs->at_test[idx];
-    }
-    if (job->status == CORELAT_OK)
-        job->status = status;
+    int idx;
+    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
+    if (idx >= 0 && rs)
+        job->failed_test = rs->at_test[idx];
     corelat_team_join(team);
     if (!rs)
         return;

@@ -174,6 +174,37 @@ static int wait_team(corelat_team *team)
     }
 }
 
+/* One shape for every kernel: start its team with the GIL released, wait while watching for Ctrl-C,
+ * then finish (join, free) with the GIL released again. The adapters give run_job one signature. */
+typedef int (*job_start_fn)(void *job, corelat_team *team);
+typedef void (*job_finish_fn)(void *job, corelat_team *team);
+
+static int pp_start(void *job, corelat_team *team) { return corelat_pp_start(job, team); }
+static void pp_finish(void *job, corelat_team *team) { corelat_pp_finish(job, team); }
+static int ow_start(void *job, corelat_team *team) { return corelat_ow_start(job, team); }
+static void ow_finish(void *job, corelat_team *team) { corelat_ow_finish(job, team); }
+static int locks_start(void *job, corelat_team *team) { return corelat_locks_start(job, team); }
+static void locks_finish(void *job, corelat_team *team) { corelat_locks_finish(job, team); }
+static int smt_start(void *job, corelat_team *team) { return corelat_smt_start(job, team); }
+static void smt_finish(void *job, corelat_team *team) { corelat_smt_finish(job, team); }
+
+/* Returns -1 if interrupted, with the signal's exception set; else 0 and the job's status says how
+ * the measurement went. */
+static int run_job(void *job, job_start_fn start, job_finish_fn finish)
+{
+    corelat_team team;
+    int rc, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    rc = start(job, &team);
+    Py_END_ALLOW_THREADS
+    if (rc == CORELAT_OK)
+        interrupted = wait_team(&team) < 0;
+    Py_BEGIN_ALLOW_THREADS
+    finish(job, &team);
+    Py_END_ALLOW_THREADS
+    return interrupted ? -1 : 0;
+}
+
 static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -213,17 +244,7 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
         .ticks = (uint64_t *)PyArray_DATA(ticks),
         .migrated = (uint8_t *)PyArray_DATA(migrated),
     };
-    corelat_team team;
-    int rc, interrupted = 0;
-    Py_BEGIN_ALLOW_THREADS
-    rc = corelat_pp_start(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (rc == CORELAT_OK)
-        interrupted = wait_team(&team) < 0;
-    Py_BEGIN_ALLOW_THREADS
-    corelat_pp_finish(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (interrupted)
+    if (run_job(&job, pp_start, pp_finish) < 0)
         goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
     if (job.status != CORELAT_OK) {
         raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
@@ -280,17 +301,7 @@ static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
         .sum_ba = (int64_t *)PyArray_DATA(ba),
         .migrated = (uint8_t *)PyArray_DATA(migrated),
     };
-    corelat_team team;
-    int rc, interrupted = 0;
-    Py_BEGIN_ALLOW_THREADS
-    rc = corelat_ow_start(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (rc == CORELAT_OK)
-        interrupted = wait_team(&team) < 0;
-    Py_BEGIN_ALLOW_THREADS
-    corelat_ow_finish(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (interrupted)
+    if (run_job(&job, ow_start, ow_finish) < 0)
         goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
     if (job.status != CORELAT_OK) {
         raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
@@ -451,17 +462,7 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         .sercalls = (uint64_t *)PyArray_DATA(sercalls),
         .counter = (uint64_t *)PyArray_DATA(counter),
     };
-    corelat_team team;
-    int rc, interrupted = 0;
-    Py_BEGIN_ALLOW_THREADS
-    rc = corelat_locks_start(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (rc == CORELAT_OK)
-        interrupted = wait_team(&team) < 0;
-    Py_BEGIN_ALLOW_THREADS
-    corelat_locks_finish(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (interrupted)
+    if (run_job(&job, locks_start, locks_finish) < 0)
         goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
     if (job.status != CORELAT_OK) {
         raise_lock_status(&job, timeout);
@@ -581,17 +582,7 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
         .ticks = (uint64_t *)PyArray_DATA(ticks),
         .migrated = (uint8_t *)PyArray_DATA(migrated),
     };
-    corelat_team team;
-    int rc, interrupted = 0;
-    Py_BEGIN_ALLOW_THREADS
-    rc = corelat_smt_start(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (rc == CORELAT_OK)
-        interrupted = wait_team(&team) < 0;
-    Py_BEGIN_ALLOW_THREADS
-    corelat_smt_finish(&job, &team);
-    Py_END_ALLOW_THREADS
-    if (interrupted)
+    if (run_job(&job, smt_start, smt_finish) < 0)
         goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
     if (job.status != CORELAT_OK) {
         raise_smt_status(&job, timeout);

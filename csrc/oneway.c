@@ -24,53 +24,55 @@ typedef struct {
     int64_t min_ba;         /* written by a only */
 } ow_state;
 
-static int wait_ready(ow_state *st, corelat_member *m)
+/* A message: its timestamp, and a sequence number that says a new one arrived. The number, not the
+ * timestamp, signals arrival: a coarse counter (24 MHz on some ARM chips) can read the same twice in a
+ * row, and a receiver waiting for a changed timestamp would then wait forever. Both words share one
+ * cache line, so a message still moves one line. */
+typedef struct {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t ts;
+} message;
+
+static inline void send(message *line, uint64_t seq, uint64_t ts)
 {
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, st->job->timeout_ns);
-    while (!atomic_load_explicit(&st->buf_ready, memory_order_acquire)) {
-        int rc = corelat_spin_check(&s);
-        if (rc)
-            return rc;
-        corelat_cpu_relax();
-    }
-    return CORELAT_OK;
+    atomic_store_explicit(&line->ts, ts, memory_order_relaxed);
+    atomic_store_explicit(&line->seq, seq, memory_order_release);
 }
 
-/* Spin until *line differs from *last; returns the new value in *last. */
-static inline int wait_change(_Atomic uint64_t *line, uint64_t *last, corelat_spin *s)
+/* Spin until message number `seq` arrives; returns its timestamp in *ts. */
+static inline int receive(message *line, uint64_t seq, uint64_t *ts, corelat_spin *s)
 {
-    uint64_t v;
-    while ((v = atomic_load_explicit(line, memory_order_acquire)) == *last) {
+    while (atomic_load_explicit(&line->seq, memory_order_acquire) != seq) {
         int rc = corelat_spin_check(s);
         if (rc)
             return rc;
     }
     corelat_spin_reset(s);
-    *last = v;
+    *ts = atomic_load_explicit(&line->ts, memory_order_relaxed);
     return CORELAT_OK;
 }
 
-/* a: send a timestamp, then receive b's. Timer readings are never 0, so 0 means "nothing yet". */
+/* a: send a timestamp, then receive b's. */
 static int sender(ow_state *st, corelat_member *m)
 {
     corelat_ow_job *job = st->job;
-    _Atomic uint64_t *la = (_Atomic uint64_t *)(st->buf + LINE_A);
-    _Atomic uint64_t *lb = (_Atomic uint64_t *)(st->buf + LINE_B);
+    message *la = (message *)(st->buf + LINE_A);
+    message *lb = (message *)(st->buf + LINE_B);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t last_b = 0;
+    uint64_t seq = 0, ts_b;
     int64_t best = INT64_MAX;
     int64_t total = job->warmup + job->samples;
     for (int64_t k = 0; k < total; k++) {
         int cpu0 = corelat_current_cpu();
         int64_t sum = 0, low = INT64_MAX;
         for (int64_t r = 0; r < job->messages; r++) {
-            atomic_store_explicit(la, corelat_ticks_serial(), memory_order_release);
-            int rc = wait_change(lb, &last_b, &s);
+            seq++;
+            send(la, seq, corelat_ticks_serial());
+            int rc = receive(lb, seq, &ts_b, &s);
             if (rc)
                 return rc;
-            int64_t d = (int64_t)(corelat_ticks_serial() - last_b);
+            int64_t d = (int64_t)(corelat_ticks_serial() - ts_b);
             sum += d;
             if (d < low)
                 low = d;
@@ -91,25 +93,26 @@ static int sender(ow_state *st, corelat_member *m)
 static int receiver(ow_state *st, corelat_member *m)
 {
     corelat_ow_job *job = st->job;
-    _Atomic uint64_t *la = (_Atomic uint64_t *)(st->buf + LINE_A);
-    _Atomic uint64_t *lb = (_Atomic uint64_t *)(st->buf + LINE_B);
+    message *la = (message *)(st->buf + LINE_A);
+    message *lb = (message *)(st->buf + LINE_B);
     const uint64_t off = (uint64_t)job->offset_ticks;
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t last_a = 0;
+    uint64_t seq = 0, ts_a;
     int64_t best = INT64_MAX;
     int64_t total = job->warmup + job->samples;
     for (int64_t k = 0; k < total; k++) {
         int64_t sum = 0, low = INT64_MAX;
         for (int64_t r = 0; r < job->messages; r++) {
-            int rc = wait_change(la, &last_a, &s);
+            seq++;
+            int rc = receive(la, seq, &ts_a, &s);
             if (rc)
                 return rc;
-            int64_t d = (int64_t)(corelat_ticks_serial() + off - last_a);
+            int64_t d = (int64_t)(corelat_ticks_serial() + off - ts_a);
             sum += d;
             if (d < low)
                 low = d;
-            atomic_store_explicit(lb, corelat_ticks_serial() + off, memory_order_release);
+            send(lb, seq, corelat_ticks_serial() + off);
         }
         /* Checked between batches only: a sched_getcpu per message would be measured. */
         if (k >= job->warmup) {
@@ -150,7 +153,7 @@ static void ow_work(corelat_member *m)
         atomic_store_explicit(&st->buf_ready, 1, memory_order_release);
         rc = sender(st, m);
     } else {
-        rc = wait_ready(st, m);
+        rc = corelat_spin_until_set(&st->buf_ready, &m->team->abort, st->job->timeout_ns);
         if (rc == CORELAT_OK)
             rc = job->stall_responder ? stall(m) : receiver(st, m);
     }
@@ -191,15 +194,8 @@ int corelat_ow_start(corelat_ow_job *job, corelat_team *team)
 void corelat_ow_finish(corelat_ow_job *job, corelat_team *team)
 {
     ow_state *st = job->priv;
-    int idx = -1;
-    int status = team->members ? corelat_team_status(team, &idx) : job->status;
-    if (status != CORELAT_OK && idx >= 0) {
-        job->failed_cpu = team->members[idx].cpu;
-        if (team->members[idx].err)
-            job->err = team->members[idx].err;
-    }
-    if (job->status == CORELAT_OK)
-        job->status = status;
+    int idx;
+    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
     corelat_team_join(team);
     if (st) {
         for (int64_t k = 0; k < job->samples; k++)

@@ -24,19 +24,6 @@ typedef struct {
     uint8_t *migrated_b;      /* responder's own record, merged after the join */
 } pair_state;
 
-static int wait_ready(pair_state *ps, corelat_member *m)
-{
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, ps->job->timeout_ns);
-    while (!atomic_load_explicit(&ps->buf_ready, memory_order_acquire)) {
-        int rc = corelat_spin_check(&s);
-        if (rc)
-            return rc;
-        corelat_cpu_relax();
-    }
-    return CORELAT_OK;
-}
-
 /* ---- CAS: the flag goes 0 -> 1 by the initiator and 1 -> 0 by the responder. ---- */
 
 static int cas_initiator(pair_state *ps, corelat_member *m)
@@ -183,7 +170,7 @@ static void pp_work(corelat_member *m)
         atomic_store_explicit(&ps->buf_ready, 1, memory_order_release);
         rc = job->kernel == CORELAT_PP_CAS ? cas_initiator(ps, m) : rw_initiator(ps, m);
     } else {
-        rc = wait_ready(ps, m);
+        rc = corelat_spin_until_set(&ps->buf_ready, &m->team->abort, ps->job->timeout_ns);
         if (rc == CORELAT_OK) {
             if (job->stall_responder)
                 rc = stall(m);
@@ -227,15 +214,8 @@ int corelat_pp_start(corelat_pp_job *job, corelat_team *team)
 void corelat_pp_finish(corelat_pp_job *job, corelat_team *team)
 {
     pair_state *ps = job->priv;
-    int idx = -1;
-    int status = team->members ? corelat_team_status(team, &idx) : job->status;
-    if (status != CORELAT_OK && idx >= 0) {
-        job->failed_cpu = team->members[idx].cpu;
-        if (team->members[idx].err)
-            job->err = team->members[idx].err;
-    }
-    if (job->status == CORELAT_OK)
-        job->status = status;
+    int idx;
+    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
     corelat_team_join(team);
     if (ps) {
         for (int64_t k = 0; k < job->samples; k++)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "locks.h"
+#include "oneway.h"
 #include "pingpong.h"
 #include "spin.h"
 #include "team.h"
@@ -27,6 +28,27 @@ static int run(int kernel, int a, int b, int stall, double timeout_s, int abort_
             ;
     }
     corelat_pp_finish(&job, &team);
+    return job.status;
+}
+
+/* One-way messages both ways; with a skewed "clock" on b the bracket must move by the skew. */
+static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_ab, int64_t *min_ba)
+{
+    enum { SAMPLES = 10 };
+    int64_t sum_ab[SAMPLES], sum_ba[SAMPLES];
+    uint8_t migrated[SAMPLES];
+    corelat_ow_job job = {
+        .cpu_a = 0, .cpu_b = 1, .messages = 50, .samples = SAMPLES, .warmup = 1,
+        .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall, .offset_ticks = offset,
+        .sum_ab = sum_ab, .sum_ba = sum_ba, .migrated = migrated,
+    };
+    corelat_team team;
+    if (corelat_ow_start(&job, &team) == CORELAT_OK)
+        while (!corelat_team_wait(&team, 100))
+            ;
+    corelat_ow_finish(&job, &team);
+    *min_ab = job.min_ab;
+    *min_ba = job.min_ba;
     return job.status;
 }
 
@@ -87,6 +109,11 @@ int main(void)
     EXPECT(run(CORELAT_PP_RW, 0, 1, 1, 10.0, 1) == CORELAT_EABORT);
     EXPECT(run(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0) == CORELAT_EPIN);
     EXPECT(run(7, 0, 1, 0, 1.0, 0) == CORELAT_EINVAL);
+    int64_t ab, ba, ab2, ba2;
+    EXPECT(run_oneway(0, ok_wait, 0, &ab, &ba) == CORELAT_OK);
+    EXPECT(run_oneway(0, ok_wait, 1000000, &ab2, &ba2) == CORELAT_OK);
+    EXPECT(ab2 > ab && ba2 < ba); /* b's clock ahead: a->b looks slower, b->a faster */
+    EXPECT(run_oneway(1, 0.05, 0, &ab, &ba) == CORELAT_ETIMEOUT);
     EXPECT(run_locks(slow ? 0.05 : 0.01, info.ticks_per_ns) == 0);
     printf("selftest: %s (timer %s, %.1f MHz)\n", failures ? "FAILED" : "ok", info.name,
            info.ticks_per_ns * 1e3);

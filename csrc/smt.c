@@ -220,20 +220,8 @@ int corelat_smt_start(corelat_smt_job *job, corelat_team *team)
 void corelat_smt_finish(corelat_smt_job *job, corelat_team *team)
 {
     smt_state *st = job->priv;
-    /* After a failed start the threads already created are still running: let them see the abort
-     * and finish before their statuses are read. */
-    if (team->members)
-        while (!corelat_team_wait(team, 100))
-            ;
-    int idx = -1;
-    int status = team->members ? corelat_team_status(team, &idx) : job->status;
-    if (status != CORELAT_OK && idx >= 0) {
-        job->failed_cpu = team->members[idx].cpu;
-        if (team->members[idx].err)
-            job->err = team->members[idx].err;
-    }
-    if (job->status == CORELAT_OK)
-        job->status = status;
+    int idx;
+    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
     corelat_team_join(team);
     if (!st)
         return;

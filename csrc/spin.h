@@ -70,4 +70,19 @@ static inline void corelat_cpu_relax(void)
 #endif
 }
 
+/* Wait (bounded, abort-aware) until another thread sets *flag, e.g. "the shared buffer is ready".
+ * Returns 0 or CORELAT_ETIMEOUT / CORELAT_EABORT. */
+static inline int corelat_spin_until_set(atomic_int *flag, const atomic_int *abort, uint64_t timeout_ns)
+{
+    corelat_spin s;
+    corelat_spin_begin(&s, abort, timeout_ns);
+    while (!atomic_load_explicit(flag, memory_order_acquire)) {
+        int rc = corelat_spin_check(&s);
+        if (rc)
+            return rc;
+        corelat_cpu_relax();
+    }
+    return CORELAT_OK;
+}
+
 #endif

@@ -125,7 +125,8 @@ void corelat_team_join(corelat_team *t)
     t->members = NULL;
 }
 
-int corelat_team_status(const corelat_team *t, int *index)
+/* The first failing member's status: a real cause ranks before the aborts it triggered. */
+static int team_status(const corelat_team *t, int *index)
 {
     int abort_at = -1;
     for (int i = 0; i < t->n; i++) {
@@ -145,6 +146,24 @@ int corelat_team_status(const corelat_team *t, int *index)
     }
     *index = -1;
     return CORELAT_OK;
+}
+
+int corelat_team_settle(corelat_team *t, int status, int *index, int *cpu, int *err)
+{
+    *index = -1;
+    if (!t->members)
+        return status; /* never started */
+    while (!corelat_team_wait(t, 100))
+        ;
+    int idx;
+    int status_found = team_status(t, &idx);
+    if (status_found != CORELAT_OK && idx >= 0) {
+        *index = idx;
+        *cpu = t->members[idx].cpu;
+        if (t->members[idx].err)
+            *err = t->members[idx].err;
+    }
+    return status != CORELAT_OK ? status : status_found;
 }
 
 int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns)

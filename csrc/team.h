@@ -48,8 +48,11 @@ void corelat_team_abort(corelat_team *t);
 /* Join all threads and free the team. Member statuses must be read before this. */
 void corelat_team_join(corelat_team *t);
 
-/* The first failing member's status: a real cause ranks before the aborts it triggered. */
-int corelat_team_status(const corelat_team *t, int *index);
+/* Wait until every started member has finished (also after a failed start, when the threads already
+ * created are still running), then merge the team's outcome into a job's: returns `status` if it
+ * already records a failure, else the first failing member's status; for a failing member sets
+ * *index, *cpu and (where it has one) *err. *index is -1 when no member failed. Call before join. */
+int corelat_team_settle(corelat_team *t, int status, int *index, int *cpu, int *err);
 
 /* Spin (bounded) until all members reached this point; for a common start. */
 int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns);

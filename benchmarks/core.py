@@ -51,18 +51,81 @@ def pair_overhead(cpus):
           ("min µs", "median µs", "p90 µs"))
 
 
-def python_overhead(cpus):
-    rows = []
-    for rt, s in ((1000, 300), (100, 30)):
-        corelat.measure(cpus, round_trips=rt, samples=s)  # timer calibration, imports
+class _TimedMeasurer:
+    """Wraps the real pair measurer and adds up the time spent inside its C calls."""
+
+    def __init__(self, inner):
+        self.inner, self.seconds = inner, 0.0
+
+    def __call__(self, a, b, samples):
         t0 = time.perf_counter()
-        r = corelat.measure(cpus, round_trips=rt, samples=s)
-        outer = time.perf_counter() - t0
-        total, kern = r.metadata["elapsed_s"], r.metadata["kernel_s"]
-        rows.append((f"{rt} x {s}", f"{outer * 1e3:.1f}", f"{kern * 1e3:.1f}",
-                     f"{100 * (outer - kern) / outer:.2f} %", f"{100 * (total - kern) / total:.2f} %"))
-    table("Python overhead of measure() (whole call vs time inside the C pair calls)", rows,
-          ("round trips x samples", "measure() ms", "in C ms", "overhead (whole call)", "overhead (sweep loop)"))
+        out = self.inner(a, b, samples)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+
+def python_overhead(cpus):
+    from corelat.measure import check_params, make_measurer
+
+    rows = []
+    for label, kw in (("default (precision ±2 %)", {}),
+                      ("fixed 1000 x 300", dict(round_trips=1000, samples=300)),
+                      ("fixed 100 x 30", dict(round_trips=100, samples=30))):
+        kernel, rt, _, warmup, timeout = check_params("cas", kw.get("round_trips", 1000), kw.get("samples"),
+                                                      None, 1.0)
+        corelat.measure(cpus, **kw)  # timer calibration, imports
+        best = None
+        for _ in range(5):
+            timed = _TimedMeasurer(make_measurer(kernel, rt, warmup, timeout))
+            t0 = time.perf_counter()
+            corelat.measure(cpus, _measurer=timed, **kw)
+            outer = time.perf_counter() - t0
+            share = (outer - timed.seconds) / outer
+            if best is None or share < best[2]:
+                best = (outer, timed.seconds, share)
+        outer, inside, share = best
+        rows.append((label, f"{outer * 1e3:.2f}", f"{inside * 1e3:.2f}", f"{(outer - inside) * 1e3:.2f}",
+                     f"{100 * share:.1f} %"))
+    table("Python overhead of measure() on this machine's CPUs (best of 5; C = time inside the pair calls)",
+          rows, ("mode", "measure() ms", "in C ms", "Python ms", "Python share"))
+    per_pair_python()
+
+
+def per_pair_python():
+    """Split the Python cost into per sweep and per pair with an instant fake measurer, and project
+    the share for bigger machines from the C time per pair measured above."""
+    import importlib
+
+    m = importlib.import_module("corelat.measure")
+    rng = np.random.default_rng(0)
+
+    def fake(a, b, k):
+        return rng.lognormal(np.log(50), 0.05, size=k)
+
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    t0 = time.perf_counter()
+    for _ in range(20):
+        corelat.measure(cpus, _measurer=fake, samples=300)
+    sweep_and_pair = (time.perf_counter() - t0) / 20
+    rows = []
+    for label, plan in (("default ±2 %", m.check_sampling(None, m.DEFAULT_PRECISION, m.DEFAULT_MAX_TIME_PER_PAIR)),
+                        ("fixed 300", m.check_sampling(300, None, None))):
+        reps, taken = 300, 0
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            taken += m.measure_pair(fake, 0, 1, plan).values.shape[1]
+        per_pair = (time.perf_counter() - t0) / reps
+        k = taken / reps
+        c_per_pair = k * 1000 * 2 * 50e-9 + 70e-6  # k samples of 1000 round trips at 50 ns + thread setup
+        for n in (8, 32, 192):
+            pairs = n * (n - 1) // 2
+            py = (sweep_and_pair - per_pair) + pairs * per_pair
+            c = pairs * c_per_pair
+            rows.append((label, f"{k:.0f}", f"{per_pair * 1e6:.0f}", n, f"{py * 1e3:.0f}", f"{c * 1e3:.0f}",
+                         f"{100 * py / (py + c):.1f} %"))
+    print(f"\nPython per sweep (metadata, topology, result): {(sweep_and_pair - per_pair) * 1e3:.2f} ms")
+    table("Projected Python share of a sweep (pairs at 50 ns: the fastest case, so the largest share)",
+          rows, ("mode", "samples/pair", "Python µs/pair", "CPUs", "Python ms", "C ms", "Python share"))
 
 
 def gil_release(cpus):

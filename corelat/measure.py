@@ -375,6 +375,7 @@ class PairRun(NamedTuple):
     seconds: float  #: time spent, by the sweep's clock
     chunks: int  #: C calls made
     bracket: object = None  #: (low, high) ns of the timer offset (one-way kernel), or None
+    flags: tuple = None  #: shape and migration flags per row, computed once (see _run_flags)
 
 
 def _rows(v):
@@ -404,7 +405,7 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
 
     if plan.mode == "fixed":
         v = call(plan.samples)
-        return PairRun(v, None, clock() - t_start, 1, bracket)
+        return _with_flags(PairRun(v, None, clock() - t_start, 1, bracket))
     chunks, taken, k = [], 0, plan.first_chunk
     met = False
     while True:
@@ -429,11 +430,20 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
             k = min(k, int(left_time / pace))
         if k < min(plan.min_chunk, left_samples):
             break  # not enough time left for a useful chunk
-    return PairRun(values, met, clock() - t_start, len(chunks), bracket)
+    return _with_flags(PairRun(values, met, clock() - t_start, len(chunks), bracket))
+
+
+def _with_flags(run):
+    # The verdict on a run's samples is wanted three times (re-test choice, ranking, assembly).
+    return run._replace(flags=tuple(_row_flags(run)))
 
 
 def _run_flags(run):
     """Shape and migration flags of each row of a run (list of PairFlag)."""
+    return list(run.flags) if run.flags is not None else _row_flags(run)
+
+
+def _row_flags(run):
     out = []
     for row in run.values:
         f = quality.pair_flags(row)

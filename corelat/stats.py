@@ -5,6 +5,7 @@ thread migrated, or padding when pairs got different sample counts) are NaN. Eve
 reduces the last axis and returns NaN where a pair has no samples, without warnings.
 """
 
+import functools
 import math
 import warnings
 
@@ -77,6 +78,7 @@ def median_ci_ranks(n, level=CI_LEVEL):
     return lo, hi
 
 
+@functools.lru_cache(maxsize=8)
 def _z(level):
     # Inverse normal CDF by bisection on erf: avoids a scipy import for one number.
     p = 0.5 + level / 2.0
@@ -90,20 +92,37 @@ def _z(level):
     return (lo + hi) / 2.0
 
 
+def median_and_ci(a, level=CI_LEVEL):
+    """(median, low, high) per pair from one sort: the hot path of precision-driven sampling.
+
+    NaN where a pair has no samples. Same values as :func:`median` and :func:`median_ci`.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    shape = a.shape[:-1]
+    if a.shape[-1] == 0 or a.size == 0:
+        empty = np.full(shape, np.nan)
+        return empty, empty.copy(), empty.copy()
+    # As rows of a 2-D array: plain fancy indexing is several times faster than take_along_axis.
+    srt = np.sort(a.reshape(-1, a.shape[-1]), axis=-1)  # NaNs sort last: ranks index valid samples
+    n = np.sum(~np.isnan(srt), axis=-1)
+    rows = np.arange(srt.shape[0])
+
+    def at(rank):
+        return srt[rows, rank]
+
+    last = np.maximum(n - 1, 0)
+    med = (at(last // 2) + at(np.minimum(n // 2, last))) / 2.0
+    lo_rank, hi_rank = median_ci_ranks(n, level)
+    empty = n == 0
+    return tuple(np.where(empty, np.nan, v).reshape(shape) for v in (med, at(lo_rank), at(hi_rank)))
+
+
 def median_ci(a, level=CI_LEVEL):
     """(low, high) bounds of the confidence interval of the median per pair.
 
     Both arrays have the shape of ``a`` without its last axis; NaN where a pair has no samples.
     """
-    a = np.asarray(a, dtype=np.float64)
-    n = count(a)
-    srt = np.sort(a, axis=-1)  # NaNs sort last, so ranks index the valid samples
-    lo_rank, hi_rank = median_ci_ranks(n, level)
-    lo = np.take_along_axis(srt, lo_rank[..., None], axis=-1)[..., 0]
-    hi = np.take_along_axis(srt, hi_rank[..., None], axis=-1)[..., 0]
-    empty = n == 0
-    lo = np.where(empty, np.nan, lo)
-    hi = np.where(empty, np.nan, hi)
+    _, lo, hi = median_and_ci(a, level)
     return lo, hi
 
 

@@ -87,3 +87,14 @@ def test_all_nan_is_quiet():
 def test_ci_ranks_in_range(n):
     lo, hi = stats.median_ci_ranks(n)
     assert 0 <= lo <= hi <= n - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=12),
+                  elements=st.one_of(st.floats(0.1, 1e6), st.just(np.nan))))
+def test_median_and_ci_one_sort_matches(a):
+    med, lo, hi = stats.median_and_ci(a)
+    np.testing.assert_allclose(med, stats.median(a), rtol=1e-12, equal_nan=True)
+    lo2, hi2 = stats.median_ci(a)
+    np.testing.assert_array_equal(lo, lo2)
+    np.testing.assert_array_equal(hi, hi2)

@@ -69,8 +69,8 @@ def python_overhead(cpus):
 
     rows = []
     for label, kw in (("default (precision ±2 %)", {}),
-                      ("fixed 1000 x 300", dict(round_trips=1000, samples=300)),
-                      ("fixed 100 x 30", dict(round_trips=100, samples=30))):
+                      ("fixed 1000 x 300", {"round_trips": 1000, "samples": 300}),
+                      ("fixed 100 x 30", {"round_trips": 100, "samples": 30})):
         kernel, rt, _, warmup, timeout = check_params("cas", kw.get("round_trips", 1000), kw.get("samples"),
                                                       None, 1.0)
         corelat.measure(cpus, **kw)  # timer calibration, imports

@@ -29,7 +29,7 @@ def parse(text):
 
 def format(cpus):
     """Compact text for a set of CPU ids: ``[0, 1, 2, 5]`` → ``"0-2,5"``."""
-    cpus = sorted(set(int(c) for c in cpus))
+    cpus = sorted({int(c) for c in cpus})
     parts = []
     i = 0
     while i < len(cpus):

@@ -143,8 +143,7 @@ def relative_ci(x):
     sampling drives below its target.
     """
     a = np.asarray(x, dtype=np.float64)
-    lo, hi = stats.median_ci(a)
-    med = stats.median(a)
+    med, lo, hi = stats.median_and_ci(a)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (hi - lo) / 2.0 / med
     return np.where(np.isfinite(r) & (med > 0) & (stats.count(a) >= 2), r, np.inf)

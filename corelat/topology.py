@@ -30,6 +30,8 @@ import os
 import re
 import warnings
 
+from . import cpulist
+
 __all__ = ["Topology", "TopologyWarning", "topology"]
 
 _CPU_DIR = os.path.join("sys", "devices", "system", "cpu")
@@ -112,20 +114,6 @@ def _parse_cpumask(text):
     value = int(digits or "0", 16)
     bits = bin(value)[:1:-1]  # least significant bit first
     return frozenset(i for i, b in enumerate(bits) if b == "1")
-
-
-def _format_cpulist(cpus):
-    """Format CPU ids compactly, e.g. ``[0, 1, 2, 5]`` -> ``"0-2,5"``."""
-    out = []
-    ids = sorted(cpus)
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
 
 
 class _Reader:
@@ -711,13 +699,13 @@ class Topology:
                 lines.append(f"    NUMA node {label(r['node'])}")
                 changed = True
             if changed or path[2] != previous[2]:
-                cpus = _format_cpulist(members["l3"][r["l3"]]) if r["l3"] is not None else "?"
+                cpus = cpulist.format(members["l3"][r["l3"]]) if r["l3"] is not None else "?"
                 lines.append(f"      L3 (CPUs {cpus})")
                 changed = True
             indent = "        "
             if shared_l2 is not None:
                 if changed or path[3] != previous[3]:
-                    lines.append(f"{indent}L2 (CPUs {_format_cpulist(members['l2'][shared_l2])})")
+                    lines.append(f"{indent}L2 (CPUs {cpulist.format(members['l2'][shared_l2])})")
                     changed = True
                 indent += "  "
             if changed or path[4] != previous[4]:

@@ -41,5 +41,5 @@ def run_cli(*args, env=None, timeout=60):
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "corelat", *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, env=full_env, cwd=str(REPO.parent),
+        check=False, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=str(REPO.parent),
     )

@@ -15,7 +15,6 @@ from corelat.check import (
     check_boost,
     check_busy,
     check_clocksource,
-    check_governor,
     check_hypervisor,
     check_isolated,
     check_load,

@@ -19,7 +19,7 @@ def _interrupt(cmd, ready_marker=None):
         assert p.poll() is None, "the sweep ended before it could be interrupted"
         t0 = time.monotonic()
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=10)
+        _out, err = p.communicate(timeout=10)
         return p.returncode, time.monotonic() - t0, err
     finally:
         if p.poll() is None:

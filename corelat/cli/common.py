@@ -55,10 +55,10 @@ def matrix_text(result, statistic="median"):
     width = max([len(c) for row in cells for c in row] + [len(str(c)) for c in result.cpus] + [3]) + 1
     label_w = max(len(str(c)) for c in result.cpus) + 1
     cols = n if not symmetric else n - 1
-    lines = [" " * label_w + "".join(f"{str(c):>{width}}" for c in result.cpus[:cols])]
+    lines = [" " * label_w + "".join(f"{c!s:>{width}}" for c in result.cpus[:cols])]
     for i, c in enumerate(result.cpus):
         row = cells[i][: (i if symmetric else n)]
-        lines.append(f"{str(c):>{label_w}}" + "".join(f"{x:>{width}}" for x in row))
+        lines.append(f"{c!s:>{label_w}}" + "".join(f"{x:>{width}}" for x in row))
     return "\n".join(lines)
 
 

@@ -98,7 +98,18 @@ def bimodality(x, *, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARAT
     A single skewed or heavy-tailed group (lognormal, gamma, a body with a long preemption tail) is
     not bimodal: cutting one group in two gives D ≈ 2.7 (normal) to 3.5 (flat).
     """
-    y = np.sort(np.log(_valid(x)))
+    return _bimodality_sorted(np.sort(_valid(x)), min_fraction, min_separation, min_ratio, min_samples)
+
+
+def _sorted_median(v):
+    n = v.size
+    return (v[(n - 1) // 2] + v[n // 2]) / 2.0
+
+
+def _bimodality_sorted(v, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARATION,
+                       min_ratio=MIN_RATIO, min_samples=MIN_SAMPLES):
+    # v: the valid samples, sorted; their logs are sorted too, so group medians are middle elements.
+    y = np.log(v)
     n = y.size
     if n < max(min_samples, 4):
         return _NONE
@@ -115,7 +126,7 @@ def bimodality(x, *, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARAT
     best = int(s[np.argmin(sse)])
     lo, hi = y[:best], y[best:]
     d = (hi.mean() - lo.mean()) / math.sqrt(max(lo.var(), hi.var()) + _LOG_FLOOR**2)
-    low, high = float(np.exp(np.median(lo))), float(np.exp(np.median(hi)))
+    low, high = float(np.exp(_sorted_median(lo))), float(np.exp(_sorted_median(hi)))
     fraction = min(best, n - best) / n
     split = float(np.exp((y[best - 1] + y[best]) / 2.0))
     bimodal = bool(d >= separation_threshold(n, min_separation) and high >= min_ratio * low)
@@ -129,10 +140,21 @@ def is_bimodal(x, **kw):
 
 def relative_spread(x):
     """(90th percentile - 10th percentile) / median of the valid samples; NaN with fewer than 2."""
-    v = _valid(x)
+    return _spread_sorted(np.sort(_valid(x)))
+
+
+def _percentile_sorted(v, q):
+    # NumPy's default ("linear") percentile of sorted v, without its per-call overhead.
+    pos = q / 100.0 * (v.size - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, v.size - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def _spread_sorted(v):
     if v.size < 2:
         return math.nan
-    p10, p50, p90 = np.percentile(v, [10, 50, 90])
+    p10, p50, p90 = (_percentile_sorted(v, q) for q in (10, 50, 90))
     return float((p90 - p10) / p50)
 
 
@@ -152,10 +174,11 @@ def relative_ci(x):
 def pair_flags(x, *, spread_threshold=SPREAD_THRESHOLD, **bimodal_kw):
     """The :data:`SHAPE_FLAGS` bits one pair's samples deserve (a :class:`PairFlag`)."""
     f = PairFlag(0)
-    spread = relative_spread(x)
+    v = np.sort(_valid(x))  # one sort serves both checks
+    spread = _spread_sorted(v)
     if not math.isnan(spread) and spread > spread_threshold:
         f |= PairFlag.UNSTABLE
-    if bimodality(x, **bimodal_kw).bimodal:
+    if _bimodality_sorted(v, **bimodal_kw).bimodal:
         f |= PairFlag.BIMODAL
     return f
 

@@ -104,6 +104,8 @@ def median_and_ci(a, level=CI_LEVEL):
         return empty, empty.copy(), empty.copy()
     # As rows of a 2-D array: plain fancy indexing is several times faster than take_along_axis.
     srt = np.sort(a.reshape(-1, a.shape[-1]), axis=-1)  # NaNs sort last: ranks index valid samples
+    if srt.shape[0] == 1:
+        return _median_and_ci_row(srt[0], shape, level)
     n = np.sum(~np.isnan(srt), axis=-1)
     rows = np.arange(srt.shape[0])
 
@@ -115,6 +117,18 @@ def median_and_ci(a, level=CI_LEVEL):
     lo_rank, hi_rank = median_ci_ranks(n, level)
     empty = n == 0
     return tuple(np.where(empty, np.nan, v).reshape(shape) for v in (med, at(lo_rank), at(hi_rank)))
+
+
+def _median_and_ci_row(row, shape, level):
+    # One pair (a sweep's chunk check): scalar arithmetic beats a dozen NumPy calls on 1-element arrays.
+    n = int(row.size - np.count_nonzero(np.isnan(row)))
+    if n == 0:
+        return tuple(np.full(shape, np.nan) for _ in range(3))
+    med = (row[(n - 1) // 2] + row[n // 2]) / 2.0
+    half = _z(level) * math.sqrt(n) / 2.0
+    lo = min(max(math.floor(n / 2.0 - half - 0.5), 0), n - 1)
+    hi = min(max(math.ceil(n / 2.0 + half - 0.5), 0), n - 1)
+    return tuple(np.full(shape, v) for v in (med, row[lo], row[hi]))
 
 
 def median_ci(a, level=CI_LEVEL):

@@ -1,10 +1,8 @@
 #include "oneway.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "affinity.h"
 #include "spin.h"
@@ -13,12 +11,10 @@
 /* Line offsets in the pair's page, 256 B apart as in pingpong.c (no adjacent-line prefetch coupling). */
 #define LINE_A 0
 #define LINE_B 256
-#define BUF_BYTES 4096
 
 typedef struct {
     corelat_ow_job *job;
-    char *buf;              /* mapped and first touched by a on its CPU */
-    atomic_int buf_ready;
+    corelat_page page;        /* mapped and first touched by the timing side on its CPU */
     uint8_t *migrated_b;    /* b's own record, merged after the join */
     int64_t min_ab;         /* written by b only */
     int64_t min_ba;         /* written by a only */
@@ -56,8 +52,8 @@ static inline int receive(message *line, uint64_t seq, uint64_t *ts, corelat_spi
 static int sender(ow_state *st, corelat_member *m)
 {
     corelat_ow_job *job = st->job;
-    message *la = (message *)(st->buf + LINE_A);
-    message *lb = (message *)(st->buf + LINE_B);
+    message *la = (message *)(st->page.buf + LINE_A);
+    message *lb = (message *)(st->page.buf + LINE_B);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     uint64_t seq = 0, ts_b;
@@ -93,8 +89,8 @@ static int sender(ow_state *st, corelat_member *m)
 static int receiver(ow_state *st, corelat_member *m)
 {
     corelat_ow_job *job = st->job;
-    message *la = (message *)(st->buf + LINE_A);
-    message *lb = (message *)(st->buf + LINE_B);
+    message *la = (message *)(st->page.buf + LINE_A);
+    message *lb = (message *)(st->page.buf + LINE_B);
     const uint64_t off = (uint64_t)job->offset_ticks;
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
@@ -127,14 +123,6 @@ static int receiver(ow_state *st, corelat_member *m)
     return CORELAT_OK;
 }
 
-static int stall(corelat_member *m)
-{
-    /* Test hook: a partner descheduled forever that still obeys abort. */
-    while (!atomic_load_explicit(&m->team->abort, memory_order_relaxed))
-        corelat_cpu_relax();
-    return CORELAT_EABORT;
-}
-
 static void ow_work(corelat_member *m)
 {
     ow_state *st = m->arg;
@@ -142,20 +130,16 @@ static void ow_work(corelat_member *m)
     int rc;
     if (m->index == 0) {
         /* Map and first-touch on a's CPU: fresh lines no third core ever cached. */
-        void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            m->status = CORELAT_ENOMEM;
-            m->err = errno;
+        rc = corelat_page_publish(&st->page, m);
+        if (rc != CORELAT_OK) {
+            m->status = rc;
             return;
         }
-        memset(p, 0, BUF_BYTES);
-        st->buf = p;
-        atomic_store_explicit(&st->buf_ready, 1, memory_order_release);
         rc = sender(st, m);
     } else {
-        rc = corelat_spin_until_set(&st->buf_ready, &m->team->abort, st->job->timeout_ns);
+        rc = corelat_page_await(&st->page, m, st->job->timeout_ns);
         if (rc == CORELAT_OK)
-            rc = job->stall_responder ? stall(m) : receiver(st, m);
+            rc = job->stall_responder ? corelat_member_stall(m) : receiver(st, m);
     }
     m->status = rc;
 }
@@ -182,7 +166,7 @@ int corelat_ow_start(corelat_ow_job *job, corelat_team *team)
     st->job = job;
     st->min_ab = st->min_ba = INT64_MAX;
     job->priv = st;
-    atomic_init(&st->buf_ready, 0);
+    corelat_page_init(&st->page);
     memset(job->migrated, 0, (size_t)job->samples);
     int cpus[2] = {job->cpu_a, job->cpu_b};
     int rc = corelat_team_start(team, 2, cpus, ow_work, st, &job->err);
@@ -202,8 +186,7 @@ void corelat_ow_finish(corelat_ow_job *job, corelat_team *team)
             job->migrated[k] |= st->migrated_b[k];
         job->min_ab = st->min_ab;
         job->min_ba = st->min_ba;
-        if (st->buf)
-            munmap(st->buf, BUF_BYTES);
+        corelat_page_free(&st->page);
         free(st->migrated_b);
         free(st);
         job->priv = NULL;

@@ -1,10 +1,8 @@
 #include "pingpong.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "affinity.h"
@@ -15,12 +13,10 @@
  * (which fetches 128 B pairs) never couples the two threads' lines. */
 #define LINE_A 0
 #define LINE_B 256
-#define BUF_BYTES 4096
 
 typedef struct {
     corelat_pp_job *job;
-    char *buf;                /* mapped and first touched by the initiator on its CPU */
-    atomic_int buf_ready;
+    corelat_page page;        /* mapped and first touched by the timing side on its CPU */
     uint8_t *migrated_b;      /* responder's own record, merged after the join */
 } pair_state;
 
@@ -29,7 +25,7 @@ typedef struct {
 static int cas_initiator(pair_state *ps, corelat_member *m)
 {
     corelat_pp_job *job = ps->job;
-    atomic_uint *flag = (atomic_uint *)(ps->buf + LINE_A);
+    atomic_uint *flag = (atomic_uint *)(ps->page.buf + LINE_A);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     int64_t total = job->warmup + job->samples;
@@ -60,7 +56,7 @@ static int cas_initiator(pair_state *ps, corelat_member *m)
 static int cas_responder(pair_state *ps, corelat_member *m)
 {
     corelat_pp_job *job = ps->job;
-    atomic_uint *flag = (atomic_uint *)(ps->buf + LINE_A);
+    atomic_uint *flag = (atomic_uint *)(ps->page.buf + LINE_A);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     int64_t total = job->warmup + job->samples;
@@ -88,8 +84,8 @@ static int cas_responder(pair_state *ps, corelat_member *m)
 static int rw_initiator(pair_state *ps, corelat_member *m)
 {
     corelat_pp_job *job = ps->job;
-    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->buf + LINE_A);
-    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->buf + LINE_B);
+    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->page.buf + LINE_A);
+    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->page.buf + LINE_B);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     uint64_t seq = 0;
@@ -120,8 +116,8 @@ static int rw_initiator(pair_state *ps, corelat_member *m)
 static int rw_responder(pair_state *ps, corelat_member *m)
 {
     corelat_pp_job *job = ps->job;
-    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->buf + LINE_A);
-    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->buf + LINE_B);
+    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->page.buf + LINE_A);
+    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->page.buf + LINE_B);
     corelat_spin s;
     corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     uint64_t seq = 0;
@@ -143,14 +139,6 @@ static int rw_responder(pair_state *ps, corelat_member *m)
     return CORELAT_OK;
 }
 
-static int stall(corelat_member *m)
-{
-    /* Test hook: behave like a partner that was descheduled forever, but still obey abort. */
-    while (!atomic_load_explicit(&m->team->abort, memory_order_relaxed))
-        corelat_cpu_relax();
-    return CORELAT_EABORT;
-}
-
 static void pp_work(corelat_member *m)
 {
     pair_state *ps = m->arg;
@@ -159,21 +147,17 @@ static void pp_work(corelat_member *m)
     if (m->index == 0) {
         /* Map and first-touch on the initiator's CPU: the page lands on its NUMA node, and no line
          * of it was ever cached by a third core. */
-        void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            m->status = CORELAT_ENOMEM;
-            m->err = errno;
+        rc = corelat_page_publish(&ps->page, m);
+        if (rc != CORELAT_OK) {
+            m->status = rc;
             return;
         }
-        memset(p, 0, BUF_BYTES);
-        ps->buf = p;
-        atomic_store_explicit(&ps->buf_ready, 1, memory_order_release);
         rc = job->kernel == CORELAT_PP_CAS ? cas_initiator(ps, m) : rw_initiator(ps, m);
     } else {
-        rc = corelat_spin_until_set(&ps->buf_ready, &m->team->abort, ps->job->timeout_ns);
+        rc = corelat_page_await(&ps->page, m, ps->job->timeout_ns);
         if (rc == CORELAT_OK) {
             if (job->stall_responder)
-                rc = stall(m);
+                rc = corelat_member_stall(m);
             else
                 rc = job->kernel == CORELAT_PP_CAS ? cas_responder(ps, m) : rw_responder(ps, m);
         }
@@ -202,7 +186,7 @@ int corelat_pp_start(corelat_pp_job *job, corelat_team *team)
     }
     ps->job = job;
     job->priv = ps;
-    atomic_init(&ps->buf_ready, 0);
+    corelat_page_init(&ps->page);
     memset(job->migrated, 0, (size_t)job->samples);
     int cpus[2] = {job->cpu_a, job->cpu_b};
     int rc = corelat_team_start(team, 2, cpus, pp_work, ps, &job->err);
@@ -220,8 +204,7 @@ void corelat_pp_finish(corelat_pp_job *job, corelat_team *team)
     if (ps) {
         for (int64_t k = 0; k < job->samples; k++)
             job->migrated[k] |= ps->migrated_b[k];
-        if (ps->buf)
-            munmap(ps->buf, BUF_BYTES);
+        corelat_page_free(&ps->page);
         free(ps->migrated_b);
         free(ps);
         job->priv = NULL;

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "affinity.h"
@@ -179,4 +181,42 @@ int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns)
         corelat_cpu_relax();
     }
     return CORELAT_OK;
+}
+
+void corelat_page_init(corelat_page *p)
+{
+    p->buf = NULL;
+    atomic_init(&p->ready, 0);
+}
+
+int corelat_page_publish(corelat_page *p, corelat_member *m)
+{
+    void *buf = mmap(NULL, CORELAT_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        m->err = errno;
+        return CORELAT_ENOMEM;
+    }
+    memset(buf, 0, CORELAT_PAGE_BYTES);
+    p->buf = buf;
+    atomic_store_explicit(&p->ready, 1, memory_order_release);
+    return CORELAT_OK;
+}
+
+int corelat_page_await(corelat_page *p, corelat_member *m, unsigned long long timeout_ns)
+{
+    return corelat_spin_until_set(&p->ready, &m->team->abort, timeout_ns);
+}
+
+void corelat_page_free(corelat_page *p)
+{
+    if (p->buf)
+        munmap(p->buf, CORELAT_PAGE_BYTES);
+    p->buf = NULL;
+}
+
+int corelat_member_stall(corelat_member *m)
+{
+    while (!atomic_load_explicit(&m->team->abort, memory_order_relaxed))
+        corelat_cpu_relax();
+    return CORELAT_EABORT;
 }

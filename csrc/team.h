@@ -57,4 +57,28 @@ int corelat_team_settle(corelat_team *t, int status, int *index, int *cpu, int *
 /* Spin (bounded) until all members reached this point; for a common start. */
 int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns);
 
+/* A page shared by a team, mapped and first touched (zeroed) by one member on its own CPU: it lands
+ * on that CPU's NUMA node and no third core ever cached its lines. The others wait until it is
+ * announced. */
+#define CORELAT_PAGE_BYTES 4096
+
+typedef struct {
+    char *buf;
+    atomic_int ready;
+} corelat_page;
+
+void corelat_page_init(corelat_page *p);
+
+/* Map, zero and announce the page; returns a status (errno in m->err on failure). */
+int corelat_page_publish(corelat_page *p, corelat_member *m);
+
+/* Spin (bounded, abort-aware) until the page is announced. */
+int corelat_page_await(corelat_page *p, corelat_member *m, unsigned long long timeout_ns);
+
+/* Unmap the page if it was mapped. Call after the team is joined. */
+void corelat_page_free(corelat_page *p);
+
+/* Test hook: behave like a partner descheduled forever that still obeys abort. */
+int corelat_member_stall(corelat_member *m);
+
 #endif

@@ -332,7 +332,8 @@ def check_tsc(root="/"):
 def check_timer_skew(cpus=None):
     """Measured bound on the timer offset between CPUs (live machine only; runs the one-way check)."""
     from .errors import InputError, MeasurementError
-    from .measure import clock_skew, timer_info
+    from .measurers import clock_skew
+    from .timer import timer_info
 
     try:
         records = clock_skew(cpus)

@@ -29,7 +29,8 @@ import numpy as np
 
 from . import cpulist, sysinfo
 from .errors import InputError
-from .measure import _ext, resolve_cpus, timer_info
+from .timer import extension, timer_info
+from .validate import resolve_cpus
 
 #: Public tests in run order: name -> description (cpuperf's DESC column).
 TESTS = {
@@ -372,7 +373,7 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
     serial = _seconds("serial_duration", serial, MIN_DURATION / 4, MAX_DURATION)
     timeout = _seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
 
-    ext = _ext()
+    ext = extension()
     timer = timer_info()
     codes = [ext.LOCK_TESTS.index(n) for n in names]
     meta = sysinfo.collect()

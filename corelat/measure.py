@@ -14,352 +14,46 @@ measured once more at the end of the sweep, one at a time, and both attempts are
 """
 
 import math
-import os
 import time
 from typing import NamedTuple
 
 import numpy as np
 
-from . import cpulist, quality, sampling, sysinfo
-from .errors import InputError, MeasurementError
+from . import quality, sampling, sysinfo
+from .errors import InputError
+
+# The names below moved to their own modules; they stay importable from here, where callers and
+# tests have always found them.
+from .measurers import (  # noqa: F401
+    OneWayMeasurer,
+    PairMeasurer,
+    check_clock_bracket,
+    clock_skew,
+    make_measurer,
+)
 from .result import LatencyResult, PairFlag
-
-#: Ping-pong kernels: name -> (C kernel code attribute, description).
-KERNELS = {
-    "cas": ("KERNEL_CAS", "both threads compare-exchange one flag on one cache line (contended hand-off)"),
-    "rw": ("KERNEL_RW", "each thread stores to its own cache line and spins loading the other's (data passing)"),
-}
-#: Asymmetric kernels, measured in both directions: name -> description.
-ONEWAY_KERNELS = {
-    "oneway": "the sender stores its timer reading, the receiver subtracts it from its own "
-              "(one-way, both directions; needs timers synchronized across CPUs)",
-}
-#: Every kernel measure() accepts: name -> description.
-ALL_KERNELS = {**{k: v[1] for k, v in KERNELS.items()}, **ONEWAY_KERNELS}
-
-#: Sweep strategies: every pair, or enough pairs per topology block pair (the rest estimated).
-STRATEGIES = ("full", "sample")
-
-#: Fixed-size sampling: samples per pair when ``samples`` is given without ``precision``.
-DEFAULT_SAMPLES = 300
-#: Precision-driven sampling (the default): target half-width of the median's 95 % CI, relative.
-DEFAULT_PRECISION = 0.02
-#: ... time budget per pair in seconds (all chunks together) ...
-DEFAULT_MAX_TIME_PER_PAIR = 0.2
-#: ... and at most this many samples per pair (bounds the result's memory: n² × this × 8 bytes).
-DEFAULT_MAX_SAMPLES = 1000
-#: Samples in a pair's first chunk, and the fewest in a later one (each chunk is one C call with
-#: its own threads, buffer and warm-up, so chunks are not made smaller than this).
-FIRST_CHUNK = 32
-MIN_CHUNK = 16
-#: A later chunk holds at most this many times the samples taken so far. Each chunk starts a new
-#: pair of threads, which on a loaded machine waits milliseconds for its CPUs, so chunks are few
-#: and large; the cap keeps one noisy first estimate from overshooting far.
-MAX_GROWTH = 3
-#: ``retest=True`` re-measures at most this share of the measured pairs (at least one).
-RETEST_FRACTION = 0.1
-
-#: Largest sizes accepted: beyond them a sweep would run for days or exhaust memory.
-MAX_ROUND_TRIPS = 10_000_000
-MAX_SAMPLES = 1_000_000
-
-_timer = None
-
-
-def _ext():
-    try:
-        from . import _corelat
-    except ImportError as e:  # pragma: no cover - only on platforms we do not build for
-        raise RuntimeError(
-            f"corelat's measuring core is not available here ({e}); it supports Linux on x86-64 and "
-            "aarch64. Loading and analysing result files still works."
-        ) from None
-    return _corelat
-
-
-def timer_info():
-    """The timer used to measure, choosing and calibrating it on first use.
-
-    The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) is used when it runs at a constant rate
-    (CPUID's invariant-TSC bit, or the kernel's ``constant_tsc`` and ``nonstop_tsc`` flags);
-    otherwise ``clock_gettime``. Set ``CORELAT_TIMER=clock`` to force the fallback.
-    """
-    global _timer
-    if _timer is None:
-        ext = _ext()
-        hw = ext.hw_timer()
-        forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
-        if forced not in ("", "hw", "clock"):
-            raise InputError(f"CORELAT_TIMER={forced!r}: use 'hw' or 'clock'")
-        _, flags = sysinfo.cpuinfo()
-        invariant = hw["invariant"] or sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
-        kind = forced or ("hw" if hw["available"] and invariant else "clock")
-        info = ext.timer_init(kind)
-        info["invariant"] = bool(invariant) if kind == "hw" else True
-        info["kernel_flags_ok"] = sysinfo.tsc_flags_ok(flags)
-        _timer = info
-    return dict(_timer)
-
-
-def allowed_cpus():
-    """The CPUs this process may run on (respects taskset and cgroup cpusets), sorted."""
-    return sorted(os.sched_getaffinity(0))
-
-
-def resolve_cpus(cpus, minimum=2):
-    """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple."""
-    allowed = allowed_cpus()
-    if cpus is None:
-        cpus = allowed
-    elif isinstance(cpus, str):
-        cpus = cpulist.parse(cpus)
-    else:
-        try:
-            cpus = list(cpus)
-        except TypeError:
-            raise InputError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not {cpus!r}") from None
-    out = []
-    for c in cpus:
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-            raise InputError(f"CPU ids must be integers, got {c!r}")
-        out.append(int(c))
-    dup = sorted({c for c in out if out.count(c) > 1})
-    if dup:
-        raise InputError(f"CPU {cpulist.format(dup)} listed more than once")
-    bad = [c for c in out if c not in allowed]
-    if bad:
-        online = sysinfo.read_text("/sys/devices/system/cpu/online")
-        why = []
-        if online:
-            offline = [c for c in bad if c not in set(cpulist.parse(online))]
-            if offline:
-                why.append(f"{cpulist.format(offline)} not online or not present")
-        raise InputError(
-            f"CPU {cpulist.format(bad)} not available to this process"
-            + (f" ({'; '.join(why)})" if why else "")
-            + f"; allowed CPUs: {cpulist.format(allowed)}"
-        )
-    if len(out) < minimum:
-        raise InputError(
-            f"need at least {minimum} CPUs, got {len(out)}"
-            + (f" (this process may only use CPU {cpulist.format(allowed)})" if len(allowed) < minimum else "")
-        )
-    return tuple(out)
-
-
-def _positive_int(name, value, maximum, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{name} must be an integer, got {value!r}")
-    if not minimum <= value <= maximum:
-        raise InputError(f"{name} must be between {minimum} and {maximum:,}, got {value}")
-    return int(value)
-
-
-def check_params(kernel, round_trips, samples, warmup, timeout):
-    """Validate sweep parameters; returns them normalised. Raises InputError.
-
-    ``samples`` may be None (precision-driven sampling chooses); it is returned as None then.
-    """
-    if kernel not in ALL_KERNELS:
-        raise InputError(f"unknown kernel {kernel!r}; choose one of: {', '.join(ALL_KERNELS)}")
-    round_trips = _positive_int("round_trips", round_trips, MAX_ROUND_TRIPS)
-    if samples is not None:  # None: the sampling mode decides (see check_sampling)
-        samples = _positive_int("samples", samples, MAX_SAMPLES)
-    if warmup is None:
-        # A tenth of the samples (at least one) lets caches, branch predictors and clock
-        # frequency settle on the pair before anything is kept. Precision-driven sampling warms
-        # up before every chunk, so a tenth of a first chunk.
-        warmup = max(1, (samples or FIRST_CHUNK) // 10)
-    warmup = _positive_int("warmup", warmup, MAX_SAMPLES, minimum=0)
-    try:
-        timeout = float(timeout)
-    except (TypeError, ValueError):
-        raise InputError(f"timeout must be a number of seconds, got {timeout!r}") from None
-    if not 0.001 <= timeout <= 3600:
-        raise InputError(f"timeout must be between 0.001 and 3600 seconds, got {timeout}")
-    return kernel, round_trips, samples, warmup, timeout
-
-
-class SamplingPlan(NamedTuple):
-    """How many samples each pair gets (see :func:`check_sampling`)."""
-
-    mode: str  #: "fixed" or "precision"
-    samples: int  #: fixed: samples per pair; precision: the most samples per pair
-    precision: float = None  #: target half-width of the median's CI, relative to the median
-    max_time_per_pair: float = None  #: seconds per pair, all chunks together
-    first_chunk: int = FIRST_CHUNK
-    min_chunk: int = MIN_CHUNK
-
-
-def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
-    """Validate the sampling arguments of :func:`measure` and return a :class:`SamplingPlan`.
-
-    ``precision="auto"`` means precision-driven with :data:`DEFAULT_PRECISION` unless ``samples`` is
-    given, which asks for exactly that many (the fixed-size mode of core-to-core-latency and of
-    corelat before precision-driven sampling). ``precision=None`` is fixed-size
-    (:data:`DEFAULT_SAMPLES` unless ``samples`` says otherwise). A number is precision-driven, with
-    ``samples`` as the most samples per pair.
-    """
-    if isinstance(precision, str):
-        if precision != "auto":
-            raise InputError(f"precision must be a fraction like 0.02, None or 'auto', not {precision!r}")
-        precision = DEFAULT_PRECISION if samples is None else None
-    if samples is not None:
-        samples = _positive_int("samples", samples, MAX_SAMPLES)
-    if precision is None:
-        if max_time_per_pair is not None:
-            raise InputError("max_time_per_pair applies to precision-driven sampling: give precision too")
-        return SamplingPlan("fixed", samples or DEFAULT_SAMPLES)
-    if isinstance(precision, bool):
-        raise InputError(f"precision must be a fraction like 0.02, got {precision!r}")
-    try:
-        precision = float(precision)
-    except (TypeError, ValueError):
-        raise InputError(f"precision must be a fraction like 0.02, got {precision!r}") from None
-    if not 0.0001 <= precision <= 0.5:
-        raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
-    if max_time_per_pair is None:
-        max_time_per_pair = DEFAULT_MAX_TIME_PER_PAIR
-    try:
-        max_time_per_pair = float(max_time_per_pair)
-    except (TypeError, ValueError):
-        raise InputError(f"max_time_per_pair must be a number of seconds, got {max_time_per_pair!r}") from None
-    if not 0.001 <= max_time_per_pair <= 3600:
-        raise InputError(f"max_time_per_pair must be between 0.001 and 3600 seconds, got {max_time_per_pair}")
-    cap = samples or DEFAULT_MAX_SAMPLES
-    return SamplingPlan("precision", cap, precision, max_time_per_pair,
-                        first_chunk=min(FIRST_CHUNK, cap), min_chunk=min(MIN_CHUNK, cap))
-
-
-class PairMeasurer:
-    """Measures one pair of CPUs; the unit a sweep is made of.
-
-    Tests and benchmarks substitute their own object with the same ``__call__`` to drive the sweep
-    logic without hardware. A measurer returns ``samples`` one-way latencies in ns (NaN for dropped
-    samples); one with ``symmetric = False`` returns both directions, shape ``(2, samples)``: row 0
-    from ``cpu_a`` to ``cpu_b``, row 1 back.
-    """
-
-    symmetric = True
-
-    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None):
-        ext = _ext()
-        self.code = getattr(ext, KERNELS[kernel][0])
-        self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
-        self.ticks_per_ns = timer_info()["ticks_per_ns"]
-        self._pingpong = ext.pingpong
-        # Test hook: a partner that never answers, to exercise the time-out path end to end.
-        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
-
-    def __call__(self, cpu_a, cpu_b, samples):
-        """One-way latencies in ns (float64, ``samples`` long; NaN where a thread migrated)."""
-        ticks, migrated = self._pingpong(
-            cpu_a, cpu_b, self.code, self.round_trips, samples, self.warmup, self.timeout,
-            stall_responder=self._stall,
-        )
-        ns = ticks / (self.ticks_per_ns * self.round_trips * 2.0)
-        ns[migrated] = np.nan
-        return ns
-
-
-class OneWayMeasurer:
-    """Measures both directions of a pair with timestamped messages (``kernel="oneway"``).
-
-    Each message is timed alone: the sender's timer reading travels in the cache line and the
-    receiver subtracts it from its own; the cost of one serializing timer read is subtracted. The
-    result holds the offset between the two CPUs' timers, so every call also brackets that offset
-    (the smallest difference seen in each direction bounds it, since no message arrives before it
-    was sent) and refuses, with :class:`~corelat.errors.MeasurementError`, a pair whose timers
-    provably disagree.
-    """
-
-    symmetric = False
-
-    def __init__(self, messages, warmup, timeout, *, _stall=None, _offset_ns=0.0):
-        ext = _ext()
-        info = timer_info()
-        if not info.get("invariant", False):
-            raise InputError(
-                f"kernel 'oneway' needs a timer that runs at a constant rate on every CPU; this machine's "
-                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or 'rw', "
-                "or CORELAT_TIMER=clock")
-        self.messages, self.warmup, self.timeout = messages, warmup, timeout
-        self.ticks_per_ns = info["ticks_per_ns"]
-        self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
-        # Slack for the checks: two timer ticks and a nanosecond of rounding.
-        self.tolerance_ns = 2.0 / self.ticks_per_ns + 1.0
-        self._oneway = ext.oneway
-        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
-        self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
-        self.last_bracket = None
-
-    def _run(self, cpu_a, cpu_b, messages, samples, warmup):
-        ab, ba, migrated, min_ab, min_ba = self._oneway(
-            cpu_a, cpu_b, messages, samples, warmup, self.timeout,
-            stall_responder=self._stall, offset_ticks=self._offset_ticks,
-        )
-        # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
-        # b -> a messages give offset >= -min_ba.
-        lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
-        self.last_bracket = (lo, hi)
-        check_clock_bracket(cpu_a, cpu_b, lo, hi, self.tolerance_ns)
-        return ab, ba, migrated
-
-    def __call__(self, cpu_a, cpu_b, samples):
-        """Latencies in ns, shape ``(2, samples)``: row 0 ``cpu_a`` → ``cpu_b``, row 1 back."""
-        ab, ba, migrated = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup)
-        ns = np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
-        ns[:, migrated] = np.nan
-        return ns
-
-    def check_clocks(self, cpus, messages=200, samples=5):
-        """Bracket every CPU's timer offset against ``cpus[0]`` before a sweep; raise if one is off.
-
-        Returns a list of ``{"cpu", "reference", "low_ns", "high_ns", "bound_ns"}``: the CPU's timer
-        minus the reference's lies in ``[low_ns, high_ns]``, so they differ by at most ``bound_ns``.
-        """
-        out = []
-        ref = cpus[0]
-        for c in cpus[1:]:
-            self._run(ref, c, min(messages, self.messages), samples, 1)
-            lo, hi = self.last_bracket
-            out.append({"cpu": int(c), "reference": int(ref), "low_ns": lo, "high_ns": hi,
-                        "bound_ns": max(abs(lo), abs(hi))})
-        return out
-
-
-def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
-    """Raise MeasurementError when ``[low_ns, high_ns]``, the bracket of cpu_b's timer minus cpu_a's,
-    proves that the two timers disagree (by more than ``tolerance_ns``)."""
-    advice = ("the one-way kernel needs timers synchronized across CPUs; use kernel 'cas' or 'rw' "
-              "(round trips need no common clock)")
-    if low_ns > high_ns + tolerance_ns:
-        raise MeasurementError(
-            f"CPUs {cpu_a} and {cpu_b}: a message and its answer took {high_ns - low_ns:.0f} ns together, "
-            f"less than nothing: the timers do not advance consistently across these CPUs; {advice}")
-    if low_ns > tolerance_ns or high_ns < -tolerance_ns:
-        ahead, behind, by = (cpu_b, cpu_a, low_ns) if low_ns > 0 else (cpu_a, cpu_b, -high_ns)
-        raise MeasurementError(
-            f"CPUs {cpu_a} and {cpu_b}: the timer of CPU {ahead} is ahead of CPU {behind}'s by at least "
-            f"{by:.0f} ns (messages arrived before they were sent); {advice}")
-
-
-def clock_skew(cpus=None, *, messages=200, samples=5, timeout=1.0):
-    """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
-
-    Returns the records of :meth:`OneWayMeasurer.check_clocks`. Raises InputError when the timer is
-    not invariant, MeasurementError when two timers provably disagree.
-    """
-    cpus = resolve_cpus(cpus)
-    m = OneWayMeasurer(messages, 1, timeout)
-    return m.check_clocks(cpus, messages=messages, samples=samples)
-
-
-def make_measurer(kernel, round_trips, warmup, timeout):
-    """The real pair measurer for a kernel (PairMeasurer, or OneWayMeasurer for ``"oneway"``)."""
-    if kernel == "oneway":
-        return OneWayMeasurer(round_trips, warmup, timeout)
-    return PairMeasurer(kernel, round_trips, warmup, timeout)
+from .timer import timer_info
+from .validate import (  # noqa: F401
+    ALL_KERNELS,
+    DEFAULT_MAX_SAMPLES,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    DEFAULT_SAMPLES,
+    FIRST_CHUNK,
+    KERNELS,
+    MAX_GROWTH,
+    MAX_ROUND_TRIPS,
+    MAX_SAMPLES,
+    MIN_CHUNK,
+    ONEWAY_KERNELS,
+    RETEST_FRACTION,
+    STRATEGIES,
+    SamplingPlan,
+    allowed_cpus,
+    check_params,
+    check_sampling,
+    resolve_cpus,
+)
 
 
 def sweep_pairs(n):

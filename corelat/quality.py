@@ -146,7 +146,7 @@ def relative_spread(x):
 def _percentile_sorted(v, q):
     # NumPy's default ("linear") percentile of sorted v, without its per-call overhead.
     pos = q / 100.0 * (v.size - 1)
-    lo = int(math.floor(pos))
+    lo = math.floor(pos)
     hi = min(lo + 1, v.size - 1)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 

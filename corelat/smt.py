@@ -26,8 +26,10 @@ import numpy as np
 
 from . import cpulist, sysinfo
 from .errors import InputError
-from .measure import KERNELS, PairMeasurer, _ext, check_params, resolve_cpus, timer_info
+from .measurers import PairMeasurer
 from .result import _freeze, _frozen_array, thaw
+from .timer import extension, timer_info
+from .validate import KERNELS, check_params, resolve_cpus
 
 __all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
 
@@ -350,7 +352,7 @@ def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
     cpus = resolve_cpus(cpus, minimum=1)
     duration = _check_duration(duration)
     _, _, _, _, timeout = check_params("cas", 1, 1, 0, timeout)
-    ext = _ext()
+    ext = extension()
     ticks_per_ns = timer_info()["ticks_per_ns"]
     iterations, ticks, migrated = ext.smt_throughput(
         list(cpus), ext.SMT_LOOPS.index(loop), duration, timeout, MEM_BYTES)

@@ -79,7 +79,7 @@ def test_clock_bracket_rules():
 @needs2
 def test_non_invariant_timer_is_refused(monkeypatch):
     info = dict(corelat.timer_info(), invariant=False)
-    monkeypatch.setattr(M, "timer_info", lambda: dict(info))
+    monkeypatch.setattr(importlib.import_module("corelat.measurers"), "timer_info", lambda: dict(info))
     with pytest.raises(corelat.InputError, match="constant rate"):
         corelat.measure(CPUS[:2], kernel="oneway", round_trips=10, samples=2)
 

@@ -55,7 +55,7 @@ class FakeMeasurer:
 @pytest.fixture
 def many_cpus(monkeypatch):
     """Pretend this process may run on 16 CPUs (the measurer is a fake; nothing is pinned)."""
-    monkeypatch.setattr(M, "allowed_cpus", lambda: list(range(16)))
+    monkeypatch.setattr(importlib.import_module("corelat.validate"), "allowed_cpus", lambda: list(range(16)))
     return list(range(16))
 
 

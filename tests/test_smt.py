@@ -343,7 +343,7 @@ def test_real_kernels_on_two_cpus(kernel):
 def test_throughput_kernel():
     a, b = CPUS[:2]
     corelat.timer_info()
-    ext = smt_mod._ext()
+    ext = smt_mod.extension()
     assert ext.SMT_LOOPS == LOOPS
     for loop in LOOPS:
         iterations, ticks, migrated = ext.smt_throughput([a, b], LOOPS.index(loop), 0.005, 5.0, smt_mod.MEM_BYTES)
@@ -377,7 +377,7 @@ def test_smt_end_to_end_with_a_fake_sibling_pair():
 def test_throughput_kernel_does_not_leak():
     """Thousands of calls of the C entry point, success and error paths: flat blocks and RSS."""
     corelat.timer_info()
-    ext = smt_mod._ext()
+    ext = smt_mod.extension()
     a, b = CPUS[:2]
 
     def calls(n):

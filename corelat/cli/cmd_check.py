@@ -40,7 +40,7 @@ def run(args):
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None
     if args.cpus:
-        from ..measure import resolve_cpus
+        from ..validate import resolve_cpus
 
         cpus = resolve_cpus(args.cpus)
     items = check(args.root, interval=args.interval, cpus=cpus,

@@ -14,8 +14,8 @@ Examples:
 import argparse
 import sys
 
-from ..measure import check_params, resolve_cpus
 from ..smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
+from ..validate import check_params, resolve_cpus
 from . import common
 
 

@@ -1,0 +1,144 @@
+"""Pair measurers: one call measures one pair of CPUs with a C kernel and returns nanoseconds.
+
+A sweep (:func:`corelat.measure`) is made of such calls; tests and benchmarks substitute objects with
+the same ``__call__`` to drive the sweep without hardware.
+"""
+
+import os
+
+import numpy as np
+
+from .errors import InputError, MeasurementError
+from .timer import extension, timer_info
+from .validate import KERNELS, resolve_cpus
+
+
+class PairMeasurer:
+    """Measures one pair of CPUs; the unit a sweep is made of.
+
+    Tests and benchmarks substitute their own object with the same ``__call__`` to drive the sweep
+    logic without hardware. A measurer returns ``samples`` one-way latencies in ns (NaN for dropped
+    samples); one with ``symmetric = False`` returns both directions, shape ``(2, samples)``: row 0
+    from ``cpu_a`` to ``cpu_b``, row 1 back.
+    """
+
+    symmetric = True
+
+    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None):
+        ext = extension()
+        self.code = getattr(ext, KERNELS[kernel][0])
+        self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
+        self.ticks_per_ns = timer_info()["ticks_per_ns"]
+        self._pingpong = ext.pingpong
+        # Test hook: a partner that never answers, to exercise the time-out path end to end.
+        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
+
+    def __call__(self, cpu_a, cpu_b, samples):
+        """One-way latencies in ns (float64, ``samples`` long; NaN where a thread migrated)."""
+        ticks, migrated = self._pingpong(
+            cpu_a, cpu_b, self.code, self.round_trips, samples, self.warmup, self.timeout,
+            stall_responder=self._stall,
+        )
+        ns = ticks / (self.ticks_per_ns * self.round_trips * 2.0)
+        ns[migrated] = np.nan
+        return ns
+
+
+class OneWayMeasurer:
+    """Measures both directions of a pair with timestamped messages (``kernel="oneway"``).
+
+    Each message is timed alone: the sender's timer reading travels in the cache line and the
+    receiver subtracts it from its own; the cost of one serializing timer read is subtracted. The
+    result holds the offset between the two CPUs' timers, so every call also brackets that offset
+    (the smallest difference seen in each direction bounds it, since no message arrives before it
+    was sent) and refuses, with :class:`~corelat.errors.MeasurementError`, a pair whose timers
+    provably disagree.
+    """
+
+    symmetric = False
+
+    def __init__(self, messages, warmup, timeout, *, _stall=None, _offset_ns=0.0):
+        ext = extension()
+        info = timer_info()
+        if not info.get("invariant", False):
+            raise InputError(
+                f"kernel 'oneway' needs a timer that runs at a constant rate on every CPU; this machine's "
+                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or 'rw', "
+                "or CORELAT_TIMER=clock")
+        self.messages, self.warmup, self.timeout = messages, warmup, timeout
+        self.ticks_per_ns = info["ticks_per_ns"]
+        self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
+        # Slack for the checks: two timer ticks and a nanosecond of rounding.
+        self.tolerance_ns = 2.0 / self.ticks_per_ns + 1.0
+        self._oneway = ext.oneway
+        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
+        self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
+        self.last_bracket = None
+
+    def _run(self, cpu_a, cpu_b, messages, samples, warmup):
+        ab, ba, migrated, min_ab, min_ba = self._oneway(
+            cpu_a, cpu_b, messages, samples, warmup, self.timeout,
+            stall_responder=self._stall, offset_ticks=self._offset_ticks,
+        )
+        # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
+        # b -> a messages give offset >= -min_ba.
+        lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
+        self.last_bracket = (lo, hi)
+        check_clock_bracket(cpu_a, cpu_b, lo, hi, self.tolerance_ns)
+        return ab, ba, migrated
+
+    def __call__(self, cpu_a, cpu_b, samples):
+        """Latencies in ns, shape ``(2, samples)``: row 0 ``cpu_a`` → ``cpu_b``, row 1 back."""
+        ab, ba, migrated = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup)
+        ns = np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
+        ns[:, migrated] = np.nan
+        return ns
+
+    def check_clocks(self, cpus, messages=200, samples=5):
+        """Bracket every CPU's timer offset against ``cpus[0]`` before a sweep; raise if one is off.
+
+        Returns a list of ``{"cpu", "reference", "low_ns", "high_ns", "bound_ns"}``: the CPU's timer
+        minus the reference's lies in ``[low_ns, high_ns]``, so they differ by at most ``bound_ns``.
+        """
+        out = []
+        ref = cpus[0]
+        for c in cpus[1:]:
+            self._run(ref, c, min(messages, self.messages), samples, 1)
+            lo, hi = self.last_bracket
+            out.append({"cpu": int(c), "reference": int(ref), "low_ns": lo, "high_ns": hi,
+                        "bound_ns": max(abs(lo), abs(hi))})
+        return out
+
+
+def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
+    """Raise MeasurementError when ``[low_ns, high_ns]``, the bracket of cpu_b's timer minus cpu_a's,
+    proves that the two timers disagree (by more than ``tolerance_ns``)."""
+    advice = ("the one-way kernel needs timers synchronized across CPUs; use kernel 'cas' or 'rw' "
+              "(round trips need no common clock)")
+    if low_ns > high_ns + tolerance_ns:
+        raise MeasurementError(
+            f"CPUs {cpu_a} and {cpu_b}: a message and its answer took {high_ns - low_ns:.0f} ns together, "
+            f"less than nothing: the timers do not advance consistently across these CPUs; {advice}")
+    if low_ns > tolerance_ns or high_ns < -tolerance_ns:
+        ahead, behind, by = (cpu_b, cpu_a, low_ns) if low_ns > 0 else (cpu_a, cpu_b, -high_ns)
+        raise MeasurementError(
+            f"CPUs {cpu_a} and {cpu_b}: the timer of CPU {ahead} is ahead of CPU {behind}'s by at least "
+            f"{by:.0f} ns (messages arrived before they were sent); {advice}")
+
+
+def clock_skew(cpus=None, *, messages=200, samples=5, timeout=1.0):
+    """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
+
+    Returns the records of :meth:`OneWayMeasurer.check_clocks`. Raises InputError when the timer is
+    not invariant, MeasurementError when two timers provably disagree.
+    """
+    cpus = resolve_cpus(cpus)
+    m = OneWayMeasurer(messages, 1, timeout)
+    return m.check_clocks(cpus, messages=messages, samples=samples)
+
+
+def make_measurer(kernel, round_trips, warmup, timeout):
+    """The real pair measurer for a kernel (PairMeasurer, or OneWayMeasurer for ``"oneway"``)."""
+    if kernel == "oneway":
+        return OneWayMeasurer(round_trips, warmup, timeout)
+    return PairMeasurer(kernel, round_trips, warmup, timeout)

@@ -1,0 +1,49 @@
+"""The timer corelat measures with, chosen and calibrated once per process, and the C extension.
+
+The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) when it runs at a constant rate, otherwise
+``clock_gettime``. Imported lazily by everything that measures, so that loading and analysing result
+files works where the extension is not built.
+"""
+
+import os
+
+from . import sysinfo
+from .errors import InputError
+
+_timer = None
+
+
+def extension():
+    """The C extension, or a clear RuntimeError where it is not built."""
+    try:
+        from . import _corelat
+    except ImportError as e:  # pragma: no cover - only on platforms we do not build for
+        raise RuntimeError(
+            f"corelat's measuring core is not available here ({e}); it supports Linux on x86-64 and "
+            "aarch64. Loading and analysing result files still works."
+        ) from None
+    return _corelat
+
+
+def timer_info():
+    """The timer used to measure, choosing and calibrating it on first use.
+
+    The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) is used when it runs at a constant rate
+    (CPUID's invariant-TSC bit, or the kernel's ``constant_tsc`` and ``nonstop_tsc`` flags);
+    otherwise ``clock_gettime``. Set ``CORELAT_TIMER=clock`` to force the fallback.
+    """
+    global _timer
+    if _timer is None:
+        ext = extension()
+        hw = ext.hw_timer()
+        forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
+        if forced not in ("", "hw", "clock"):
+            raise InputError(f"CORELAT_TIMER={forced!r}: use 'hw' or 'clock'")
+        _, flags = sysinfo.cpuinfo()
+        invariant = hw["invariant"] or sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
+        kind = forced or ("hw" if hw["available"] and invariant else "clock")
+        info = ext.timer_init(kind)
+        info["invariant"] = bool(invariant) if kind == "hw" else True
+        info["kernel_flags_ok"] = sysinfo.tsc_flags_ok(flags)
+        _timer = info
+    return dict(_timer)

@@ -1,0 +1,182 @@
+"""What may be asked of a measurement: kernels, sizes, CPU selections and sampling plans.
+
+Every argument is checked here, in Python, before any thread starts; bad input raises
+:class:`~corelat.errors.InputError` (a ``ValueError``) with a message that says what is allowed.
+"""
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from . import cpulist, sysinfo
+from .errors import InputError
+
+#: Ping-pong kernels: name -> (C kernel code attribute, description).
+KERNELS = {
+    "cas": ("KERNEL_CAS", "both threads compare-exchange one flag on one cache line (contended hand-off)"),
+    "rw": ("KERNEL_RW", "each thread stores to its own cache line and spins loading the other's (data passing)"),
+}
+#: Asymmetric kernels, measured in both directions: name -> description.
+ONEWAY_KERNELS = {
+    "oneway": "the sender stores its timer reading, the receiver subtracts it from its own "
+              "(one-way, both directions; needs timers synchronized across CPUs)",
+}
+#: Every kernel measure() accepts: name -> description.
+ALL_KERNELS = {**{k: v[1] for k, v in KERNELS.items()}, **ONEWAY_KERNELS}
+
+#: Sweep strategies: every pair, or enough pairs per topology block pair (the rest estimated).
+STRATEGIES = ("full", "sample")
+
+#: Fixed-size sampling: samples per pair when ``samples`` is given without ``precision``.
+DEFAULT_SAMPLES = 300
+#: Precision-driven sampling (the default): target half-width of the median's 95 % CI, relative.
+DEFAULT_PRECISION = 0.02
+#: ... time budget per pair in seconds (all chunks together) ...
+DEFAULT_MAX_TIME_PER_PAIR = 0.2
+#: ... and at most this many samples per pair (bounds the result's memory: n² × this × 8 bytes).
+DEFAULT_MAX_SAMPLES = 1000
+#: Samples in a pair's first chunk, and the fewest in a later one (each chunk is one C call with
+#: its own threads, buffer and warm-up, so chunks are not made smaller than this).
+FIRST_CHUNK = 32
+MIN_CHUNK = 16
+#: A later chunk holds at most this many times the samples taken so far. Each chunk starts a new
+#: pair of threads, which on a loaded machine waits milliseconds for its CPUs, so chunks are few
+#: and large; the cap keeps one noisy first estimate from overshooting far.
+MAX_GROWTH = 3
+#: ``retest=True`` re-measures at most this share of the measured pairs (at least one).
+RETEST_FRACTION = 0.1
+
+#: Largest sizes accepted: beyond them a sweep would run for days or exhaust memory.
+MAX_ROUND_TRIPS = 10_000_000
+MAX_SAMPLES = 1_000_000
+
+
+def allowed_cpus():
+    """The CPUs this process may run on (respects taskset and cgroup cpusets), sorted."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def resolve_cpus(cpus, minimum=2):
+    """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple."""
+    allowed = allowed_cpus()
+    if cpus is None:
+        cpus = allowed
+    elif isinstance(cpus, str):
+        cpus = cpulist.parse(cpus)
+    else:
+        try:
+            cpus = list(cpus)
+        except TypeError:
+            raise InputError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not {cpus!r}") from None
+    out = []
+    for c in cpus:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise InputError(f"CPU ids must be integers, got {c!r}")
+        out.append(int(c))
+    dup = sorted({c for c in out if out.count(c) > 1})
+    if dup:
+        raise InputError(f"CPU {cpulist.format(dup)} listed more than once")
+    bad = [c for c in out if c not in allowed]
+    if bad:
+        online = sysinfo.read_text("/sys/devices/system/cpu/online")
+        why = []
+        if online:
+            offline = [c for c in bad if c not in set(cpulist.parse(online))]
+            if offline:
+                why.append(f"{cpulist.format(offline)} not online or not present")
+        raise InputError(
+            f"CPU {cpulist.format(bad)} not available to this process"
+            + (f" ({'; '.join(why)})" if why else "")
+            + f"; allowed CPUs: {cpulist.format(allowed)}"
+        )
+    if len(out) < minimum:
+        raise InputError(
+            f"need at least {minimum} CPUs, got {len(out)}"
+            + (f" (this process may only use CPU {cpulist.format(allowed)})" if len(allowed) < minimum else "")
+        )
+    return tuple(out)
+
+
+def _positive_int(name, value, maximum, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise InputError(f"{name} must be between {minimum} and {maximum:,}, got {value}")
+    return int(value)
+
+
+def check_params(kernel, round_trips, samples, warmup, timeout):
+    """Validate sweep parameters; returns them normalised. Raises InputError.
+
+    ``samples`` may be None (precision-driven sampling chooses); it is returned as None then.
+    """
+    if kernel not in ALL_KERNELS:
+        raise InputError(f"unknown kernel {kernel!r}; choose one of: {', '.join(ALL_KERNELS)}")
+    round_trips = _positive_int("round_trips", round_trips, MAX_ROUND_TRIPS)
+    if samples is not None:  # None: the sampling mode decides (see check_sampling)
+        samples = _positive_int("samples", samples, MAX_SAMPLES)
+    if warmup is None:
+        # A tenth of the samples (at least one) lets caches, branch predictors and clock
+        # frequency settle on the pair before anything is kept. Precision-driven sampling warms
+        # up before every chunk, so a tenth of a first chunk.
+        warmup = max(1, (samples or FIRST_CHUNK) // 10)
+    warmup = _positive_int("warmup", warmup, MAX_SAMPLES, minimum=0)
+    try:
+        timeout = float(timeout)
+    except (TypeError, ValueError):
+        raise InputError(f"timeout must be a number of seconds, got {timeout!r}") from None
+    if not 0.001 <= timeout <= 3600:
+        raise InputError(f"timeout must be between 0.001 and 3600 seconds, got {timeout}")
+    return kernel, round_trips, samples, warmup, timeout
+
+
+class SamplingPlan(NamedTuple):
+    """How many samples each pair gets (see :func:`check_sampling`)."""
+
+    mode: str  #: "fixed" or "precision"
+    samples: int  #: fixed: samples per pair; precision: the most samples per pair
+    precision: float = None  #: target half-width of the median's CI, relative to the median
+    max_time_per_pair: float = None  #: seconds per pair, all chunks together
+    first_chunk: int = FIRST_CHUNK
+    min_chunk: int = MIN_CHUNK
+
+
+def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
+    """Validate the sampling arguments of :func:`measure` and return a :class:`SamplingPlan`.
+
+    ``precision="auto"`` means precision-driven with :data:`DEFAULT_PRECISION` unless ``samples`` is
+    given, which asks for exactly that many (the fixed-size mode of core-to-core-latency and of
+    corelat before precision-driven sampling). ``precision=None`` is fixed-size
+    (:data:`DEFAULT_SAMPLES` unless ``samples`` says otherwise). A number is precision-driven, with
+    ``samples`` as the most samples per pair.
+    """
+    if isinstance(precision, str):
+        if precision != "auto":
+            raise InputError(f"precision must be a fraction like 0.02, None or 'auto', not {precision!r}")
+        precision = DEFAULT_PRECISION if samples is None else None
+    if samples is not None:
+        samples = _positive_int("samples", samples, MAX_SAMPLES)
+    if precision is None:
+        if max_time_per_pair is not None:
+            raise InputError("max_time_per_pair applies to precision-driven sampling: give precision too")
+        return SamplingPlan("fixed", samples or DEFAULT_SAMPLES)
+    if isinstance(precision, bool):
+        raise InputError(f"precision must be a fraction like 0.02, got {precision!r}")
+    try:
+        precision = float(precision)
+    except (TypeError, ValueError):
+        raise InputError(f"precision must be a fraction like 0.02, got {precision!r}") from None
+    if not 0.0001 <= precision <= 0.5:
+        raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
+    if max_time_per_pair is None:
+        max_time_per_pair = DEFAULT_MAX_TIME_PER_PAIR
+    try:
+        max_time_per_pair = float(max_time_per_pair)
+    except (TypeError, ValueError):
+        raise InputError(f"max_time_per_pair must be a number of seconds, got {max_time_per_pair!r}") from None
+    if not 0.001 <= max_time_per_pair <= 3600:
+        raise InputError(f"max_time_per_pair must be between 0.001 and 3600 seconds, got {max_time_per_pair}")
+    cap = samples or DEFAULT_MAX_SAMPLES
+    return SamplingPlan("precision", cap, precision, max_time_per_pair,
+                        first_chunk=min(FIRST_CHUNK, cap), min_chunk=min(MIN_CHUNK, cap))

@@ -330,10 +330,11 @@ def measure(
     params = {"round_trips": round_trips, "samples": plan.samples, "warmup": warmup, "timeout": timeout}
     if plan.mode == "precision":
         params.update(precision=plan.precision, max_time_per_pair=plan.max_time_per_pair)
+    info = []
     notes = quality.warnings(
         flags, cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
-        estimated=len(estimates), hypervisor=meta.get("hypervisor"))
+        estimated=len(estimates), hypervisor=meta.get("hypervisor"), notes=info)
     if skipped:
         notes.append(f"{skipped} more unstable pair(s) were not re-measured (retest limit {limit}; "
                      "pass retest=N to re-measure more)")
@@ -366,6 +367,7 @@ def measure(
             "elapsed_s": elapsed,
             "kernel_s": kernel_seconds,
             "warnings": notes,
+            "notes": info,
         }
     )
     if not symmetric:

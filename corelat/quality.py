@@ -217,12 +217,14 @@ def _example(pairs, limit=3):
 
 
 def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
-             retested=0, estimated=0, hypervisor=None):
+             retested=0, estimated=0, hypervisor=None, notes=None):
     """pyperf-style warnings about a sweep: what looks wrong, why it matters, what to try.
 
     ``flags`` is the result's ``(n, n)`` array; ``samples`` (optional) lets the bimodal warning
-    show the two groups of one pair.
+    show the two groups of one pair. Lines that report what the sweep did rather than a problem
+    (re-tests that came out clean, estimated pairs) go to the list ``notes`` when one is given.
     """
+    info = notes
     cpus = tuple(cpus)
     out = []
     if hypervisor:
@@ -267,10 +269,11 @@ def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_t
                    f"(max_time_per_pair / --max-time-per-pair) or accept a looser precision")
     if retested:
         still = len(set(count(PairFlag.RETESTED)) & set(count(RETEST_FLAGS)))
-        out.append(f"{retested} pair(s) looked unstable and were re-measured at the end of the sweep; "
-                   f"{still} still look unstable. The first attempts are in result.extras['first_attempt']")
+        line = (f"{retested} pair(s) looked unstable and were re-measured at the end of the sweep; "
+                f"{still} still look unstable. The first attempts are in result.extras['first_attempt']")
+        (out if still or info is None else info).append(line)
     if estimated:
-        out.append(f"{estimated} of {total + estimated} pair(s) were not measured but estimated from "
+        (out if info is None else info).append(f"{estimated} of {total + estimated} pair(s) were not measured but estimated from "
                    f"measured pairs of the same topology blocks (flag ESTIMATED; "
                    f"result.extras['estimated_from'] says which)")
     return out

@@ -175,6 +175,11 @@ class LatencyResult:
         """Human-readable warnings about this measurement (tuple of str)."""
         return tuple(self.metadata.get("warnings", ()))
 
+    @property
+    def notes(self):
+        """What the sweep did that is worth knowing but is no problem (re-tests, estimates)."""
+        return tuple(self.metadata.get("notes", ()))
+
     def statistic(self, name="median"):
         """The ``(n, n)`` matrix of a statistic by name: median, mean, min, max, std."""
         if name not in ("median", "mean", "min", "max", "std"):

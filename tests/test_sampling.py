@@ -219,7 +219,9 @@ def test_unstable_pairs_are_retested_and_both_attempts_kept(many_cpus):
     assert np.isnan(first[2, 0]).all()  # only re-tested pairs have a first attempt
     assert not np.array_equal(first[1, 0], r.samples[1, 0])
     assert r.metadata["sampling"]["pairs_retested"] == 1
-    assert any("re-measured" in w and "0 still" in w for w in r.warnings)
+    # The re-test came out clean: reported as a note, not as a warning about the result.
+    assert any("re-measured" in w and "0 still" in w for w in r.notes)
+    assert not any("re-measured" in w for w in r.warnings)
 
 
 def test_retest_limit_and_off(many_cpus):
@@ -322,7 +324,7 @@ def test_sample_strategy_recovers_block_structure(many_cpus):
         np.testing.assert_array_equal(rev.samples[i, j], rev.samples[pos[s_[0]], pos[s_[1]]])
     md = r.metadata["sampling"]
     assert md["strategy"] == "sample" and md["pairs_estimated"] + md["pairs_measured"] == 120
-    assert any("estimated" in w for w in r.warnings)
+    assert any("estimated" in w for w in r.notes)  # what was asked for: a note, not a warning
 
 
 def test_sample_strategy_falls_back_to_measuring_when_blocks_lie(many_cpus):

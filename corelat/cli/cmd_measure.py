@@ -87,9 +87,11 @@ def _samples_text(md):
 
 def print_warnings(result, file=None):
     """pyperf's way: one WARNING line, then what was seen, each with what to do about it."""
+    file = file or sys.stderr
+    for note in result.notes:
+        print(f"note: {note}", file=file)
     if not result.warnings:
         return
-    file = file or sys.stderr
     print("WARNING: this result may be unreliable", file=file)
     for w in result.warnings:
         print(f"* {w}", file=file)

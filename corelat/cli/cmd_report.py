@@ -36,6 +36,8 @@ def report_text(result, st, statistic="median", matrix=False):
         count = int(((flags & bit) != 0).sum())
         if count:
             lines.append(f"{count} cells {what}")
+    for note in result.notes:
+        lines.append(f"note: {note}")
     for w in result.warnings:
         lines.append(f"warning: {w}")
     if matrix:

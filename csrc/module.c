@@ -103,25 +103,17 @@ static PyObject *py_clock_cost(PyObject *self, PyObject *noargs)
 }
 
 /* Raise the exception that a failed measurement deserves. Called with the GIL held. */
-static void raise_status(int status, int cpu_a, int cpu_b, int failed_cpu, int err, double timeout_s)
+static void raise_failure(const char *what, int status, int failed_cpu, int err, double timeout_s,
+                          const char *waited_for)
 {
-    PyObject *mod = NULL, *cls = NULL;
-    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
-    switch (status) {
-    case CORELAT_ENOMEM:
+    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
         errno = err ? err : ENOMEM;
         PyErr_SetFromErrno(PyExc_OSError);
         return;
-    case CORELAT_ETHREAD:
-        errno = err;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return;
-    default:
-        break;
     }
-    mod = PyImport_ImportModule("corelat.errors");
-    if (mod)
-        cls = PyObject_GetAttrString(mod, clsname);
+    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
+    PyObject *mod = PyImport_ImportModule("corelat.errors");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
     Py_XDECREF(mod);
     if (!cls)
         return;
@@ -129,27 +121,38 @@ static void raise_status(int status, int cpu_a, int cpu_b, int failed_cpu, int e
     PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
     switch (status) {
     case CORELAT_ETIMEOUT:
-        PyErr_Format(cls,
-                     "CPUs %d and %d: the partner did not answer within %s s "
-                     "(the thread on CPU %d gave up; is the machine overloaded?)",
-                     cpu_a, cpu_b, secs, failed_cpu);
+        PyErr_Format(cls, "%s: %s within %s s (the thread on CPU %d gave up; is the machine overloaded?)", what,
+                     waited_for, secs, failed_cpu);
         break;
     case CORELAT_EPIN:
-        PyErr_Format(cls, "CPUs %d and %d: cannot pin a thread to CPU %d (%s)", cpu_a, cpu_b, failed_cpu,
-                     strerror(err));
+        PyErr_Format(cls, "%s: cannot pin a thread to CPU %d (%s)", what, failed_cpu, strerror(err));
         break;
     case CORELAT_EMOVED:
-        PyErr_Format(cls, "CPUs %d and %d: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)",
-                     cpu_a, cpu_b, failed_cpu, err);
+        PyErr_Format(cls, "%s: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", what, failed_cpu,
+                     err);
         break;
     case CORELAT_EABORT:
-        PyErr_Format(cls, "CPUs %d and %d: measurement aborted", cpu_a, cpu_b);
+        PyErr_Format(cls, "%s: measurement aborted", what);
+        break;
+    case CORELAT_EINVAL:
+        if (err)
+            PyErr_Format(cls, "%s on CPU %d: a call failed (%s)", what, failed_cpu, strerror(err));
+        else
+            PyErr_Format(cls, "%s: invalid arguments", what);
         break;
     default:
-        PyErr_Format(cls, "CPUs %d and %d: measurement failed (status %d)", cpu_a, cpu_b, status);
+        PyErr_Format(cls, "%s: measurement failed (status %d)", what, status);
         break;
     }
     Py_DECREF(cls);
+}
+
+/* A ping-pong or one-way pair that failed. */
+static void raise_status(int status, int cpu_a, int cpu_b, int failed_cpu, int err, double timeout_s)
+{
+    char what[64];
+    PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
+    raise_failure(what, status, failed_cpu, err, timeout_s, "the partner did not answer");
 }
 
 /* Wait for a started team, checking for Ctrl-C every POLL_MS with the GIL held.
@@ -322,53 +325,16 @@ error:
 /* Raise the exception a failed lock run deserves. Called with the GIL held. */
 static void raise_lock_status(const corelat_lock_job *job, double timeout_s)
 {
-    int status = job->status;
-    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
-        errno = job->err ? job->err : ENOMEM;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return;
-    }
-    if (status == CORELAT_EINVAL && job->err == 0) {
+    if (job->status == CORELAT_EINVAL && job->err == 0) {
         PyErr_SetString(PyExc_ValueError, "invalid lock run arguments");
         return;
     }
-    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
-    PyObject *mod = PyImport_ImportModule("corelat.errors");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
-    Py_XDECREF(mod);
-    if (!cls)
-        return;
-    const char *test = job->failed_test >= 0 && job->failed_test < CORELAT_LK_COUNT
-                           ? corelat_lock_names[job->failed_test]
-                           : "(setup)";
-    char secs[32];
-    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
-    switch (status) {
-    case CORELAT_ETIMEOUT:
-        PyErr_Format(cls,
-                     "lock test %s: the thread on CPU %d waited more than %s s for the lock or for the "
-                     "other threads (is the machine overloaded?)",
-                     test, job->failed_cpu, secs);
-        break;
-    case CORELAT_EPIN:
-        PyErr_Format(cls, "cannot pin a thread to CPU %d (%s)", job->failed_cpu, strerror(job->err));
-        break;
-    case CORELAT_EMOVED:
-        PyErr_Format(cls, "a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", job->failed_cpu,
-                     job->err);
-        break;
-    case CORELAT_EABORT:
-        PyErr_Format(cls, "lock test %s: measurement aborted", test);
-        break;
-    case CORELAT_EINVAL:
-        PyErr_Format(cls, "lock test %s on CPU %d: a pthread lock call failed (%s)", test, job->failed_cpu,
-                     strerror(job->err));
-        break;
-    default:
-        PyErr_Format(cls, "lock test %s: measurement failed (status %d)", test, status);
-        break;
-    }
-    Py_DECREF(cls);
+    char what[80];
+    PyOS_snprintf(what, sizeof what, "lock test %s",
+                  job->failed_test >= 0 && job->failed_test < CORELAT_LK_COUNT ? corelat_lock_names[job->failed_test]
+                                                                               : "(setup)");
+    raise_failure(what, job->status, job->failed_cpu, job->err, timeout_s,
+                  "the lock or the other threads did not come");
 }
 
 /* A sequence of non-negative ints as a PyMem array; -1 with an exception set. */
@@ -492,48 +458,14 @@ error: /* also the way out on success: `out` holds its own references */
 /* Raise the exception a failed throughput run deserves. Called with the GIL held. */
 static void raise_smt_status(const corelat_smt_job *job, double timeout_s)
 {
-    int status = job->status;
-    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
-        errno = job->err ? job->err : ENOMEM;
-        PyErr_SetFromErrno(PyExc_OSError);
-        return;
-    }
-    if (status == CORELAT_EINVAL) {
+    if (job->status == CORELAT_EINVAL) {
         PyErr_SetString(PyExc_ValueError, "invalid throughput run arguments");
         return;
     }
-    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
-    PyObject *mod = PyImport_ImportModule("corelat.errors");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
-    Py_XDECREF(mod);
-    if (!cls)
-        return;
-    const char *loop = corelat_smt_loop_names[job->loop];
-    char secs[32];
-    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
-    switch (status) {
-    case CORELAT_ETIMEOUT:
-        PyErr_Format(cls,
-                     "%s loop: the thread on CPU %d waited more than %s s for the others at the starting "
-                     "line (is the machine overloaded?)",
-                     loop, job->failed_cpu, secs);
-        break;
-    case CORELAT_EPIN:
-        PyErr_Format(cls, "%s loop: cannot pin a thread to CPU %d (%s)", loop, job->failed_cpu,
-                     strerror(job->err));
-        break;
-    case CORELAT_EMOVED:
-        PyErr_Format(cls, "%s loop: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", loop,
-                     job->failed_cpu, job->err);
-        break;
-    case CORELAT_EABORT:
-        PyErr_Format(cls, "%s loop: measurement aborted", loop);
-        break;
-    default:
-        PyErr_Format(cls, "%s loop: measurement failed (status %d)", loop, status);
-        break;
-    }
-    Py_DECREF(cls);
+    char what[64];
+    PyOS_snprintf(what, sizeof what, "%s loop", corelat_smt_loop_names[job->loop]);
+    raise_failure(what, job->status, job->failed_cpu, job->err, timeout_s,
+                  "the other threads did not reach the starting line");
 }
 
 static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)

@@ -121,6 +121,8 @@ def test_timeout_exit_1():
 def test_help():
     p = run_cli("--help")
     assert p.returncode == 0 and "ROUND_TRIPS" in p.stdout and "commands:" in p.stdout
+    p = run_cli("--version")
+    assert p.returncode == 0 and p.stdout.strip() == f"corelat {corelat.__version__}"
 
 
 def test_matrix_text_layout():

@@ -56,13 +56,18 @@ def _top_help():
         "commands:",
     ]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run 'corelat COMMAND --help' for a command's options."]
+    lines += ["", "Run 'corelat COMMAND --help' for a command's options; 'corelat --version' for the version."]
     return "\n".join(lines)
 
 
 def main(argv=None):
     """Entry point of the console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):
+        from .._version import __version__
+
+        print(f"corelat {__version__}")
+        return EXIT_OK
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
         print(_top_help())
         print()

@@ -22,6 +22,17 @@ def shared_dir():
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _outside_the_source_tree(tmp_path_factory):
+    """Run from an empty folder, so that the subprocesses tests start (``python -m corelat``,
+    ``python -c``) import the installed package even when pytest was started in the checkout, whose
+    ``corelat/`` has no compiled extension."""
+    old = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    yield
+    os.chdir(old)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _installed_package():
     """With CORELAT_TEST_INSTALLED=1 (as .ci/run sets), refuse to test the source tree by mistake."""
     if os.environ.get("CORELAT_TEST_INSTALLED") == "1":

@@ -24,7 +24,7 @@ def _interrupt(cmd, ready_marker=None):
     finally:
         if p.poll() is None:
             p.kill()
-            p.wait()
+        p.communicate()  # reap it and close its pipes, also when an assertion failed
 
 
 def test_cli_sigint_exits_130_quickly():

@@ -54,3 +54,31 @@ def run_cli(*args, env=None, timeout=60):
         [sys.executable, "-m", "corelat", *map(str, args)],
         check=False, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=str(REPO.parent),
     )
+
+
+def interrupt_when_measuring(cmd, timeout=30):
+    """Start ``cmd``, wait until its measuring threads exist (deep in a long run), send SIGINT.
+
+    Returns (exit status, seconds from the signal to the exit, stderr). The process is always
+    reaped and its pipes closed, also when an assertion fails.
+    """
+    import signal
+    import subprocess
+    import time
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + timeout
+        while len(os.listdir(f"/proc/{p.pid}/task")) <= 1:  # the team is up
+            assert p.poll() is None and time.monotonic() < deadline, "the run never started"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=timeout)
+        return p.returncode, time.monotonic() - t0, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+        p.communicate()

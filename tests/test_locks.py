@@ -6,13 +6,12 @@ Hardware runs are tiny (tens of ms per test) and assert invariants only, never a
 import dataclasses
 import importlib
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from conftest import interrupt_when_measuring
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -462,29 +461,9 @@ def test_cli_subprocess_shared_mutex_run():
 # -- Ctrl-C ------------------------------------------------------------------------------------
 
 
-def _interrupt(cmd):
-    """Start cmd, wait until its measuring threads exist, send SIGINT; (rc, seconds to exit, stderr)."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 30
-        while len(os.listdir(f"/proc/{p.pid}/task")) <= 1:  # the team is up: deep in a long run
-            assert p.poll() is None and time.monotonic() < deadline, "the run never started"
-            time.sleep(0.02)
-        time.sleep(0.3)
-        t0 = time.monotonic()
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=30)
-        return p.returncode, time.monotonic() - t0, err
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
 def test_cli_subprocess_sigint_stops_a_long_run():
     # 10 tests x 12.5 s: minutes if not interrupted.
-    rc, took, err = _interrupt([sys.executable, "-m", "corelat", "locks", "-s", "-d", "10"])
+    rc, took, err = interrupt_when_measuring([sys.executable, "-m", "corelat", "locks", "-s", "-d", "10"])
     assert rc == 130, err
     assert took < 2.0, f"took {took:.2f} s to stop"
     assert "Traceback" not in err and "interrupted" in err
@@ -498,6 +477,6 @@ def test_api_subprocess_sigint_raises_keyboardinterrupt():
         "except KeyboardInterrupt:\n"
         "    raise SystemExit(42)\n"
     )
-    rc, took, err = _interrupt([sys.executable, "-c", code])
+    rc, took, err = interrupt_when_measuring([sys.executable, "-c", code])
     assert rc == 42, err
     assert took < 2.0

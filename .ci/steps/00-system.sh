@@ -1,0 +1,12 @@
+# System packages CI needs beyond the base image.
+need=()
+command -v taskset >/dev/null || need+=(util-linux)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v xz >/dev/null || need+=(xz-utils)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${need[@]}"
+fi

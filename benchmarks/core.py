@@ -3,7 +3,6 @@
 Run: python benchmarks/core.py   (prints tables; figures go to benchmarks/RESULTS.md by hand)
 """
 
-import importlib
 import os
 import platform
 import threading
@@ -12,7 +11,7 @@ import time
 import numpy as np
 
 import corelat
-from corelat import _corelat, sysinfo
+from corelat import _corelat, _sweep, _sysinfo, _timer
 
 
 def table(title, rows, headers):
@@ -33,7 +32,7 @@ def timer_costs():
                      f"{info['overhead_ticks'] / tpn:.1f}", f"{info['overhead_serial_ticks'] / tpn:.1f}"))
     info = _corelat.timer_init("hw")
     rows.append(("clock_gettime(MONOTONIC) via tsc", "", f"{_corelat.clock_cost() / info['ticks_per_ns']:.1f}", ""))
-    importlib.import_module("corelat.timer")._timer = None  # let measure() choose again
+    _timer._timer = None  # let measure() choose again
     table("Timer read cost (ns, minimum of back-to-back reads)", rows,
           ("timer", "frequency", "read", "serialized read"))
 
@@ -66,7 +65,8 @@ class _TimedMeasurer:
 
 
 def python_overhead(cpus):
-    from corelat.measure import check_params, make_measurer
+    from corelat._measurers import make_measurer
+    from corelat._validate import check_params
 
     rows = []
     for label, kw in (("default (precision ±2 %)", {}),
@@ -95,9 +95,7 @@ def python_overhead(cpus):
 def per_pair_python():
     """Split the Python cost into per sweep and per pair with an instant fake measurer, and project
     the share for bigger machines from the C time per pair measured above."""
-    import importlib
-
-    m = importlib.import_module("corelat.measure")
+    from corelat import _validate as m
     rng = np.random.default_rng(0)
 
     def fake(a, b, k):
@@ -114,7 +112,7 @@ def per_pair_python():
         reps, taken = 300, 0
         t0 = time.perf_counter()
         for _ in range(reps):
-            taken += m.measure_pair(fake, 0, 1, plan).values.shape[1]
+            taken += _sweep.measure_pair(fake, 0, 1, plan).values.shape[1]
         per_pair = (time.perf_counter() - t0) / reps
         k = taken / reps
         c_per_pair = k * 1000 * 2 * 50e-9 + 70e-6  # k samples of 1000 round trips at 50 ns + thread setup
@@ -155,9 +153,9 @@ def gil_release(cpus):
 
 def main():
     cpus = sorted(os.sched_getaffinity(0))
-    model, _ = sysinfo.cpuinfo()
+    model, _ = _sysinfo.cpuinfo()
     print(f"# corelat core benchmarks\n\nmachine: {model}, {len(cpus)} CPUs allowed, "
-          f"{platform.machine()}, kernel {platform.release()}, hypervisor: {sysinfo.hypervisor()}")
+          f"{platform.machine()}, kernel {platform.release()}, hypervisor: {_sysinfo.hypervisor()}")
     timer_costs()
     pair_overhead(cpus)
     python_overhead(cpus)

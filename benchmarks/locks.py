@@ -11,10 +11,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
-
-from corelat import sysinfo
-from corelat.locks import locks
+from corelat import _sysinfo
+from corelat._locks import locks
 
 
 def main(argv=None):
@@ -24,7 +22,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=1, help="runs per mode; the table shown is the first")
     args = p.parse_args(argv)
     cpus = ",".join(args.cpus) if args.cpus else None
-    md = sysinfo.collect()
+    md = _sysinfo.collect()
     print(f"# {md['cpu_model']}, {md['cpu_count']} CPUs, hypervisor {md['hypervisor']}, "
           f"kernel {md['kernel_release']}, governor {md['governor']}, SMT {md['smt_active']}")
     for shared in (False, True):

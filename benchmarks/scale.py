@@ -17,16 +17,14 @@ reads the same groups and SMT siblings off the result as off the true matrix.
 """
 
 import argparse
-import importlib
 import sys
 import time
 
 import numpy as np
 
 import corelat
-
-M = importlib.import_module("corelat.measure")
-from corelat.result import PairFlag
+from corelat import _sweep, _validate
+from corelat._result import PairFlag
 
 ROUND_TRIPS = 1000
 CALL_OVERHEAD_S = 100e-6
@@ -107,10 +105,10 @@ def shape_of(st):
 
 
 def run(label, n_cpus, rows, truth, kind, true_shape, **kw):
-    warmup = kw.get("warmup") or max(1, (kw.get("samples") or M.FIRST_CHUNK) // 10)
+    warmup = kw.get("warmup") or max(1, (kw.get("samples") or _validate.FIRST_CHUNK) // 10)
     sim = SimulatedPairs(truth, kind, warmup)
     t0 = time.perf_counter()
-    r = M.measure(list(range(n_cpus)), _measurer=sim, _clock=sim.clock, **kw)
+    r = _sweep.measure(list(range(n_cpus)), _measurer=sim, _clock=sim.clock, **kw)
     wall = time.perf_counter() - t0
     n = n_cpus
     low = np.tril(np.ones((n, n), bool), -1)
@@ -151,7 +149,7 @@ def main(argv=None):
     n = len(rows)
     true_st = corelat.structure(corelat.from_matrix(truth), topology=rows)
     true_shape = shape_of(true_st)
-    M.allowed_cpus = lambda: list(range(n))  # the measurer is simulated: no CPU is pinned
+    _validate.allowed_cpus = lambda: list(range(n))  # the measurer is simulated: no CPU is pinned
     l3_blocks = {}
     for r in rows:
         l3_blocks.setdefault(r["l3"], []).append(r["cpu"])

@@ -8,19 +8,17 @@ Run: python benchmarks/smt.py [--duration SECONDS] [--repeat N]
 """
 
 import argparse
-import importlib
 import platform
 
 import numpy as np
 
 import corelat
-from corelat import sysinfo
-
-smt_mod = importlib.import_module("corelat.smt")
+from corelat import _smt as smt_mod
+from corelat import _sysinfo
 
 
 def machine():
-    md = sysinfo.collect()
+    md = _sysinfo.collect()
     topo = corelat.topology()
     print(f"CPU: {md['cpu_model']}; topology: {topo.summary()}; hypervisor: {md['hypervisor']}; "
           f"SMT active: {md['smt_active']}")

@@ -4,17 +4,20 @@
 :class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
 """
 
+from ._check import CheckItem, check
+from ._compare import Comparison, compare, example_files
+from ._errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
+from ._io import from_matrix, load
+from ._locks import LockResult, list_tests, locks
+from ._measurers import clock_skew
+from ._result import LatencyResult, PairFlag
+from ._smt import SMTResult, smt
+from ._structure import Structure, structure
+from ._sweep import measure
+from ._timer import timer_info
+from ._topology import Topology, TopologyWarning, topology
+from ._validate import ALL_KERNELS, KERNELS, allowed_cpus
 from ._version import __version__
-from .check import CheckItem, check
-from .compare import Comparison, compare, example_files
-from .errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
-from .io import from_matrix, load
-from .locks import LockResult, list_tests, locks
-from .measure import ALL_KERNELS, KERNELS, allowed_cpus, clock_skew, measure, timer_info
-from .result import LatencyResult, PairFlag
-from .smt import SMTResult, smt
-from .structure import Structure, structure
-from .topology import Topology, TopologyWarning, topology
 
 __all__ = [
     "ALL_KERNELS",

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from .errors import InputError
-from .result import PairFlag
+from ._errors import InputError
+from ._result import PairFlag
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -47,8 +47,8 @@ def _ordered(result, order):
     if order == "topology":
         if result.metadata.get("topology"):
             try:
-                from .result import thaw
-                from .topology import Topology
+                from ._result import thaw
+                from ._topology import Topology
 
                 cpus, bounds = Topology.from_dict(thaw(result.metadata["topology"])).order(result.cpus)
             except (ImportError, ValueError, TypeError, KeyError) as e:
@@ -64,7 +64,7 @@ def _ordered(result, order):
         ordered, lines, _ = _ordered(result, "structure")
         return ordered, lines, note
     if order == "structure":
-        from .structure import structure
+        from ._structure import structure
 
         st = structure(result)
         bounds = st.boundaries()
@@ -94,10 +94,10 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     """Draw the latency matrix; returns the matplotlib ``Axes``.
 
     Args:
-        result: a :class:`~corelat.result.LatencyResult`.
+        result: a :class:`~corelat._result.LatencyResult`.
         order: ``"topology"`` (package → NUMA node → L3 → core, from the topology the result carries;
             falls back to ``"structure"`` and says so in the title), ``"structure"`` (groups found by
-            :func:`corelat.structure.structure`) or ``"os"`` (CPU ids).
+            :func:`corelat.structure`) or ``"os"`` (CPU ids).
         statistic: ``"median"``, ``"mean"``, ``"min"``, ``"max"`` or ``"std"``.
         annotate: write each cell's value: True, False, or None for "where the cells are big enough".
         ax: draw into this Axes (default: a new figure sized for the number of CPUs).
@@ -184,7 +184,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
 
     ``pairs`` are CPU-id tuples (default: up to ``limit`` pairs: bimodal or unstable ones first, then
     a spread from fastest to slowest). ``kind`` is ``"violin"`` or ``"hist"``. A value-only result
-    (imported from another tool's file) has no samples: that raises :class:`~corelat.errors.InputError`.
+    (imported from another tool's file) has no samples: that raises :class:`~corelat._errors.InputError`.
     """
     if result.value_only or result.samples.shape[2] < 2:
         src = result.metadata.get("source", "another tool")

@@ -1,6 +1,6 @@
 /* corelat._corelat: the one binding file. Argument parsing, NumPy arrays, the GIL, and turning the
  * status codes that measuring threads carry back into Python exceptions. Python validates arguments
- * first (corelat/measure.py); the checks here only keep memory safe. */
+ * first (corelat/_validate.py); the checks here only keep memory safe. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
@@ -112,7 +112,7 @@ static void raise_failure(const char *what, int status, int failed_cpu, int err,
         return;
     }
     const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
-    PyObject *mod = PyImport_ImportModule("corelat.errors");
+    PyObject *mod = PyImport_ImportModule("corelat._errors");
     PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
     Py_XDECREF(mod);
     if (!cls)

@@ -6,7 +6,7 @@ import os
 import pytest
 
 import corelat
-from corelat.check import (
+from corelat._check import (
     INFO,
     OK,
     UNKNOWN,

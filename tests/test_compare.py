@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from corelat._compare import compare, example_files
+from corelat._errors import InputError
+from corelat._io import from_matrix, load
 from corelat.cli import main
-from corelat.compare import compare, example_files
-from corelat.errors import InputError
-from corelat.io import from_matrix, load
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from corelat.errors import InputError
-from corelat.io import load
-from corelat.result import PairFlag
+from corelat._errors import InputError
+from corelat._io import load
+from corelat._result import PairFlag
 
 # c2clat's README example (8 CPUs, SMT siblings n and n+4), as the tool prints it.
 C2CLAT = """\

@@ -4,7 +4,6 @@ Hardware runs are tiny (tens of ms per test) and assert invariants only, never a
 """
 
 import dataclasses
-import importlib
 import os
 import subprocess
 import sys
@@ -15,8 +14,8 @@ from conftest import interrupt_when_measuring
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corelat.errors import InputError
-from corelat.locks import (
+from corelat._errors import InputError
+from corelat._locks import (
     HIDDEN_TESTS,
     TESTS,
     LockResult,
@@ -34,7 +33,9 @@ CHECKED = [n for n in TESTS if n != "baseline"]
 
 
 def _ext():
-    return importlib.import_module("corelat._corelat")
+    from corelat import _corelat
+
+    return _corelat
 
 
 def _assert_exclusive(result):
@@ -471,7 +472,7 @@ def test_cli_subprocess_sigint_stops_a_long_run():
 
 def test_api_subprocess_sigint_raises_keyboardinterrupt():
     code = (
-        "from corelat.locks import locks\n"
+        "from corelat._locks import locks\n"
         "try:\n"
         "    locks(shared=True, duration=10)\n"
         "except KeyboardInterrupt:\n"

@@ -9,8 +9,9 @@ import pytest
 
 import corelat
 from corelat import _corelat
-from corelat.measure import PairMeasurer, measure, sweep_pairs
-from corelat.result import PairFlag
+from corelat._measurers import PairMeasurer
+from corelat._result import PairFlag
+from corelat._sweep import measure, sweep_pairs
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -158,6 +159,6 @@ def test_bad_input(kwargs, match):
 def test_disallowed_cpu_message_lists_allowed():
     with pytest.raises(ValueError) as info:
         corelat.measure([CPUS[0], 4096])
-    from corelat import cpulist
+    from corelat import _cpulist
 
-    assert cpulist.format(CPUS) in str(info.value)
+    assert _cpulist.format(CPUS) in str(info.value)

@@ -2,7 +2,6 @@
 refusal, time-outs, and the C entry point's shapes, errors and references."""
 
 import gc
-import importlib
 import os
 import signal
 import subprocess
@@ -13,10 +12,9 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import _corelat
-from corelat.result import PairFlag
+from corelat import _corelat, _measurers
+from corelat._result import PairFlag
 
-M = importlib.import_module("corelat.measure")
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 
@@ -57,7 +55,7 @@ def test_skewed_timers_are_refused(offset_ns):
     # The test hook adds an offset to every reading of the second CPU's timer: 2 ms is far beyond
     # any latency, so some message "arrives before it was sent" and the kernel must refuse.
     a, b = CPUS[:2]
-    m = M.OneWayMeasurer(20, 1, 1.0, _offset_ns=offset_ns)
+    m = _measurers.OneWayMeasurer(20, 1, 1.0, _offset_ns=offset_ns)
     with pytest.raises(corelat.MeasurementError, match=r"timer of CPU \d+ is ahead .* use kernel 'cas' or 'rw'"):
         corelat.measure([a, b], kernel="oneway", round_trips=20, samples=3, _measurer=m)
     ahead = b if offset_ns > 0 else a
@@ -66,20 +64,20 @@ def test_skewed_timers_are_refused(offset_ns):
 
 
 def test_clock_bracket_rules():
-    M.check_clock_bracket(0, 1, -80.0, 90.0)  # 0 inside: fine
-    M.check_clock_bracket(0, 1, 0.5, 90.0, tolerance_ns=1.0)  # within the tolerance
+    _measurers.check_clock_bracket(0, 1, -80.0, 90.0)  # 0 inside: fine
+    _measurers.check_clock_bracket(0, 1, 0.5, 90.0, tolerance_ns=1.0)  # within the tolerance
     with pytest.raises(corelat.MeasurementError, match="CPU 1 is ahead of CPU 0's by at least 50 ns"):
-        M.check_clock_bracket(0, 1, 50.0, 120.0)
+        _measurers.check_clock_bracket(0, 1, 50.0, 120.0)
     with pytest.raises(corelat.MeasurementError, match="CPU 0 is ahead of CPU 1's by at least 30 ns"):
-        M.check_clock_bracket(0, 1, -100.0, -30.0)
+        _measurers.check_clock_bracket(0, 1, -100.0, -30.0)
     with pytest.raises(corelat.MeasurementError, match="less than nothing"):
-        M.check_clock_bracket(0, 1, 40.0, -40.0)
+        _measurers.check_clock_bracket(0, 1, 40.0, -40.0)
 
 
 @needs2
 def test_non_invariant_timer_is_refused(monkeypatch):
     info = dict(corelat.timer_info(), invariant=False)
-    monkeypatch.setattr(importlib.import_module("corelat.measurers"), "timer_info", lambda: dict(info))
+    monkeypatch.setattr(_measurers, "timer_info", lambda: dict(info))
     with pytest.raises(corelat.InputError, match="constant rate"):
         corelat.measure(CPUS[:2], kernel="oneway", round_trips=10, samples=2)
 
@@ -87,7 +85,7 @@ def test_non_invariant_timer_is_refused(monkeypatch):
 @needs2
 def test_oneway_timeout_names_the_cpus():
     a, b = CPUS[:2]
-    m = M.OneWayMeasurer(10, 1, 0.2, _stall=True)
+    m = _measurers.OneWayMeasurer(10, 1, 0.2, _stall=True)
     t0 = time.monotonic()
     with pytest.raises(corelat.MeasurementTimeout, match=f"CPUs {a} and {b}"):
         m(a, b, 3)

@@ -13,10 +13,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from corelat import plot
+from corelat._errors import InputError
+from corelat._io import from_matrix, load
+from corelat._result import LatencyResult, PairFlag
 from corelat.cli import main
-from corelat.errors import InputError
-from corelat.io import from_matrix, load
-from corelat.result import LatencyResult, PairFlag
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -120,7 +120,7 @@ def test_heatmap_into_given_axes_with_shared_scale():
 
 @pytest.fixture(scope="module")
 def opteron_topology(shared_dir, tmp_path_factory):
-    topo_mod = pytest.importorskip("corelat.topology")
+    topo_mod = pytest.importorskip("corelat._topology")
     folder = tmp_path_factory.mktemp("topo")
     with tarfile.open(shared_dir / "fixtures/topology/hwloc/16amd64-8n2c.tar.bz2") as tar:
         tar.extractall(folder, filter="tar")
@@ -199,7 +199,7 @@ def test_missing_matplotlib_says_how_to_install(monkeypatch):
 
 
 def test_imports_stay_light():
-    code = ("import sys, corelat, corelat.plot, corelat.structure, corelat.compare; "
+    code = ("import sys, corelat, corelat.plot, corelat._structure, corelat._compare; "
             "heavy = [m for m in ('matplotlib', 'scipy') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

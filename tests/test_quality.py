@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corelat
-from corelat import quality, stats
-from corelat.result import PairFlag
+from corelat import _quality, _stats
+from corelat._result import PairFlag
 
 RNG_SEEDS = range(20)
 
@@ -59,7 +59,7 @@ UNIMODAL_CASES = {
 @pytest.mark.parametrize("n", [100, 300, 1000])
 def test_bimodal_mixtures_are_found(name, n):
     gen = BIMODAL_CASES[name]
-    found = [quality.bimodality(gen(np.random.default_rng(seed), n)) for seed in RNG_SEEDS]
+    found = [_quality.bimodality(gen(np.random.default_rng(seed), n)) for seed in RNG_SEEDS]
     assert all(b.bimodal for b in found), name
     b = found[0]
     assert b.low < b.split < b.high
@@ -70,7 +70,7 @@ def test_bimodal_mixtures_are_found(name, n):
 @pytest.mark.parametrize("n", [200, 1000])
 def test_unimodal_noisy_data_is_not_flagged(name, n):
     gen = UNIMODAL_CASES[name]
-    flagged = [seed for seed in RNG_SEEDS if quality.is_bimodal(gen(np.random.default_rng(seed), n))]
+    flagged = [seed for seed in RNG_SEEDS if _quality.is_bimodal(gen(np.random.default_rng(seed), n))]
     assert flagged == [], f"{name}: called bimodal for seeds {flagged}"
 
 
@@ -80,14 +80,14 @@ def test_unimodal_small_samples_not_flagged(name):
     # samples can look like a group: that case is covered from 200 samples on.)
     gen = UNIMODAL_CASES[name]
     for n in (20, 32, 50):
-        flagged = [s for s in RNG_SEEDS if quality.is_bimodal(gen(np.random.default_rng(s), n))]
+        flagged = [s for s in RNG_SEEDS if _quality.is_bimodal(gen(np.random.default_rng(s), n))]
         assert flagged == [], f"{name}, n={n}: seeds {flagged}"
 
 
 def test_known_groups_are_reported():
     rng = np.random.default_rng(7)
     x = np.concatenate([rng.normal(8, 0.3, 700), rng.normal(90, 3, 300)])
-    b = quality.bimodality(x)
+    b = _quality.bimodality(x)
     assert b.bimodal
     assert b.low == pytest.approx(8, rel=0.05) and b.high == pytest.approx(90, rel=0.05)
     assert b.fraction == pytest.approx(0.3, abs=0.02)
@@ -97,17 +97,17 @@ def test_known_groups_are_reported():
 def test_small_groups_and_tiny_samples_are_not_modes():
     rng = np.random.default_rng(3)
     body = rng.normal(90, 3, 200)
-    assert not quality.is_bimodal(np.concatenate([body, np.full(10, 300.0)]))  # 5 %: outliers
-    assert quality.is_bimodal(np.concatenate([body, rng.normal(300, 9, 40)]))  # 17 %: a group
-    assert not quality.is_bimodal([8, 8, 8, 90, 90, 90])  # too few samples to see a shape
-    assert not quality.is_bimodal([])
+    assert not _quality.is_bimodal(np.concatenate([body, np.full(10, 300.0)]))  # 5 %: outliers
+    assert _quality.is_bimodal(np.concatenate([body, rng.normal(300, 9, 40)]))  # 17 %: a group
+    assert not _quality.is_bimodal([8, 8, 8, 90, 90, 90])  # too few samples to see a shape
+    assert not _quality.is_bimodal([])
 
 
 def test_nan_and_nonpositive_samples_are_ignored():
     rng = np.random.default_rng(11)
     x = mixture(rng, 400, 8, 90, 0.5)
     with_nan = np.concatenate([x, np.full(100, np.nan), [-1.0, 0.0]])
-    assert quality.bimodality(with_nan) == quality.bimodality(x)
+    assert _quality.bimodality(with_nan) == _quality.bimodality(x)
 
 
 @settings(max_examples=60, deadline=None)
@@ -122,7 +122,7 @@ def test_nan_and_nonpositive_samples_are_ignored():
 def test_property_separated_groups_found(lo, ratio, weight, cv, n, seed):
     # Groups a factor >= 1.5 apart with a few percent noise each are >= 6.7 sd apart on log values.
     x = mixture(np.random.default_rng(seed), n, lo, lo * ratio, weight, cv)
-    assert quality.is_bimodal(x)
+    assert _quality.is_bimodal(x)
 
 
 @settings(max_examples=60, deadline=None)
@@ -134,13 +134,13 @@ def test_property_separated_groups_found(lo, ratio, weight, cv, n, seed):
 )
 def test_property_lognormal_never_bimodal(center, sigma, n, seed):
     x = np.random.default_rng(seed).lognormal(np.log(center), sigma, n)
-    assert not quality.is_bimodal(x)
+    assert not _quality.is_bimodal(x)
 
 
 def test_separation_threshold_falls_with_n():
-    t = [quality.separation_threshold(n) for n in (20, 50, 100, 1000, 10**6)]
+    t = [_quality.separation_threshold(n) for n in (20, 50, 100, 1000, 10**6)]
     assert t == sorted(t, reverse=True)
-    assert t[-1] == quality.MIN_SEPARATION
+    assert t[-1] == _quality.MIN_SEPARATION
 
 
 # -- spread, relative CI, flags -------------------------------------------------------------------
@@ -148,8 +148,8 @@ def test_relative_spread_against_numpy():
     rng = np.random.default_rng(5)
     x = rng.normal(100, 10, 500)
     p10, p50, p90 = np.percentile(x, [10, 50, 90])
-    assert quality.relative_spread(x) == pytest.approx((p90 - p10) / p50)
-    assert np.isnan(quality.relative_spread([np.nan, 3.0]))
+    assert _quality.relative_spread(x) == pytest.approx((p90 - p10) / p50)
+    assert np.isnan(_quality.relative_spread([np.nan, 3.0]))
 
 
 def test_relative_ci_matches_stats():
@@ -157,9 +157,9 @@ def test_relative_ci_matches_stats():
     a = rng.normal(50, 5, (3, 4, 64))
     a[0, 0] = np.nan
     a[1, 2, :60] = np.nan  # 4 samples left
-    r = quality.relative_ci(a)
-    lo, hi = stats.median_ci(a)
-    ref = (hi - lo) / 2 / stats.median(a)
+    r = _quality.relative_ci(a)
+    lo, hi = _stats.median_ci(a)
+    ref = (hi - lo) / 2 / _stats.median(a)
     assert np.isinf(r[0, 0])
     ok = ~np.isnan(ref)
     np.testing.assert_allclose(r[ok], ref[ok])
@@ -172,7 +172,7 @@ def test_pair_flags_and_assess():
     s[1, 0] = s[0, 1] = rng.normal(30, 0.3, k)  # quiet
     s[2, 0] = s[0, 2] = mixture(rng, k, 8, 90, 0.5)  # bimodal (and spread)
     s[2, 1] = s[1, 2] = rng.normal(100, 25, k)  # unstable, one group
-    flags = quality.assess(s)
+    flags = _quality.assess(s)
     assert flags[1, 0] == 0
     assert flags[2, 0] & PairFlag.BIMODAL and flags[2, 0] & PairFlag.UNSTABLE
     assert flags[2, 1] & PairFlag.UNSTABLE and not flags[2, 1] & PairFlag.BIMODAL
@@ -181,7 +181,7 @@ def test_pair_flags_and_assess():
     f0 = np.zeros((n, n), np.uint32)
     f0[2, 0] = PairFlag.MEASURED | PairFlag.RETESTED
     f0[0, 2] = PairFlag.MIRRORED
-    out = quality.assess(s, f0)
+    out = _quality.assess(s, f0)
     assert out[2, 0] == PairFlag.MEASURED | PairFlag.RETESTED | PairFlag.BIMODAL | PairFlag.UNSTABLE
     assert out[0, 2] == PairFlag.MIRRORED
 
@@ -196,14 +196,14 @@ def test_warnings_text():
     rng = np.random.default_rng(1)
     s = np.full((3, 3, 200), np.nan)
     s[1, 0] = mixture(rng, 200, 8, 90, 0.5)
-    w = quality.warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1,
+    w = _quality.warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1,
                          hypervisor="KVM")
     text = "\n".join(w)
     assert "1 pair(s) are bimodal" in text and "1-0" in text and "KVM" in text
     assert "1 of 3 pair(s) did not reach ±2.0% within 0.2 s" in text
     assert "samples dropped" in text and "2-1" in text
     assert "re-measured" in text and "1 still look unstable" in text
-    assert quality.warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == []
+    assert _quality.warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == []
 
 
 # -- the overcommitted 8-CPU machine ------------------------------------------------------------------
@@ -245,8 +245,8 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
     assert r.metadata["sampling"]["pairs_target_not_met"] == int(missed.sum())
     # Every unstable pair is flagged: the flags agree with an independent look at the kept samples,
     # and the warnings say so; nothing is silently averaged.
-    shape = int(quality.SHAPE_FLAGS)
-    np.testing.assert_array_equal(quality.assess(r.samples, r.flags)[low] & shape, r.flags[low] & shape)
+    shape = int(_quality.SHAPE_FLAGS)
+    np.testing.assert_array_equal(_quality.assess(r.samples, r.flags)[low] & shape, r.flags[low] & shape)
     dropped = r.extras["dropped"][low] > 0
     np.testing.assert_array_equal((r.flags[low] & PairFlag.MIGRATED) != 0, dropped)
     doubtful = (r.flags[low] & (PairFlag.UNSTABLE | PairFlag.BIMODAL | PairFlag.MIGRATED
@@ -255,7 +255,7 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
     if r.metadata["sampling"]["pairs_retested"]:  # re-tests are reported: as a warning, or a note if clean
         assert any("re-measured" in line for line in r.warnings + r.notes)
     # The target is met exactly where the median's CI of the kept samples is within ±2 %.
-    rel = quality.relative_ci(r.samples)[low]
+    rel = _quality.relative_ci(r.samples)[low]
     np.testing.assert_array_equal(rel > 0.02, missed)
     # The budget bounds the time: each pair at most its budget plus one chunk, re-tests included.
     assert took < (pairs + r.metadata["sampling"]["pairs_retested"]) * (0.5 + 10.0) + 60

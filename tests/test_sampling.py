@@ -2,17 +2,14 @@
 LinkTest-style re-tests, and the topology-guided strategy. No time is ever asserted, only counts,
 flags and invariants."""
 
-import importlib
 import math
 
 import numpy as np
 import pytest
 
 import corelat
-from corelat import sampling
-from corelat.result import PairFlag
-
-M = importlib.import_module("corelat.measure")  # the module (corelat.measure is the function)
+from corelat import _sampling, _sweep, _validate
+from corelat._result import PairFlag
 
 
 class FakeClock:
@@ -55,7 +52,7 @@ class FakeMeasurer:
 @pytest.fixture
 def many_cpus(monkeypatch):
     """Pretend this process may run on 16 CPUs (the measurer is a fake; nothing is pinned)."""
-    monkeypatch.setattr(importlib.import_module("corelat.validate"), "allowed_cpus", lambda: list(range(16)))
+    monkeypatch.setattr(_validate, "allowed_cpus", lambda: list(range(16)))
     return list(range(16))
 
 
@@ -72,14 +69,14 @@ def per_pair_time(meas):
 
 # -- plans and validation -----------------------------------------------------------------------------
 def test_sampling_plan_defaults():
-    p = M.check_sampling()
-    assert p.mode == "precision" and p.precision == M.DEFAULT_PRECISION
-    assert p.samples == M.DEFAULT_MAX_SAMPLES and p.max_time_per_pair == M.DEFAULT_MAX_TIME_PER_PAIR
-    assert M.check_sampling(samples=300) == M.SamplingPlan("fixed", 300)  # explicit samples: fixed
-    assert M.check_sampling(precision=None).samples == M.DEFAULT_SAMPLES
-    p = M.check_sampling(samples=64, precision=0.05, max_time_per_pair=2)
+    p = _validate.check_sampling()
+    assert p.mode == "precision" and p.precision == _validate.DEFAULT_PRECISION
+    assert p.samples == _validate.DEFAULT_MAX_SAMPLES and p.max_time_per_pair == _validate.DEFAULT_MAX_TIME_PER_PAIR
+    assert _validate.check_sampling(samples=300) == _validate.SamplingPlan("fixed", 300)  # explicit samples: fixed
+    assert _validate.check_sampling(precision=None).samples == _validate.DEFAULT_SAMPLES
+    p = _validate.check_sampling(samples=64, precision=0.05, max_time_per_pair=2)
     assert (p.mode, p.samples, p.precision, p.max_time_per_pair) == ("precision", 64, 0.05, 2.0)
-    assert M.check_sampling(samples=10, precision=0.1).first_chunk == 10
+    assert _validate.check_sampling(samples=10, precision=0.1).first_chunk == 10
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -113,24 +110,24 @@ def test_bad_sampling_arguments(kw, match):
 def test_quiet_pairs_stop_after_the_first_chunk(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.002)
-    r = M.measure(many_cpus[:4], _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure(many_cpus[:4], _measurer=fake, _clock=clock, retest=False)
     low = np.tril(np.ones((4, 4), bool), -1)
-    assert len(fake.calls) == 6 and all(k == M.FIRST_CHUNK for _, _, k, _ in fake.calls)
-    assert (r.extras["samples_taken"][low] == M.FIRST_CHUNK).all()
+    assert len(fake.calls) == 6 and all(k == _validate.FIRST_CHUNK for _, _, k, _ in fake.calls)
+    assert (r.extras["samples_taken"][low] == _validate.FIRST_CHUNK).all()
     assert not (r.flags & PairFlag.TARGET_NOT_MET).any()
-    assert r.samples.shape == (4, 4, M.FIRST_CHUNK)
+    assert r.samples.shape == (4, 4, _validate.FIRST_CHUNK)
     assert r.metadata["sampling"]["mode"] == "precision"
-    assert r.metadata["parameters"]["precision"] == M.DEFAULT_PRECISION
+    assert r.metadata["parameters"]["precision"] == _validate.DEFAULT_PRECISION
 
 
 def test_noisy_pairs_sample_until_the_target(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, lambda a, b: 20.0 + 10 * abs(a - b), noise=0.15, per_sample=1e-5)
-    r = M.measure(many_cpus[:3], precision=0.02, max_time_per_pair=100.0, _measurer=fake, _clock=clock,
+    r = _sweep.measure(many_cpus[:3], precision=0.02, max_time_per_pair=100.0, _measurer=fake, _clock=clock,
                   retest=False)
     low = np.tril(np.ones((3, 3), bool), -1)
     taken = r.extras["samples_taken"][low]
-    assert (taken > M.FIRST_CHUNK).all()
+    assert (taken > _validate.FIRST_CHUNK).all()
     assert not (r.flags & PairFlag.TARGET_NOT_MET).any()
     rel = (r.err / r.median)[low]
     assert (rel <= 0.02).all()
@@ -139,9 +136,9 @@ def test_noisy_pairs_sample_until_the_target(many_cpus):
     for a, b, k, _ in fake.calls:
         by_pair.setdefault((a, b), []).append(k)
     for ks in by_pair.values():
-        assert ks[0] == M.FIRST_CHUNK
+        assert ks[0] == _validate.FIRST_CHUNK
         for t in range(1, len(ks)):
-            assert M.MIN_CHUNK <= ks[t] <= M.MAX_GROWTH * sum(ks[:t])
+            assert _validate.MIN_CHUNK <= ks[t] <= _validate.MAX_GROWTH * sum(ks[:t])
     assert r.metadata["sampling"]["chunks"] == len(fake.calls)
     assert r.metadata["sampling"]["samples_taken"] == sum(k for _, _, k, _ in fake.calls)
 
@@ -150,7 +147,7 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
     clock = FakeClock()
     # 1 ms per sample, 0.1 s per pair: at most ~100 samples, far from ±0.1 % at 20 % noise
     fake = FakeMeasurer(clock, flat, noise=0.2, per_sample=1e-3, per_call=1e-3)
-    r = M.measure(many_cpus[:3], precision=0.001, max_time_per_pair=0.1, _measurer=fake, _clock=clock,
+    r = _sweep.measure(many_cpus[:3], precision=0.001, max_time_per_pair=0.1, _measurer=fake, _clock=clock,
                   retest=False)
     low = np.tril(np.ones((3, 3), bool), -1)
     assert (r.flags[low] & PairFlag.TARGET_NOT_MET).all()
@@ -164,7 +161,7 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
 def test_samples_cap_ends_a_pair(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.3, per_sample=0.0, per_call=0.0)  # time never runs out
-    r = M.measure(many_cpus[:2], samples=100, precision=0.001, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure(many_cpus[:2], samples=100, precision=0.001, _measurer=fake, _clock=clock, retest=False)
     assert r.extras["samples_taken"][1, 0] == 100
     assert r.samples.shape[2] == 100
     assert r.flags[1, 0] & PairFlag.TARGET_NOT_MET
@@ -178,7 +175,7 @@ def test_dropped_samples_counted_and_flagged(many_cpus):
         x[::8] = np.nan  # a thread was seen off its CPU
         return x
 
-    r = M.measure(many_cpus[:2], _measurer=FakeMeasurer(clock, flat, shape=shape), _clock=clock, retest=0)
+    r = _sweep.measure(many_cpus[:2], _measurer=FakeMeasurer(clock, flat, shape=shape), _clock=clock, retest=0)
     assert r.flags[1, 0] & PairFlag.MIGRATED and r.flags[0, 1] & PairFlag.MIGRATED
     assert r.extras["dropped"][1, 0] == r.extras["samples_taken"][1, 0] // 8
     assert r.count[1, 0] == r.extras["samples_taken"][1, 0] - r.extras["dropped"][1, 0]
@@ -188,7 +185,7 @@ def test_dropped_samples_counted_and_flagged(many_cpus):
 def test_fixed_size_mode_unchanged(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.3)
-    r = M.measure(many_cpus[:3], samples=20, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure(many_cpus[:3], samples=20, _measurer=fake, _clock=clock, retest=False)
     assert [k for _, _, k, _ in fake.calls] == [20, 20, 20]
     assert r.samples.shape == (3, 3, 20)
     assert r.metadata["parameters"] == {"round_trips": 1000, "samples": 20, "warmup": 2, "timeout": 1.0}
@@ -208,7 +205,7 @@ def bimodal_first(a, b, attempt, k, rng):
 def test_unstable_pairs_are_retested_and_both_attempts_kept(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.01, shape=bimodal_first)
-    r = M.measure(many_cpus[:3], samples=200, _measurer=fake, _clock=clock)
+    r = _sweep.measure(many_cpus[:3], samples=200, _measurer=fake, _clock=clock)
     pairs_called = [(a, b) for a, b, _, _ in fake.calls]
     assert pairs_called == [(0, 1), (0, 2), (1, 2), (0, 1)]  # the sweep, then the re-test at the end
     assert r.flags[1, 0] & PairFlag.RETESTED and r.flags[0, 1] & PairFlag.RETESTED
@@ -231,7 +228,7 @@ def test_retest_limit_and_off(many_cpus):
     for retest, expect in ((False, 0), (2, 2), (True, 1)):  # True: a tenth of 6 pairs, at least 1
         clock = FakeClock()
         fake = FakeMeasurer(clock, flat, shape=all_bimodal)
-        r = M.measure(many_cpus[:4], samples=100, _measurer=fake, _clock=clock, retest=retest)
+        r = _sweep.measure(many_cpus[:4], samples=100, _measurer=fake, _clock=clock, retest=retest)
         assert len(fake.calls) == 6 + expect
         assert int(np.count_nonzero(np.tril(r.flags & PairFlag.RETESTED, -1))) == expect
         if expect:
@@ -251,7 +248,7 @@ def block_latency(a, b):
 
 
 def test_pair_classes_from_partition():
-    cls = sampling.pair_classes(range(8), partition=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    cls = _sampling.pair_classes(range(8), partition=[[0, 1, 2, 3], [4, 5, 6, 7]])
     sizes = {k: len(v) for k, v in cls.items()}
     assert sorted(sizes.values()) == [1] * 12 + [16]  # within a block: each pair measured
     assert sum(sizes.values()) == 28
@@ -263,23 +260,23 @@ def test_pair_classes_from_topology_records():
     # 2 packages x 2 cores x 2 threads, one L3 per package, siblings adjacent
     rows = [{"cpu": c, "package": c // 4, "node": c // 4, "l3": (c // 4) * 4, "l2": (c // 2) * 2,
              "core": (c // 2) * 2} for c in range(8)]
-    cls = sampling.pair_classes(range(8), topology=rows)
+    cls = _sampling.pair_classes(range(8), topology=rows)
     rel = {}
     for key, pairs in cls.items():
         rel[key[0]] = rel.get(key[0], 0) + len(pairs)
     assert rel == {"smt": 4, "l3": 8, "none": 16}
     assert len([k for k in cls if k[0] == "l3"]) == 2  # one class per L3
     # unknown fields: coarser classes, never an error
-    cls = sampling.pair_classes(range(4), topology=[{"cpu": c} for c in range(4)])
+    cls = _sampling.pair_classes(range(4), topology=[{"cpu": c} for c in range(4)])
     assert sum(len(v) for v in cls.values()) == 6
     # L3 known, cores unknown: pairs inside an L3 are all measured (siblings cannot be told apart)
-    cls = sampling.pair_classes(range(4), topology=[{"cpu": c, "l3": c // 2} for c in range(4)])
+    cls = _sampling.pair_classes(range(4), topology=[{"cpu": c, "l3": c // 2} for c in range(4)])
     assert sorted(len(v) for v in cls.values()) == [1, 1, 4]
 
 
 def test_sampler_settles_uniform_classes_and_measures_disagreeing_ones():
     classes = {"uniform": [(i, 0) for i in range(1, 21)], "mixed": [(i, 1) for i in range(2, 22)]}
-    s = sampling.Sampler(classes, initial=3, agreement=0.1)
+    s = _sampling.Sampler(classes, initial=3, agreement=0.1)
     measured = []
     while batch := s.next_batch():
         for p in batch:
@@ -297,7 +294,7 @@ def test_sample_strategy_recovers_block_structure(many_cpus):
     fake = FakeMeasurer(clock, block_latency, noise=0.01)
     cpus = many_cpus  # 16 CPUs, 4 blocks of 4
     part = [cpus[b * 4:(b + 1) * 4] for b in range(4)]
-    r = M.measure(cpus, strategy="sample", partition=part, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure(cpus, strategy="sample", partition=part, _measurer=fake, _clock=clock, retest=False)
     n = 16
     low = np.tril(np.ones((n, n), bool), -1)
     measured = (r.flags & PairFlag.MEASURED) != 0
@@ -333,7 +330,7 @@ def test_sample_strategy_falls_back_to_measuring_when_blocks_lie(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, lambda a, b: 10.0 * abs(a - b), noise=0.001)
     cpus = many_cpus[:8]
-    r = M.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
+    r = _sweep.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
                   retest=False)
     truth = np.array([[10.0 * abs(a - b) for b in cpus] for a in cpus])
     off = ~np.eye(8, dtype=bool)
@@ -353,7 +350,7 @@ class FakeOneWay(FakeMeasurer):
 def test_asymmetric_measurer_fills_both_halves(many_cpus):
     clock = FakeClock()
     fake = FakeOneWay(clock, lambda a, b: 30.0 + a)  # messages from a higher CPU take longer
-    r = M.measure(many_cpus[:3], _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure(many_cpus[:3], _measurer=fake, _clock=clock, retest=False)
     assert r.metadata["symmetric"] is False
     assert [c[:2] for c in fake.calls] == [(0, 1), (0, 2), (1, 2)]
     for i in range(3):
@@ -372,7 +369,7 @@ def test_sample_strategy_one_way_keeps_direction_between_blocks(many_cpus):
 
     fake = FakeOneWay(clock, lat, per_sample=1e-6)
     cpus = many_cpus[:8]
-    r = M.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
+    r = _sweep.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
                   retest=False)
     truth = np.array([[lat(a, b) for b in cpus] for a in cpus])
     off = ~np.eye(8, dtype=bool)
@@ -385,7 +382,7 @@ def test_progress_total_grows_with_sampling_and_retests(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, block_latency, noise=0.01)
     cpus = many_cpus
-    M.measure(cpus, strategy="sample", partition=[cpus[b * 4:(b + 1) * 4] for b in range(4)], _measurer=fake,
+    _sweep.measure(cpus, strategy="sample", partition=[cpus[b * 4:(b + 1) * 4] for b in range(4)], _measurer=fake,
               _clock=clock, progress=lambda d, t: seen.append((d, t)), retest=False)
     assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
     assert all(d <= t for d, t in seen) and seen[-1][0] == seen[-1][1] == len(fake.calls)

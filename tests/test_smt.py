@@ -3,7 +3,6 @@ doubles for the kernels; the real kernels on two CPUs of this machine; the empty
 
 import dataclasses
 import gc
-import importlib
 import itertools
 import os
 import signal
@@ -20,9 +19,8 @@ from hypothesis import strategies as st
 
 import corelat
 from corelat import InputError, SMTResult, Topology
-from corelat.measure import PairMeasurer
-
-smt_mod = importlib.import_module("corelat.smt")  # corelat.smt is the function
+from corelat import _smt as smt_mod
+from corelat._measurers import PairMeasurer
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -411,8 +409,8 @@ def test_sigint_stops_a_long_busy_loop():
     """A 60 s busy loop ends within a second of Ctrl-C, as KeyboardInterrupt."""
     a, b = CPUS[:2]
     code = (
-        "import importlib, corelat\n"
-        "smt = importlib.import_module('corelat.smt')\n"
+        "import corelat\n"
+        "from corelat import _smt as smt\n"
         "corelat.timer_info()\n"
         "print('go', flush=True)\n"
         "try:\n"

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corelat.io import from_matrix, load
-from corelat.structure import structure
+from corelat._io import from_matrix, load
+from corelat._structure import structure
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 
@@ -227,11 +227,11 @@ def test_topology_with_smt_the_latency_does_not_show(shared_dir):
 def test_topology_from_result_metadata(shared_dir, tmp_path):
     # A real machine's sysfs dump (8 Opteron packages of 2 cores, a NUMA node each, no L3) with a
     # latency matrix shaped like it: the comparison reads the topology the result carries.
-    topo_mod = pytest.importorskip("corelat.topology")
+    topo_mod = pytest.importorskip("corelat._topology")
     import tarfile
     import warnings
 
-    from corelat.result import LatencyResult
+    from corelat._result import LatencyResult
 
     name = "16amd64-8n2c"
     with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:

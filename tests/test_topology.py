@@ -9,7 +9,7 @@ import warnings
 import numpy
 import pytest
 
-from corelat.topology import Topology, TopologyWarning, topology
+from corelat._topology import Topology, TopologyWarning, topology
 
 DUMPS = [
     "128arm-2pa2n8cluster4co",

@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 
-from ..errors import InputError
+from .._errors import InputError
 
 #: name -> (module, one-line help)
 COMMANDS = {

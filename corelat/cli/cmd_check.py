@@ -3,7 +3,7 @@
 import json
 import sys
 
-from ..check import INFO, OK, UNKNOWN, WARN, check
+from .._check import INFO, OK, UNKNOWN, WARN, check
 
 _MARK = {OK: "ok", INFO: "--", WARN: "!!", UNKNOWN: "??"}
 
@@ -34,13 +34,13 @@ def report_text(items):
 
 
 def run(args):
-    from ..errors import InputError
+    from .._errors import InputError
 
     if not 0 < args.interval <= 60:
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None
     if args.cpus:
-        from ..validate import resolve_cpus
+        from .._validate import resolve_cpus
 
         cpus = resolve_cpus(args.cpus)
     items = check(args.root, interval=args.interval, cpus=cpus,

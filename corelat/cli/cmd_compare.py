@@ -12,7 +12,7 @@ def add_arguments(p):
 
 
 def run(args):
-    from ..compare import compare
+    from .._compare import compare
 
     cmp_ = compare(*args.files, names=args.names, statistic=args.statistic)
     if args.json:

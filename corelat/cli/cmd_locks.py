@@ -13,7 +13,7 @@ baseline (an empty call) subtracted, except on the baseline's own line.
 import argparse
 import sys
 
-from ..locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
+from .._locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
 
 
 def add_arguments(p):

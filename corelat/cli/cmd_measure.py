@@ -3,14 +3,14 @@
 import argparse
 import sys
 
-from ..measure import (
+from .._sweep import measure
+from .._validate import (
     ALL_KERNELS,
     DEFAULT_MAX_TIME_PER_PAIR,
     DEFAULT_PRECISION,
     STRATEGIES,
     check_params,
     check_sampling,
-    measure,
     resolve_cpus,
 )
 from . import common

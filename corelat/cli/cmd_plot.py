@@ -3,7 +3,7 @@
 import os
 import sys
 
-from ..errors import InputError
+from .._errors import InputError
 from . import common
 
 _FORMATS = (".png", ".svg", ".pdf")
@@ -41,7 +41,7 @@ def _pairs(texts):
 
 
 def run(args):
-    from ..compare import _as_result
+    from .._compare import _as_result
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")

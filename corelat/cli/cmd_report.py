@@ -2,7 +2,7 @@
 
 import json
 
-from ..result import PairFlag
+from .._result import PairFlag
 from . import common
 
 
@@ -47,8 +47,8 @@ def report_text(result, st, statistic="median", matrix=False):
 
 
 def run(args):
-    from ..io import load
-    from ..structure import structure
+    from .._io import load
+    from .._structure import structure
 
     result = load(args.file)
     st = structure(result, statistic=args.statistic)

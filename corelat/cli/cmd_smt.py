@@ -14,8 +14,8 @@ Examples:
 import argparse
 import sys
 
-from ..smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
-from ..validate import check_params, resolve_cpus
+from .._smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
+from .._validate import check_params, resolve_cpus
 from . import common
 
 

@@ -3,8 +3,8 @@
 import json
 import os
 
-from ..errors import InputError
-from ..topology import topology
+from .._errors import InputError
+from .._topology import topology
 
 
 def add_arguments(p):

@@ -4,7 +4,7 @@ import math
 import os
 import sys
 
-from ..errors import InputError
+from .._errors import InputError
 
 
 def check_output_path(path, suffixes=(".npz", ".csv")):

@@ -1,7 +1,7 @@
 """What may be asked of a measurement: kernels, sizes, CPU selections and sampling plans.
 
 Every argument is checked here, in Python, before any thread starts; bad input raises
-:class:`~corelat.errors.InputError` (a ``ValueError``) with a message that says what is allowed.
+:class:`~corelat._errors.InputError` (a ``ValueError``) with a message that says what is allowed.
 """
 
 import os
@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import cpulist, sysinfo
-from .errors import InputError
+from . import _cpulist, _sysinfo
+from ._errors import InputError
 
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
@@ -63,7 +63,7 @@ def resolve_cpus(cpus, minimum=2):
     if cpus is None:
         cpus = allowed
     elif isinstance(cpus, str):
-        cpus = cpulist.parse(cpus)
+        cpus = _cpulist.parse(cpus)
     else:
         try:
             cpus = list(cpus)
@@ -76,24 +76,24 @@ def resolve_cpus(cpus, minimum=2):
         out.append(int(c))
     dup = sorted({c for c in out if out.count(c) > 1})
     if dup:
-        raise InputError(f"CPU {cpulist.format(dup)} listed more than once")
+        raise InputError(f"CPU {_cpulist.format(dup)} listed more than once")
     bad = [c for c in out if c not in allowed]
     if bad:
-        online = sysinfo.read_text("/sys/devices/system/cpu/online")
+        online = _sysinfo.read_text("/sys/devices/system/cpu/online")
         why = []
         if online:
-            offline = [c for c in bad if c not in set(cpulist.parse(online))]
+            offline = [c for c in bad if c not in set(_cpulist.parse(online))]
             if offline:
-                why.append(f"{cpulist.format(offline)} not online or not present")
+                why.append(f"{_cpulist.format(offline)} not online or not present")
         raise InputError(
-            f"CPU {cpulist.format(bad)} not available to this process"
+            f"CPU {_cpulist.format(bad)} not available to this process"
             + (f" ({'; '.join(why)})" if why else "")
-            + f"; allowed CPUs: {cpulist.format(allowed)}"
+            + f"; allowed CPUs: {_cpulist.format(allowed)}"
         )
     if len(out) < minimum:
         raise InputError(
             f"need at least {minimum} CPUs, got {len(out)}"
-            + (f" (this process may only use CPU {cpulist.format(allowed)})" if len(allowed) < minimum else "")
+            + (f" (this process may only use CPU {_cpulist.format(allowed)})" if len(allowed) < minimum else "")
         )
     return tuple(out)
 

@@ -1,4 +1,4 @@
-"""``corelat.locks.locks()``: what locks and atomics cost, uncontended and shared (cpuperf's method).
+"""``corelat.locks()``: what locks and atomics cost, uncontended and shared (cpuperf's method).
 
 One thread pinned to each CPU of the set runs every selected test twice, all threads starting
 together at a common deadline:
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cpulist, sysinfo
-from .errors import InputError
-from .timer import extension, timer_info
-from .validate import resolve_cpus
+from . import _cpulist, _sysinfo
+from ._errors import InputError
+from ._timer import extension, timer_info
+from ._validate import resolve_cpus
 
 #: Public tests in run order: name -> description (cpuperf's DESC column).
 TESTS = {
@@ -313,7 +313,7 @@ class LockResult:
             return f"{v:>{w}.{digits}f}" if np.isfinite(v) else f"{'-':>{w}}"
 
         comment = (
-            f"# {self.mode} on CPU {cpulist.format(self.cpus)} ({len(self.cpus)} "
+            f"# {self.mode} on CPU {_cpulist.format(self.cpus)} ({len(self.cpus)} "
             f"thread{'s' if len(self.cpus) > 1 else ''}), "
             f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
             f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal), baseline subtracted "
@@ -337,7 +337,7 @@ class LockResult:
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"LockResult(mode={self.mode!r}, cpus={cpulist.format(self.cpus)!r}, "
+        return (f"LockResult(mode={self.mode!r}, cpus={_cpulist.format(self.cpus)!r}, "
                 f"tests={len(self.tests)}, duration={self.duration:g})")
 
 
@@ -355,7 +355,7 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
         serial_duration: seconds of each test's serialized (``sermin``) phase; default a quarter
             of ``duration``.
         timeout: seconds a thread may wait for a lock or for the others before the run stops with
-            :class:`~corelat.errors.MeasurementTimeout`.
+            :class:`~corelat._errors.MeasurementTimeout`.
 
     Returns:
         A frozen :class:`LockResult`. A run takes about ``len(tests) * (duration + serial_duration)``.
@@ -376,7 +376,7 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
     ext = extension()
     timer = timer_info()
     codes = [ext.LOCK_TESTS.index(n) for n in names]
-    meta = sysinfo.collect()
+    meta = _sysinfo.collect()
     raw = ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout)
     data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"])
     meta.update(

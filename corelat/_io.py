@@ -10,8 +10,8 @@ import zipfile
 
 import numpy as np
 
-from .errors import InputError
-from .result import LatencyResult, PairFlag, thaw
+from ._errors import InputError
+from ._result import LatencyResult, PairFlag, thaw
 
 #: Version of the ``.npz`` layout; bumped when a reader could misread a newer file.
 FORMAT_VERSION = 1
@@ -47,7 +47,7 @@ def load(path):
 
     Text formats understood: core-to-core-latency's ``--csv`` output (square lower triangle, no
     labels) and a labelled CSV as written by :meth:`LatencyResult.to_csv` (``labelled=True``).
-    Raises :class:`~corelat.errors.InputError` for a missing, unreadable or corrupt file.
+    Raises :class:`~corelat._errors.InputError` for a missing, unreadable or corrupt file.
     """
     path = os.fspath(path)
     try:
@@ -57,9 +57,9 @@ def load(path):
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
     if head.startswith(b"PK"):
         return _load_npz(path)
-    from . import formats
+    from . import _formats
 
-    return formats.load_text(path)
+    return _formats.load_text(path)
 
 
 def _load_npz(path):

@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 
-from . import cpulist
+from . import _cpulist
 
 #: Item statuses: fine, worth knowing, likely to distort results, could not tell.
 OK, INFO, WARN, UNKNOWN = "ok", "info", "warn", "unknown"
@@ -78,7 +78,7 @@ def _online(root):
     text, _ = _read(_path(root, *_CPU, "online"))
     if text:
         try:
-            return cpulist.parse(text)
+            return _cpulist.parse(text)
         except ValueError:
             pass
     return list(_cpu_dirs(root)) or None
@@ -96,7 +96,7 @@ def _cpuinfo_flags(root):
 
 
 def _fmt_cpus(cpus):
-    return cpulist.format(sorted(cpus)) if cpus else "none"
+    return _cpulist.format(sorted(cpus)) if cpus else "none"
 
 
 # -- items -------------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def check_isolated(root="/"):
             value[label] = []
             continue
         try:
-            value[label] = cpulist.parse(text)
+            value[label] = _cpulist.parse(text)
         except ValueError:
             value[label] = text
         parts.append(f"{label}: CPU {text}")
@@ -331,9 +331,9 @@ def check_tsc(root="/"):
 
 def check_timer_skew(cpus=None):
     """Measured bound on the timer offset between CPUs (live machine only; runs the one-way check)."""
-    from .errors import InputError, MeasurementError
-    from .measurers import clock_skew
-    from .timer import timer_info
+    from ._errors import InputError, MeasurementError
+    from ._measurers import clock_skew
+    from ._timer import timer_info
 
     try:
         records = clock_skew(cpus)

@@ -10,7 +10,7 @@ a pair in chunks, one C call each, until the 95 % confidence interval of its med
 ``samples`` samples. Pairs whose samples look unstable (bimodal, spread, migrated threads) are
 measured once more at the end of the sweep, one at a time, and both attempts are kept.
 ``strategy="sample"`` measures only enough pairs of each topology block pair (see
-:mod:`corelat.sampling`) and estimates the rest.
+:mod:`corelat._sampling`) and estimates the rest.
 """
 
 import math
@@ -19,37 +19,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import quality, sampling, sysinfo
-from .errors import InputError
-
-# The names below moved to their own modules; they stay importable from here, where callers and
-# tests have always found them.
-from .measurers import (  # noqa: F401
-    OneWayMeasurer,
-    PairMeasurer,
-    check_clock_bracket,
-    clock_skew,
-    make_measurer,
-)
-from .result import LatencyResult, PairFlag
-from .timer import timer_info
-from .validate import (  # noqa: F401
+from . import _quality, _sampling, _sysinfo
+from ._errors import InputError
+from ._measurers import make_measurer
+from ._result import LatencyResult, PairFlag
+from ._timer import timer_info
+from ._validate import (
     ALL_KERNELS,
-    DEFAULT_MAX_SAMPLES,
-    DEFAULT_MAX_TIME_PER_PAIR,
-    DEFAULT_PRECISION,
-    DEFAULT_SAMPLES,
-    FIRST_CHUNK,
-    KERNELS,
     MAX_GROWTH,
-    MAX_ROUND_TRIPS,
-    MAX_SAMPLES,
-    MIN_CHUNK,
-    ONEWAY_KERNELS,
     RETEST_FRACTION,
     STRATEGIES,
-    SamplingPlan,
-    allowed_cpus,
     check_params,
     check_sampling,
     resolve_cpus,
@@ -108,7 +87,7 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
         pace = max(clock() - t0, 0.0) / k  # seconds per sample, chunk overhead included
         taken += k
         values = chunks[0] if len(chunks) == 1 else np.concatenate(chunks, axis=1)
-        width = float(np.max(quality.relative_ci(values)))
+        width = float(np.max(_quality.relative_ci(values)))
         if width <= plan.precision:
             met = True
             break
@@ -140,7 +119,7 @@ def _run_flags(run):
 def _row_flags(run):
     out = []
     for row in run.values:
-        f = quality.pair_flags(row)
+        f = _quality.pair_flags(row)
         if np.isnan(row).any():
             f |= PairFlag.MIGRATED
         out.append(f)
@@ -149,7 +128,7 @@ def _row_flags(run):
 
 def _severity(run):
     flags = _run_flags(run)
-    spread = max((quality.relative_spread(r) for r in run.values), key=lambda x: -1 if math.isnan(x) else x)
+    spread = max((_quality.relative_spread(r) for r in run.values), key=lambda x: -1 if math.isnan(x) else x)
     return (any(f & PairFlag.BIMODAL for f in flags), 0.0 if math.isnan(spread) else spread)
 
 
@@ -211,7 +190,7 @@ def measure(
         warmup: samples run first and discarded, per pair (per chunk in precision-driven mode;
             default: a tenth of ``samples`` or of the first chunk).
         timeout: seconds a thread waits for its partner before the sweep stops with
-            :class:`~corelat.errors.MeasurementTimeout`.
+            :class:`~corelat._errors.MeasurementTimeout`.
         progress: False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
         order: ``"os"`` (CPU ids as given) or ``"topology"`` (package → node → L3 → core → thread).
         name: label for the result (default: the host name).
@@ -221,16 +200,16 @@ def measure(
         max_time_per_pair: seconds each pair may take in precision-driven mode (default 0.2);
             pairs that run out are flagged ``TARGET_NOT_MET``.
         strategy: ``"full"`` (every pair) or ``"sample"`` (enough pairs per topology block pair,
-            the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat.sampling`).
+            the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat._sampling`).
         partition: for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
             of the topology read from sysfs.
         topology: for ``strategy="sample"``, the topology to use instead of this machine's (a
-            :class:`~corelat.topology.Topology` or its ``table()`` records; for simulations).
+            :class:`~corelat._topology.Topology` or its ``table()`` records; for simulations).
         retest: re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
             True (at most a tenth of the pairs, worst first), False, or a number of pairs.
 
     Returns:
-        A frozen :class:`~corelat.result.LatencyResult` of one-way latencies in ns (round-trip time
+        A frozen :class:`~corelat._result.LatencyResult` of one-way latencies in ns (round-trip time
         / 2 for ``cas`` and ``rw``, each pair measured once with the lower-index CPU timing and
         mirrored; for ``oneway`` ``samples[i, j]`` are messages from ``cpus[i]`` to ``cpus[j]``).
         ``flags`` say per pair what was measured, mirrored, estimated, re-tested and doubtful;
@@ -257,11 +236,11 @@ def measure(
         raise InputError("give either a partition or a topology, not both")
     _retest_limit(retest, 0)  # validate before measuring
     n = len(cpus)
-    classes = sampling.pair_classes(cpus, partition, topology) if strategy == "sample" else None
+    classes = _sampling.pair_classes(cpus, partition, topology) if strategy == "sample" else None
     measurer = _measurer or make_measurer(kernel, round_trips, warmup, timeout)
     symmetric = bool(getattr(measurer, "symmetric", True))
     clock = _clock or time.perf_counter
-    meta = sysinfo.collect()
+    meta = _sysinfo.collect()
     meta.update(_topology_metadata())
     timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
     clock_check = None
@@ -273,7 +252,7 @@ def measure(
     bar = None
     started = time.monotonic()
     kernel_seconds = 0.0
-    from . import progress as progress_mod
+    from . import _progress as progress_mod
 
     def run_pair(p):
         nonlocal kernel_seconds
@@ -291,7 +270,7 @@ def measure(
             for p in pairs:
                 runs[p] = run_pair(p)
         else:
-            sampler = sampling.Sampler(classes)
+            sampler = _sampling.Sampler(classes)
             batch = sampler.next_batch()
             bar = progress_mod.make(progress, len(batch))
             while batch:
@@ -303,7 +282,7 @@ def measure(
         # LinkTest: the pairs that look worst, measured again one at a time now that the sweep
         # no longer disturbs the machine; both attempts are kept.
         limit = _retest_limit(retest, len(runs))
-        candidates = [p for p, r in runs.items() if any(f & quality.RETEST_FLAGS for f in _run_flags(r))]
+        candidates = [p for p, r in runs.items() if any(f & _quality.RETEST_FLAGS for f in _run_flags(r))]
         candidates.sort(key=lambda p: _severity(runs[p]), reverse=True)
         chosen, skipped = candidates[:limit], len(candidates) - min(limit, len(candidates))
         _grow(bar, len(chosen))
@@ -315,7 +294,7 @@ def measure(
             bar.close()
     elapsed = time.monotonic() - started
     estimates = sampler.estimates() if sampler is not None else {}
-    blocks = sampling.cpu_blocks(cpus, partition, topology) if estimates and not symmetric else None
+    blocks = _sampling.cpu_blocks(cpus, partition, topology) if estimates and not symmetric else None
 
     data, flags, extras = _assemble(n, runs, first, plan, symmetric)
     if estimates:
@@ -331,7 +310,7 @@ def measure(
     if plan.mode == "precision":
         params.update(precision=plan.precision, max_time_per_pair=plan.max_time_per_pair)
     info = []
-    notes = quality.warnings(
+    notes = _quality.warnings(
         flags, cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
         estimated=len(estimates), hypervisor=meta.get("hypervisor"), notes=info)
@@ -450,7 +429,7 @@ def _estimate(data, flags, extras, estimates, symmetric, blocks, cpus):
 
 def _topology_metadata():
     """The live machine's topology for the result (a missing or odd sysfs must not stop a sweep)."""
-    from .topology import topology
+    from ._topology import topology
 
     try:
         topo = topology()

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import cpulist, sysinfo
-from .errors import InputError
-from .measurers import PairMeasurer
-from .result import _freeze, _frozen_array, thaw
-from .timer import extension, timer_info
-from .validate import KERNELS, check_params, resolve_cpus
+from . import _cpulist, _sysinfo
+from ._errors import InputError
+from ._measurers import PairMeasurer
+from ._result import _freeze, _frozen_array, thaw
+from ._timer import extension, timer_info
+from ._validate import KERNELS, check_params, resolve_cpus
 
 __all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
 
@@ -312,7 +312,7 @@ def _no_pairs_reason(topo, cpus):
     if not multi:
         why = "every core runs one thread"
         if topo.root == "/":
-            control = sysinfo.read_text("/sys/devices/system/cpu/smt/control")
+            control = _sysinfo.read_text("/sys/devices/system/cpu/smt/control")
             if control in ("off", "forceoff"):
                 why += f" (SMT is switched off: /sys/devices/system/cpu/smt/control is {control})"
             elif control in ("notsupported", "notimplemented"):
@@ -321,8 +321,8 @@ def _no_pairs_reason(topo, cpus):
     allowed = set(topo.allowed)
     if not any(len(set(r["siblings"]) & allowed) > 1 for r in multi):
         return (f"no two CPUs this process may use are SMT siblings (allowed CPUs: "
-                f"{cpulist.format(allowed)})")
-    return f"no two of the selected CPUs ({cpulist.format(cpus)}) are SMT siblings"
+                f"{_cpulist.format(allowed)})")
+    return f"no two of the selected CPUs ({_cpulist.format(cpus)}) are SMT siblings"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,7 +398,7 @@ def _resolve_in(cpus, allowed):
     if cpus is None:
         return tuple(allowed)
     if isinstance(cpus, str):
-        cpus = cpulist.parse(cpus)
+        cpus = _cpulist.parse(cpus)
     try:
         cpus = list(cpus)
     except TypeError:
@@ -408,11 +408,11 @@ def _resolve_in(cpus, allowed):
             raise InputError(f"CPU ids must be integers, got {c!r}")
     cpus = [int(c) for c in cpus]
     if len(set(cpus)) != len(cpus):
-        raise InputError(f"CPU {cpulist.format(c for c in cpus if cpus.count(c) > 1)} listed more than once")
+        raise InputError(f"CPU {_cpulist.format(c for c in cpus if cpus.count(c) > 1)} listed more than once")
     bad = sorted(set(cpus) - set(allowed))
     if bad:
-        raise InputError(f"CPU {cpulist.format(bad)} not allowed in this topology; allowed CPUs: "
-                         f"{cpulist.format(allowed)}")
+        raise InputError(f"CPU {_cpulist.format(bad)} not allowed in this topology; allowed CPUs: "
+                         f"{_cpulist.format(allowed)}")
     return tuple(cpus)
 
 
@@ -441,7 +441,7 @@ def smt(
             :func:`corelat.measure` (fixed-size sampling: ``samples`` per pair); ``timeout`` also bounds the wait at the busy loops' start.
         duration: seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
             runs them alone once).
-        topology: a :class:`~corelat.topology.Topology` to take siblings and distances from
+        topology: a :class:`~corelat._topology.Topology` to take siblings and distances from
             (default: this machine's). CPUs must then be allowed in it.
         progress: False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
         name: label for the result (default: the host name).
@@ -458,8 +458,8 @@ def smt(
         raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
     duration = _check_duration(duration)
-    from .topology import Topology
-    from .topology import topology as read_topology
+    from ._topology import Topology
+    from ._topology import topology as read_topology
 
     if topology is None:
         cpus = resolve_cpus(cpus, minimum=1)
@@ -473,7 +473,7 @@ def smt(
     cpus = tuple(sorted(cpus))
     loops = tuple(LOOPS)
 
-    meta = sysinfo.collect()
+    meta = _sysinfo.collect()
     meta.update({
         "topology": topo.to_dict(),
         "topology_summary": topo.summary(),
@@ -507,7 +507,7 @@ def smt(
         busy = _throughput
     timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
 
-    from . import progress as progress_mod
+    from . import _progress as progress_mod
 
     started = time.monotonic()
     bar = progress_mod.make(progress, len(pairs), desc="corelat smt")

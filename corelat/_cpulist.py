@@ -1,6 +1,6 @@
 """CPU list syntax shared by the CLI and sysfs: ``0,2,4-7`` (and ``0-15:2`` strides)."""
 
-from .errors import InputError
+from ._errors import InputError
 
 
 def parse(text):

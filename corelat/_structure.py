@@ -215,7 +215,7 @@ class Structure:
 
 # -- the analysis ----------------------------------------------------------------------------------
 def structure(result, statistic="median", topology=None):
-    """Infer SMT siblings and latency groups from a :class:`~corelat.result.LatencyResult`.
+    """Infer SMT siblings and latency groups from a :class:`~corelat._result.LatencyResult`.
 
     Works on measured results and on imported single-value matrices alike. ``topology`` overrides the
     OS topology to compare with: a ``Topology`` (anything with ``.table()``), a list of its records, or
@@ -451,11 +451,11 @@ def _topology_records(result, topology):
     if not md:
         return None, ""
     try:
-        from .topology import Topology
+        from ._topology import Topology
     except ImportError:
         return None, "The result carries an OS topology, but this corelat cannot read it (no corelat.topology)."
     try:
-        from .result import thaw
+        from ._result import thaw
 
         return list(Topology.from_dict(thaw(md)).table()), ""
     except (ValueError, TypeError, KeyError) as e:

@@ -13,7 +13,7 @@ shape of every pair's samples and says what it saw:
 * **migrated**: samples were dropped because a thread was seen off its CPU (set by the sweep);
 * **target not met**: the precision target was not reached within the time budget (set by the sweep).
 
-:func:`assess` turns samples into :class:`~corelat.result.PairFlag` bits, :func:`warnings` turns a
+:func:`assess` turns samples into :class:`~corelat._result.PairFlag` bits, :func:`warnings` turns a
 sweep's flags into pyperf-style sentences for ``result.warnings``.
 """
 
@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import stats
-from .result import PairFlag
+from . import _stats
+from ._result import PairFlag
 
 #: A pair is UNSTABLE when (90th - 10th percentile) / median exceeds this. On a quiet core the
 #: middle 80 % of samples spans a few percent (this project's VM: 1-2 % for ``cas``); a spread of
@@ -165,10 +165,10 @@ def relative_ci(x):
     sampling drives below its target.
     """
     a = np.asarray(x, dtype=np.float64)
-    med, lo, hi = stats.median_and_ci(a)
+    med, lo, hi = _stats.median_and_ci(a)
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (hi - lo) / 2.0 / med
-    return np.where(np.isfinite(r) & (med > 0) & (stats.count(a) >= 2), r, np.inf)
+    return np.where(np.isfinite(r) & (med > 0) & (_stats.count(a) >= 2), r, np.inf)
 
 
 def pair_flags(x, *, spread_threshold=SPREAD_THRESHOLD, **bimodal_kw):

@@ -30,7 +30,7 @@ import os
 import re
 import warnings
 
-from . import cpulist
+from . import _cpulist
 
 __all__ = ["Topology", "TopologyWarning", "topology"]
 
@@ -699,13 +699,13 @@ class Topology:
                 lines.append(f"    NUMA node {label(r['node'])}")
                 changed = True
             if changed or path[2] != previous[2]:
-                cpus = cpulist.format(members["l3"][r["l3"]]) if r["l3"] is not None else "?"
+                cpus = _cpulist.format(members["l3"][r["l3"]]) if r["l3"] is not None else "?"
                 lines.append(f"      L3 (CPUs {cpus})")
                 changed = True
             indent = "        "
             if shared_l2 is not None:
                 if changed or path[3] != previous[3]:
-                    lines.append(f"{indent}L2 (CPUs {cpulist.format(members['l2'][shared_l2])})")
+                    lines.append(f"{indent}L2 (CPUs {_cpulist.format(members['l2'][shared_l2])})")
                     changed = True
                 indent += "  "
             if changed or path[4] != previous[4]:

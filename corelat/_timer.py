@@ -7,8 +7,8 @@ files works where the extension is not built.
 
 import os
 
-from . import sysinfo
-from .errors import InputError
+from . import _sysinfo
+from ._errors import InputError
 
 _timer = None
 
@@ -39,11 +39,11 @@ def timer_info():
         forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
         if forced not in ("", "hw", "clock"):
             raise InputError(f"CORELAT_TIMER={forced!r}: use 'hw' or 'clock'")
-        _, flags = sysinfo.cpuinfo()
-        invariant = hw["invariant"] or sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
+        _, flags = _sysinfo.cpuinfo()
+        invariant = hw["invariant"] or _sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
         kind = forced or ("hw" if hw["available"] and invariant else "clock")
         info = ext.timer_init(kind)
         info["invariant"] = bool(invariant) if kind == "hw" else True
-        info["kernel_flags_ok"] = sysinfo.tsc_flags_ok(flags)
+        info["kernel_flags_ok"] = _sysinfo.tsc_flags_ok(flags)
         _timer = info
     return dict(_timer)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ._errors import InputError
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
 _ROWS = (
@@ -42,7 +42,7 @@ def example_files():
 
 def _as_result(obj):
     if isinstance(obj, (str, os.PathLike)):
-        from .io import load
+        from ._io import load
 
         return load(obj)
     if not hasattr(obj, "statistic") or not hasattr(obj, "cpus"):
@@ -81,9 +81,9 @@ class Comparison:
     """Several results side by side; see :func:`compare`.
 
     Attributes:
-        results: the compared :class:`~corelat.result.LatencyResult` objects.
+        results: the compared :class:`~corelat._result.LatencyResult` objects.
         names: their labels in the table (unique).
-        structures: :class:`~corelat.structure.Structure` of each result.
+        structures: :class:`~corelat._structure.Structure` of each result.
         statistic: which per-pair statistic was compared (``"median"`` by default).
     """
 
@@ -190,11 +190,11 @@ def _unique_names(names):
 def compare(*results, names=None, statistic="median"):
     """Compare two or more results side by side.
 
-    ``results`` are :class:`~corelat.result.LatencyResult` objects or paths to result files (corelat
+    ``results`` are :class:`~corelat._result.LatencyResult` objects or paths to result files (corelat
     ``.npz``, core-to-core-latency CSV, c2clat tables); a single list is accepted too. ``names``
     overrides the labels (default: each result's name). Returns a :class:`Comparison`.
     """
-    from .structure import structure
+    from ._structure import structure
 
     if len(results) == 1 and isinstance(results[0], (list, tuple)):
         results = tuple(results[0])

@@ -10,7 +10,7 @@ Understood layouts, told apart by their first line:
   same numbers between ``$data << EOD`` and ``EOD``, without CPU ids) is read too.
 * corelat's labelled CSV (:meth:`LatencyResult.to_csv` with ``labelled=True``).
 
-Every reader gives a value-only :class:`~corelat.result.LatencyResult` named after the file.
+Every reader gives a value-only :class:`~corelat._result.LatencyResult` named after the file.
 """
 
 import csv
@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from .errors import InputError
+from ._errors import InputError
 
 
 def load_text(path):
@@ -97,7 +97,7 @@ def _labels(words, path, r):
 
 # -- c2clat -----------------------------------------------------------------------------------------
 def _c2clat(lines, path, name):
-    from .io import from_matrix
+    from ._io import from_matrix
 
     rows = [(r, ln.split()) for r, ln in enumerate(lines) if ln.strip()]
     (r0, header), body = rows[0], rows[1:]
@@ -117,7 +117,7 @@ def _c2clat(lines, path, name):
 
 
 def _c2clat_plot(lines, path, name):
-    from .io import from_matrix
+    from ._io import from_matrix
 
     start = next(r for r, ln in enumerate(lines) if ln.strip().startswith("$data << EOD"))
     end = next((r for r in range(start + 1, len(lines)) if lines[r].strip() == "EOD"), None)
@@ -149,7 +149,7 @@ def _c2clat_metadata(path):
 
 # -- CSV: core-to-core-latency and corelat's labelled matrix -------------------------------------
 def _csv(text, path, name):
-    from .io import from_matrix
+    from ._io import from_matrix
 
     try:
         rows = list(csv.reader(io.StringIO(text)))

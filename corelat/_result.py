@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import stats
+from . import _stats
 
 
 class PairFlag(enum.IntFlag):
@@ -118,47 +118,47 @@ class LatencyResult:
     @property
     def median(self):
         """Median one-way latency per pair in ns."""
-        return self.__cached("median", stats.median)
+        return self.__cached("median", _stats.median)
 
     @property
     def mean(self):
         """Mean one-way latency per pair in ns."""
-        return self.__cached("mean", stats.mean)
+        return self.__cached("mean", _stats.mean)
 
     @property
     def min(self):
         """Minimum one-way latency per pair in ns."""
-        return self.__cached("min", stats.minimum)
+        return self.__cached("min", _stats.minimum)
 
     @property
     def max(self):
         """Maximum one-way latency per pair in ns."""
-        return self.__cached("max", stats.maximum)
+        return self.__cached("max", _stats.maximum)
 
     @property
     def std(self):
         """Sample standard deviation per pair in ns."""
-        return self.__cached("std", stats.std)
+        return self.__cached("std", _stats.std)
 
     @property
     def count(self):
         """Number of valid samples per pair."""
-        return self.__cached("count", stats.count)
+        return self.__cached("count", _stats.count)
 
     @property
     def ci(self):
         """(low, high): 95 % distribution-free confidence interval of the median per pair."""
-        return self.__cached("ci", stats.median_ci)
+        return self.__cached("ci", _stats.median_ci)
 
     @property
     def err(self):
         """Half-width of the median's confidence interval per pair (the ``±`` of printed cells)."""
-        return self.__cached("err", stats.median_err)
+        return self.__cached("err", _stats.median_err)
 
     @property
     def sem(self):
         """Standard error of the mean per pair (core-to-core-latency's ``±``)."""
-        return self.__cached("sem", stats.mean_sem)
+        return self.__cached("sem", _stats.mean_sem)
 
     @property
     def n(self):
@@ -269,11 +269,11 @@ class LatencyResult:
 
     @property
     def topology(self):
-        """The :class:`~corelat.topology.Topology` the result was measured on, or None."""
+        """The :class:`~corelat._topology.Topology` the result was measured on, or None."""
         d = self.metadata.get("topology")
         if not d:
             return None
-        from .topology import Topology
+        from ._topology import Topology
 
         return Topology.from_dict(thaw(d))
 
@@ -313,7 +313,7 @@ class LatencyResult:
 
     def save(self, path):
         """Write the result to ``path`` as ``.npz`` (arrays plus JSON metadata, no pickle)."""
-        from .io import save
+        from ._io import save
 
         save(self, path)
 

@@ -8,9 +8,9 @@ import os
 
 import numpy as np
 
-from .errors import InputError, MeasurementError
-from .timer import extension, timer_info
-from .validate import KERNELS, resolve_cpus
+from ._errors import InputError, MeasurementError
+from ._timer import extension, timer_info
+from ._validate import KERNELS, resolve_cpus
 
 
 class PairMeasurer:
@@ -51,7 +51,7 @@ class OneWayMeasurer:
     receiver subtracts it from its own; the cost of one serializing timer read is subtracted. The
     result holds the offset between the two CPUs' timers, so every call also brackets that offset
     (the smallest difference seen in each direction bounds it, since no message arrives before it
-    was sent) and refuses, with :class:`~corelat.errors.MeasurementError`, a pair whose timers
+    was sent) and refuses, with :class:`~corelat._errors.MeasurementError`, a pair whose timers
     provably disagree.
     """
 

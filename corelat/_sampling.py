@@ -5,7 +5,7 @@ given L3 groups reads about the same. ``measure(strategy="sample")`` sorts the p
 that the topology says should be alike, measures a few pairs of each class, and measures more of a
 class (doubling) while its measured pairs disagree; a class whose pairs agree has its remaining pairs
 *estimated* as a copy of its most typical measured pair, flagged
-:attr:`~corelat.result.PairFlag.ESTIMATED`. Where the topology is wrong (a virtual machine whose vCPUs
+:attr:`~corelat._result.PairFlag.ESTIMATED`. Where the topology is wrong (a virtual machine whose vCPUs
 the host moves) the pairs disagree and the class ends up fully measured, so the worst case is a full
 sweep, not a wrong matrix.
 
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .errors import InputError
+from ._errors import InputError
 
 #: Pairs measured first in every class (all of them in smaller classes).
 INITIAL_PAIRS = 3
@@ -36,7 +36,7 @@ def _label(v):
 def _records(cpus, topology):
     if topology is None:
         try:
-            from .topology import topology as read_topology
+            from ._topology import topology as read_topology
         except ImportError:
             return None
         try:

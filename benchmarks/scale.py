@@ -147,7 +147,7 @@ def main(argv=None):
     shape = {"l3_per_package": 6} if args.quick else {}
     rows, truth, kind = machine(**shape)
     n = len(rows)
-    true_st = corelat.structure(corelat.from_matrix(truth), topology=rows)
+    true_st = corelat.structure(corelat.LatencyResult.from_matrix(truth), topology=rows)
     true_shape = shape_of(true_st)
     _validate.allowed_cpus = lambda: list(range(n))  # the measurer is simulated: no CPU is pinned
     l3_blocks = {}

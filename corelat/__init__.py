@@ -7,7 +7,7 @@
 from ._check import CheckItem, check
 from ._compare import Comparison, compare, example_files
 from ._errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
-from ._io import from_matrix, load
+from ._io import load
 from ._locks import LockResult, list_tests, locks
 from ._measurers import clock_skew
 from ._result import LatencyResult, PairFlag
@@ -41,7 +41,6 @@ __all__ = [
     "clock_skew",
     "compare",
     "example_files",
-    "from_matrix",
     "list_tests",
     "load",
     "locks",

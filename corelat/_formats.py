@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from ._errors import InputError
+from ._result import LatencyResult
 
 
 def load_text(path):
@@ -97,8 +98,6 @@ def _labels(words, path, r):
 
 # -- c2clat -----------------------------------------------------------------------------------------
 def _c2clat(lines, path, name):
-    from ._io import from_matrix
-
     rows = [(r, ln.split()) for r, ln in enumerate(lines) if ln.strip()]
     (r0, header), body = rows[0], rows[1:]
     cpus = _labels(header[1:], path, r0)
@@ -113,12 +112,10 @@ def _c2clat(lines, path, name):
             raise InputError(f"{path}: line {r + 1} is for CPU {words[0]}, expected CPU {cpus[k]} "
                              "(rows must follow the header's order)")
         m[k] = [_number(v, path, r, c + 1) for c, v in enumerate(words[1:])]
-    return from_matrix(m, cpus, kernel="rw", name=name, metadata=_c2clat_metadata(path))
+    return LatencyResult.from_matrix(m, cpus, kernel="rw", name=name, metadata=_c2clat_metadata(path))
 
 
 def _c2clat_plot(lines, path, name):
-    from ._io import from_matrix
-
     start = next(r for r, ln in enumerate(lines) if ln.strip().startswith("$data << EOD"))
     end = next((r for r in range(start + 1, len(lines)) if lines[r].strip() == "EOD"), None)
     if end is None:
@@ -135,7 +132,7 @@ def _c2clat_plot(lines, path, name):
     md = _c2clat_metadata(path)
     md["warnings"] = [("c2clat's plot output does not record CPU ids: CPUs are numbered 0..n-1 in "
                       "the order c2clat measured them (its allowed CPUs, ascending)")]
-    return from_matrix(m, None, kernel="rw", name=name, metadata=md)
+    return LatencyResult.from_matrix(m, None, kernel="rw", name=name, metadata=md)
 
 
 def _c2clat_metadata(path):
@@ -149,8 +146,6 @@ def _c2clat_metadata(path):
 
 # -- CSV: core-to-core-latency and corelat's labelled matrix -------------------------------------
 def _csv(text, path, name):
-    from ._io import from_matrix
-
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as e:
@@ -171,7 +166,7 @@ def _csv(text, path, name):
             if len(row) != n + 1 or _label(row[0], path, r) != cpus[r - 1]:
                 raise InputError(f"{path}: row {r + 1} does not match the header")
             m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
-        return from_matrix(m, cpus, kernel="unknown", name=name,
+        return LatencyResult.from_matrix(m, cpus, kernel="unknown", name=name,
                            metadata={"source": "corelat labelled csv", "path": path})
     n = len(rows)
     if n < 2:
@@ -186,5 +181,5 @@ def _csv(text, path, name):
         raise InputError(f"{path}: values above the diagonal; expected a lower-triangular matrix")
     if not np.tril(~np.isnan(m), -1).any():
         raise InputError(f"{path}: no values below the diagonal")
-    return from_matrix(m, None, kernel="cas", name=name,
+    return LatencyResult.from_matrix(m, None, kernel="cas", name=name,
                        metadata={"source": "core-to-core-latency csv", "statistic": "mean", "path": path})

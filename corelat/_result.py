@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _stats
+from . import _npz, _stats
+from ._errors import InputError
 
 
 class PairFlag(enum.IntFlag):
@@ -311,11 +312,81 @@ class LatencyResult:
                 f.write(text)
         return text
 
+    # -- files ---------------------------------------------------------------------------------
+    _KIND = "latency"
+
     def save(self, path):
         """Write the result to ``path`` as ``.npz`` (arrays plus JSON metadata, no pickle)."""
-        from ._io import save
+        header = {
+            "kernel": self.kernel,
+            "name": self.name,
+            "metadata": thaw(self.metadata),
+            "extras": sorted(self.extras),
+        }
+        arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64), "samples": self.samples, "flags": self.flags}
+        for k, v in self.extras.items():
+            arrays["extra_" + k] = v
+        _npz.write(path, self._KIND, header, arrays)
 
-        save(self, path)
+    @classmethod
+    def load(cls, path):
+        """Read a latency result written by :meth:`save`.
+
+        :func:`corelat.load` reads every kind of corelat file and other tools' text matrices too.
+        Raises :class:`~corelat._errors.InputError` for a missing, corrupt or other kind of file.
+        """
+        header, arrays = _npz.read(path)
+        if header["kind"] != cls._KIND:
+            raise InputError(f"{path}: holds a {header['kind']!r} result, not a latency result")
+        return cls._from_npz(header, arrays, path)
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        try:
+            cpus = tuple(int(c) for c in _npz.member(arrays, "cpus", path))
+            samples = np.array(_npz.member(arrays, "samples", path), dtype=np.float64)
+            flags = np.array(_npz.member(arrays, "flags", path))
+            extras = {k: np.array(_npz.member(arrays, "extra_" + k, path)) for k in header.get("extras", [])}
+            return cls(
+                cpus=cpus,
+                kernel=header.get("kernel", "?"),
+                samples=samples,
+                metadata=header.get("metadata", {}),
+                name=header.get("name", ""),
+                flags=flags,
+                extras=extras,
+            )
+        except InputError:
+            raise
+        except (ValueError, TypeError) as e:
+            raise InputError(f"{path}: inconsistent corelat file ({e})") from None
+
+    @classmethod
+    def from_matrix(cls, matrix, cpus=None, *, kernel="unknown", name="", metadata=None, symmetric=True):
+        """A result from a plain ``(n, n)`` matrix of one value per pair (ns).
+
+        Missing cells are NaN. With ``symmetric=True`` a pair known in one half only is mirrored to
+        the other. The result is marked value-only (no raw samples).
+        """
+        m = np.array(matrix, dtype=np.float64)
+        if m.ndim != 2 or m.shape[0] != m.shape[1]:
+            raise InputError(f"a latency matrix must be square, got shape {m.shape}")
+        n = m.shape[0]
+        if n < 2:
+            raise InputError("a latency matrix needs at least 2 CPUs")
+        if cpus is None:
+            cpus = tuple(range(n))
+        if len(cpus) != n:
+            raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
+        np.fill_diagonal(m, np.nan)
+        flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)
+        if symmetric:
+            fill = np.isnan(m) & ~np.isnan(m.T)
+            m[fill] = m.T[fill]
+            flags[fill] = PairFlag.MIRRORED | PairFlag.VALUE_ONLY
+        md = {"value_only": True, "symmetric": bool(symmetric)}
+        md.update(metadata or {})
+        return cls(cpus=cpus, kernel=kernel, samples=m[:, :, None], metadata=md, name=name, flags=flags)
 
     def __repr__(self):
         return (

@@ -23,3 +23,56 @@ def test_public_functions_are_functions_not_modules():
 
     for name in ("measure", "smt", "locks", "check", "topology", "structure", "compare", "load"):
         assert isinstance(getattr(corelat, name), types.FunctionType), name
+
+
+def _internal_imports():
+    """corelat module -> the corelat modules it imports anywhere (function-level imports included)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(corelat.__file__).parent
+    graph = {}
+    for f in sorted(root.rglob("*.py")):
+        parts = f.relative_to(root.parent).with_suffix("").parts
+        mod = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        pkg = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                if node.module is None or target == "corelat":
+                    deps.update(f"{target}.{a.name}" for a in node.names)
+                else:
+                    deps.add(target)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        graph[mod] = {d for d in deps if d.startswith("corelat.") and d != mod}
+    return graph
+
+
+def test_no_import_cycles_not_even_lazy_ones():
+    graph = _internal_imports()
+    done, stack = set(), []
+
+    def visit(mod):
+        if mod in stack:
+            raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(mod):] + [mod]))
+        if mod in done:
+            return
+        stack.append(mod)
+        for dep in sorted(graph.get(mod, ())):
+            visit(dep)
+        stack.pop()
+        done.add(mod)
+
+    for mod in graph:
+        if mod != "corelat":  # the package imports everything it exports
+            visit(mod)
+
+
+def test_file_layers():
+    graph = _internal_imports()
+    assert graph["corelat._npz"] <= {"corelat._errors"}  # the container is a leaf
+    assert graph["corelat._formats"] <= {"corelat._errors", "corelat._result"}
+    assert "corelat._io" not in graph["corelat._result"] | graph["corelat._formats"]

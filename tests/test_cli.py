@@ -129,7 +129,7 @@ def test_matrix_text_layout():
     from corelat.cli.common import matrix_text
 
     m = np.array([[np.nan, 1, 2], [1, np.nan, 3], [2, 3, np.nan]]) * 10
-    r = corelat.from_matrix(m, (0, 4, 8))
+    r = corelat.LatencyResult.from_matrix(m, (0, 4, 8))
     lines = matrix_text(r, "median").splitlines()
     assert lines[0].split() == ["0", "4"]
     assert lines[1].split() == ["0"]

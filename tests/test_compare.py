@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from corelat import LatencyResult, load
 from corelat._compare import compare, example_files
 from corelat._errors import InputError
-from corelat._io import from_matrix, load
 from corelat.cli import main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -24,7 +24,7 @@ def two_groups(within, across, smt=None, name=""):
         m[idx, (idx + 8) % 16] = smt
     rng = np.random.default_rng(len(name))
     m = m * (1 + 0.02 * rng.standard_normal(m.shape))
-    return from_matrix((m + m.T) / 2, name=name)
+    return LatencyResult.from_matrix((m + m.T) / 2, name=name)
 
 
 def test_records_and_ratios():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from corelat import load
 from corelat._errors import InputError
-from corelat._io import load
 from corelat._result import PairFlag
 
 # c2clat's README example (8 CPUs, SMT siblings n and n+4), as the tool prints it.

@@ -12,10 +12,9 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from corelat import plot
+from corelat import LatencyResult, load, plot
 from corelat._errors import InputError
-from corelat._io import from_matrix, load
-from corelat._result import LatencyResult, PairFlag
+from corelat._result import PairFlag
 from corelat.cli import main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -32,7 +31,7 @@ def blocks(n_groups, per_group, within=20.0, across=90.0, name="", seed=0):
     lab = np.repeat(np.arange(n_groups), per_group)
     m = np.where(lab[:, None] == lab[None, :], within, across)
     m = m * (1 + 0.03 * np.random.default_rng(seed).standard_normal(m.shape))
-    return from_matrix((m + m.T) / 2, name=name or f"{n_groups}x{per_group}")
+    return LatencyResult.from_matrix((m + m.T) / 2, name=name or f"{n_groups}x{per_group}")
 
 
 def sampled(bimodal_pair=(0, 3), n=4, k=200):

@@ -183,9 +183,9 @@ def test_peer_files_load(shared_dir):
 
 def test_from_matrix_validates():
     with pytest.raises(corelat.InputError):
-        corelat.from_matrix(np.zeros((2, 3)))
+        corelat.LatencyResult.from_matrix(np.zeros((2, 3)))
     with pytest.raises(corelat.InputError):
-        corelat.from_matrix(np.zeros((1, 1)))
+        corelat.LatencyResult.from_matrix(np.zeros((1, 1)))
 
 
 def test_metadata_is_json_serialisable():
@@ -206,3 +206,34 @@ def test_public_api_complete_and_light():
     code = "import sys, corelat; print(sorted(m for m in ('scipy', 'matplotlib', 'tqdm') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", "import corelat must not load heavy optional libraries"
+
+
+def test_file_header_names_kind_and_version_and_classmethod_load(tmp_path):
+    import json
+
+    path = tmp_path / "r.npz"
+    r = make_result()
+    r.save(path)
+    with np.load(path, allow_pickle=False) as z:
+        header = json.loads(str(z["header"][()]))
+    assert header["kind"] == "latency" and header["format"] == "corelat-result" and header["version"] >= 2
+    back = LatencyResult.load(path)
+    assert type(back) is LatencyResult and back.cpus == r.cpus
+    np.testing.assert_array_equal(back.samples, r.samples)
+
+
+def test_version_1_files_without_kind_still_load():
+    for path in corelat.example_files():  # shipped files, written before the kind field existed
+        assert isinstance(corelat.load(path), LatencyResult)
+
+
+def test_unknown_kind_is_refused_clearly(tmp_path):
+    import json
+
+    path = tmp_path / "future.npz"
+    with open(path, "wb") as f:
+        np.savez(f, header=np.array(json.dumps({"format": "corelat-result", "version": 2, "kind": "teleport"})))
+    with pytest.raises(corelat.InputError, match="teleport"):
+        corelat.load(path)
+    with pytest.raises(corelat.InputError, match="teleport"):
+        LatencyResult.load(path)

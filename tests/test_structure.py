@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corelat._io import from_matrix, load
+from corelat import LatencyResult, load
 from corelat._structure import structure
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -102,7 +102,7 @@ def test_block_matrices_give_their_levels_and_siblings(sockets, groups, cores, t
     within = max(within, 2 * smt)
     lat = (smt, within, within * ccx_ratio, within * ccx_ratio * socket_ratio)
     m, ids = block_matrix(rng, sockets, groups, cores, threads, lat, noise)
-    s = structure(from_matrix(m, name="synthetic"))
+    s = structure(LatencyResult.from_matrix(m, name="synthetic"))
     n = len(ids)
     if threads == 2:
         assert s.smt_pairs == [(i, i + n // 2) for i in range(n // 2)]
@@ -124,7 +124,7 @@ def test_block_matrices_give_their_levels_and_siblings(sockets, groups, cores, t
 def test_flat_matrices_have_no_levels_and_no_siblings(n, base, noise, seed):
     rng = np.random.default_rng(seed)
     m = np.abs(base * (1 + noise * rng.standard_normal((n, n))))
-    s = structure(from_matrix((m + m.T) / 2))
+    s = structure(LatencyResult.from_matrix((m + m.T) / 2))
     assert s.levels == []
     assert s.smt_pairs == []
     if n > 2:
@@ -138,7 +138,7 @@ def test_apple_m1_style_clusters_are_not_siblings():
     m = np.where(lab[:, None] == lab[None, :], 40.0, 130.0)
     m[:2, 2:] = m[2:, :2] = 150.0
     m = m * (1 + 0.03 * rng.standard_normal(m.shape))
-    s = structure(from_matrix((m + m.T) / 2))
+    s = structure(LatencyResult.from_matrix((m + m.T) / 2))
     assert s.smt_pairs == []
     assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset({0, 1}), frozenset(range(2, 6)),
                                                         frozenset(range(6, 10))}]
@@ -149,7 +149,7 @@ def test_core_complexes_with_smt_off_are_not_siblings():
     rng = np.random.default_rng(2)
     lab = np.repeat([0, 1], 8)
     m = np.where(lab[:, None] == lab[None, :], 17.0, 85.0) * (1 + 0.05 * rng.standard_normal((16, 16)))
-    s = structure(from_matrix((m + m.T) / 2))
+    s = structure(LatencyResult.from_matrix((m + m.T) / 2))
     assert s.smt_pairs == []
     assert [lv.sizes for lv in s.levels] == [(8, 8)]
 
@@ -157,9 +157,9 @@ def test_core_complexes_with_smt_off_are_not_siblings():
 def test_result_order_does_not_change_the_answer():
     rng = np.random.default_rng(3)
     m, _ = block_matrix(rng, 2, 2, 4, 2, (7, 20, 60, 150), 0.03)
-    a = structure(from_matrix(m))
+    a = structure(LatencyResult.from_matrix(m))
     perm = rng.permutation(len(m))
-    b = structure(from_matrix(m[np.ix_(perm, perm)], cpus=perm))
+    b = structure(LatencyResult.from_matrix(m[np.ix_(perm, perm)], cpus=perm))
     assert {frozenset(p) for p in a.smt_pairs} == {frozenset(p) for p in b.smt_pairs}
     assert [as_sets(lv.groups) for lv in a.levels] == [as_sets(lv.groups) for lv in b.levels]
     # order() puts each group's CPUs together, coarsest level first.
@@ -173,12 +173,12 @@ def test_missing_pairs_and_tiny_results():
     rng = np.random.default_rng(4)
     m, _ = block_matrix(rng, 1, 2, 4, 2, (7, 20, 80, 0), 0.02)
     m[3, 10] = m[10, 3] = np.nan
-    s = structure(from_matrix(m))
+    s = structure(LatencyResult.from_matrix(m))
     assert [lv.sizes for lv in s.levels] == [(8, 8)]
-    two = structure(from_matrix([[np.nan, 8.0], [8.0, np.nan]]))
+    two = structure(LatencyResult.from_matrix([[np.nan, 8.0], [8.0, np.nan]]))
     assert two.smt_pairs == [] and two.levels == []  # nothing to compare the one pair with
     assert str(two) == "2 CPUs: 8.0 ns between CPUs"
-    empty = structure(from_matrix(np.full((3, 3), np.nan)))
+    empty = structure(LatencyResult.from_matrix(np.full((3, 3), np.nan)))
     assert empty.levels == [] and empty.smt_pairs == []
     assert "no latency" in str(empty)
 
@@ -186,7 +186,7 @@ def test_missing_pairs_and_tiny_results():
 def test_to_dict_is_json():
     rng = np.random.default_rng(5)
     m, _ = block_matrix(rng, 2, 1, 4, 2, (7, 30, 0, 120), 0.02)
-    d = structure(from_matrix(m, name="x")).to_dict()
+    d = structure(LatencyResult.from_matrix(m, name="x")).to_dict()
     back = json.loads(json.dumps(d))
     assert back["name"] == "x" and len(back["levels"]) == 1 and len(back["smt_pairs"]) == 8
     assert back["topology"] is None
@@ -241,7 +241,7 @@ def test_topology_from_result_metadata(shared_dir, tmp_path):
         topo = topo_mod.topology(root=tmp_path / name)
     rng = np.random.default_rng(6)
     m, _ = block_matrix(rng, 1, 8, 2, 1, (0, 40, 120, 0), 0.03)
-    base = from_matrix(m)
+    base = LatencyResult.from_matrix(m)
     r = LatencyResult(cpus=base.cpus, kernel="cas", samples=base.samples,
                       metadata={"topology": topo.to_dict()})
     s = structure(r)

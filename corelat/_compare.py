@@ -187,12 +187,42 @@ def _unique_names(names):
     return tuple(out)
 
 
+def _stem(path):
+    base = os.path.basename(os.fspath(path))
+    stem, ext = os.path.splitext(base)
+    return stem if ext.lower() in (".npz", ".csv", ".txt") else base
+
+
+def labels_for(items, names=None):
+    """(results, labels) for results or paths to result files.
+
+    ``names`` win when given. Otherwise each result is labelled by its name (the host name for
+    corelat files); where names collide (two runs on one host), results read from files are
+    labelled by the file's name without its extension.
+    """
+    items = list(items)
+    results = [_as_result(x) for x in items]
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != len(results):
+            raise InputError(f"{len(names)} names for {len(results)} results")
+        return results, _unique_names(names)
+    labels = [r.name or "result" for r in results]
+    counts = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    labels = [_stem(x) if counts[label] > 1 and isinstance(x, (str, os.PathLike)) else label
+              for x, label in zip(items, labels)]
+    return results, _unique_names(labels)
+
+
 def compare(*results, names=None, statistic="median"):
     """Compare two or more results side by side.
 
     ``results`` are :class:`~corelat._result.LatencyResult` objects or paths to result files (corelat
     ``.npz``, core-to-core-latency CSV, c2clat tables); a single list is accepted too. ``names``
-    overrides the labels (default: each result's name). Returns a :class:`Comparison`.
+    overrides the labels (default: each result's name, or the file's name where two results share
+    one). Returns a :class:`Comparison`.
     """
     from ._structure import structure
 
@@ -202,12 +232,7 @@ def compare(*results, names=None, statistic="median"):
         raise InputError("compare needs at least one result")
     if statistic not in ("median", "mean", "min", "max"):
         raise InputError(f"unknown statistic {statistic!r}: use median, mean, min or max")
-    loaded = tuple(_as_result(r) for r in results)
-    if names is None:
-        names = [r.name for r in loaded]
-    else:
-        names = [str(n) for n in names]
-        if len(names) != len(loaded):
-            raise InputError(f"{len(names)} names for {len(loaded)} results")
+    loaded, names = labels_for(results, names)
+    loaded = tuple(loaded)
     structures = tuple(structure(r, statistic=statistic) for r in loaded)
-    return Comparison(results=loaded, names=_unique_names(names), structures=structures, statistic=statistic)
+    return Comparison(results=loaded, names=names, structures=structures, statistic=statistic)

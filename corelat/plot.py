@@ -1,4 +1,4 @@
-"""Pictures of latency results (needs matplotlib: ``pip install corelat[plot]``).
+"""Pictures of latency results (needs matplotlib: ``pip install 'corelat[plot]'``, or ``'.[plot]'`` in a checkout).
 
 * :func:`heatmap`: the matrix with a colour bar in ns and group boundaries drawn, ordered by the OS
   topology, by the latency structure, or by CPU id; readable from 2 to hundreds of CPUs (cell values
@@ -21,8 +21,12 @@ from ._result import PairFlag
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
+#: Up to this many CPUs every CPU is labelled on the heatmap's axes.
+MAX_EVERY_CPU_LABELLED = 64
 #: Distributions switch to a log scale when the slowest sample exceeds this many times the median.
 LOG_SCALE_RATIO = 5.0
+#: Violins show each pair's samples between these percentiles of the pair (the rest are counted).
+DEFAULT_CLIP = (0.0, 99.0)
 #: Line widths of group boundaries, coarsest first.
 _TOPOLOGY_LINES = (("package", 2.2), ("node", 1.6), ("l3", 1.0))
 _NAN_COLOUR = "#d9d9d9"
@@ -32,7 +36,9 @@ def _plt():
     try:
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("corelat.plot needs matplotlib: pip install corelat[plot]") from None
+        from ._extras import install_command
+
+        raise ImportError(f"corelat.plot needs matplotlib; install it with: {install_command('plot')}") from None
     return plt
 
 
@@ -108,41 +114,49 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     ordered, lines, note = _ordered(result, order)
     m = np.array(ordered.statistic(statistic), dtype=float)
     n = ordered.n
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
         _, ax = plt.subplots(figsize=_figsize(n), layout="constrained")
     fig = ax.figure
+    auto_scale = vmin is None and vmax is None
     cm = plt.get_cmap(cmap).with_extremes(bad=_NAN_COLOUR)
     finite = m[np.isfinite(m)]
     if vmin is None:
         vmin = float(finite.min()) if finite.size else 0.0
     if vmax is None:
         vmax = float(finite.max()) if finite.size else 1.0
+    flat = _agree_within(ordered, statistic, m)
+    if flat is not None and auto_scale:
+        # Differences smaller than the values' own uncertainty are noise: a scale as wide as the
+        # uncertainty keeps them from being painted as structure.
+        mid = (vmax + vmin) / 2
+        vmin, vmax = min(vmin, mid - flat), max(vmax, mid + flat)
     if vmax - vmin < 0.02 * max(abs(vmax), 1.0):  # one value (2 CPUs): a readable scale around it
         mid = (vmax + vmin) / 2
         vmin, vmax = mid * 0.9, mid * 1.1 if mid > 0 else 1.0
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cm, vmin=vmin, vmax=vmax, interpolation="nearest",
                    origin="upper", aspect="equal")
-    # Ticks: every CPU up to 32, else about 32 evenly spaced labels.
-    step = max(1, math.ceil(n / 32))
-    ticks = list(range(0, n, step))
+    ticks, fs = _ticks(n, [start for start, _ in lines])
     labels = [str(ordered.cpus[i]) for i in ticks]
-    fs = 9 if n <= 16 else (7 if n <= 48 else 6)
     ax.set_xticks(ticks, labels, fontsize=fs, rotation=90 if n > 16 else 0)
     ax.set_yticks(ticks, labels, fontsize=fs)
-    ax.set_xlabel("CPU")
-    ax.set_ylabel("CPU")
+    one_way = not ordered.metadata.get("symmetric", True)
+    ax.set_xlabel("receiving CPU" if one_way else "CPU")
+    ax.set_ylabel("sending CPU" if one_way else "CPU")
     ax.tick_params(length=2)
     for start, width in lines:
         ax.axhline(start - 0.5, color="white", linewidth=width)
         ax.axvline(start - 0.5, color="white", linewidth=width)
-    if colorbar:
+    values = np.unique(m[np.isfinite(m)])
+    single = values.size == 1  # e.g. 2 CPUs: a colour bar would carry no information
+    if colorbar and not single:
         cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
         cb.set_label(f"one-way latency (ns), {statistic} per pair")
     # Cell size in points (from the axes' size before layout: close enough to decide and to size text).
     bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
     cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
     if annotate is None:
-        annotate = cell_pt >= MIN_ANNOTATED_CELL_PT
+        annotate = cell_pt >= MIN_ANNOTATED_CELL_PT or (single and colorbar)
     if annotate:
         size = max(4.0, min(10.0, cell_pt * 0.36))
         for i in range(n):
@@ -155,8 +169,58 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     if title is None:
         name = ordered.name or "result"
         title = f"{name}: {ordered.kernel} kernel, {n} CPUs\n{note}"
+        if single and colorbar:
+            title += f"\n{statistic} {_fmt(float(values[0]))} ns for every pair"
+    if flat is not None:
+        title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
     ax.set_title(title, fontsize=10)
+    if own_figure:
+        _settle(fig)
     return ax
+
+
+def _ticks(n, starts):
+    """Tick positions and font size: every CPU up to MAX_EVERY_CPU_LABELLED, else every k-th CPU
+    plus the first CPU of each group (where a boundary line starts), so groups stay readable."""
+    if n <= MAX_EVERY_CPU_LABELLED:
+        return list(range(n)), 9 if n <= 16 else (7 if n <= 32 else 6)
+    step = math.ceil(n / 32)
+    firsts = sorted(set(starts) | {0})
+    # Evenly spaced labels that would crowd a group's first CPU make way for it.
+    even = [t for t in range(0, n, step) if all(abs(t - f) >= step / 2 for f in firsts)]
+    return sorted(set(even) | set(firsts)), 6
+
+
+def _uncertainty(result, statistic):
+    """Per-cell half-width of what the shown value can be trusted to (NaN where unknown): the
+    median's or mean's interval, widened by the timer-offset bound of one-way results."""
+    if result.value_only or statistic not in ("median", "mean"):
+        return None
+    u = np.array(result.err if statistic == "median" else result.sem, dtype=float)
+    bound = result.extras.get("skew_bound_ns")
+    if bound is not None and np.shape(bound) == u.shape:
+        u = np.fmax(u, np.asarray(bound, dtype=float))
+    return u
+
+
+def _agree_within(result, statistic, m):
+    """The largest uncertainty when every value's interval holds one common value (so the matrix
+    shows no difference that the data can tell apart), else None."""
+    u = _uncertainty(result, statistic)
+    ok = np.isfinite(m)
+    if u is None or ok.sum() < 2 or not np.all(np.isfinite(u[ok])):
+        return None
+    if np.unique(m[ok]).size < 2:
+        return None
+    if np.max(m[ok] - u[ok]) <= np.min(m[ok] + u[ok]):
+        return float(np.max(u[ok]))
+    return None
+
+
+def _settle(fig):
+    # Constrained layout with fixed-aspect axes settles only on its second pass: run the first one
+    # now, so the figure that is shown or saved has no text cut off or overlapping.
+    fig.draw_without_rendering()
 
 
 def _default_pairs(result, limit):
@@ -179,12 +243,15 @@ def _default_pairs(result, limit):
     return sorted(out[:limit], key=lambda p: med[p])
 
 
-def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
+def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFAULT_CLIP):
     """Per-pair sample distributions; returns the ``Axes``.
 
     ``pairs`` are CPU-id tuples (default: up to ``limit`` pairs: bimodal or unstable ones first, then
-    a spread from fastest to slowest). ``kind`` is ``"violin"`` or ``"hist"``. A value-only result
-    (imported from another tool's file) has no samples: that raises :class:`~corelat._errors.InputError`.
+    a spread from fastest to slowest). ``kind`` is ``"violin"`` or ``"hist"``. Violins show each
+    pair's samples within the percentile range ``clip`` (low, high) of that pair, so one preempted
+    sample does not squash them; the others are marked on the edge and counted in the legend
+    (``clip=None`` draws every sample). A value-only result (imported from another tool's file) has
+    no samples: that raises :class:`~corelat._errors.InputError`.
     """
     if result.value_only or result.samples.shape[2] < 2:
         src = result.metadata.get("source", "another tool")
@@ -203,7 +270,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
                 idx.append((pos[a], pos[b]))
             except (KeyError, TypeError, ValueError):
                 raise InputError(f"pair {p!r} is not two CPUs of this result {result.cpus}") from None
-    data, labels = [], []
+    data, labels, counts = [], [], []
     for i, j in idx:
         s = result.samples[i, j]
         s = s[~np.isnan(s)]
@@ -215,15 +282,20 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
         flag = result.flags[i, j] | result.flags[j, i]
         mark = " bimodal" if flag & PairFlag.BIMODAL else (" unstable" if flag & PairFlag.UNSTABLE else "")
         data.append(s)
+        counts.append(s.size)
         labels.append(f"{result.cpus[i]}↔{result.cpus[j]}{mark}")
     if not data:
         raise InputError("no measured samples for the requested pairs")
     plt = _plt()
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
         width = min(max(5.0, 0.7 * len(data) + 2.5), 16.0)
         _, ax = plt.subplots(figsize=(width, 4.5), layout="constrained")
     # Preempted samples (a VM's vCPU descheduled) can be 100x the bulk: then a log scale keeps both
     # the bulk and the outliers readable.
+    clipped = []  # per drawn pair: samples beyond the clip range, (below, above)
+    if kind == "violin" and clip is not None:
+        data, clipped = _clip(data, clip)
     everything = np.concatenate(data)
     log = float(everything.max()) > LOG_SCALE_RATIO * float(np.median(everything)) and everything.min() > 0
     if kind == "violin":
@@ -248,12 +320,15 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
             ax.set_ylabel("one-way latency (ns, log scale)")
         else:
             ax.set_ylabel("one-way latency (ns)")
+        if clipped:
+            _mark_clipped(ax, clipped, clip)
     else:
         lo = float(everything.min())
         hi = float(everything.max())
         if log:
             bins = np.geomspace(lo, hi, 60)
             ax.set_xscale("log")
+            _log_labels(ax.xaxis, lo, hi)
         else:
             bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
         for s, label in zip(data, labels):
@@ -261,26 +336,97 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12):
         ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
         ax.set_ylabel("samples")
         ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
-    per = result.samples.shape[2]
-    ax.set_title(f"{result.name or 'result'}: {result.kernel} kernel, samples per pair (up to {per})", fontsize=10)
+    ax.set_title(f"{result.name or 'result'}: {result.kernel} kernel, {_count_text(counts)}", fontsize=10)
+    if own_figure:
+        _settle(ax.figure)
     return ax
 
 
+def _count_text(counts):
+    """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
+    lo, mid, hi = int(min(counts)), int(np.median(counts)), int(max(counts))
+    if lo == hi:
+        return f"{lo} samples per pair"
+    return f"{lo}-{hi} samples per pair (median {mid})"
+
+
+def _clip(data, clip):
+    """Each pair's samples within its own percentile range ``clip``, and what fell outside."""
+    lo_pct, hi_pct = clip
+    if not 0 <= lo_pct < hi_pct <= 100:
+        raise InputError(f"clip {clip!r}: give two percentiles, 0 <= low < high <= 100")
+    kept, out = [], []
+    for s in data:
+        lo, hi = np.percentile(s, [lo_pct, hi_pct])
+        inside = (s >= lo) & (s <= hi)
+        kept.append(s[inside])
+        out.append((s[s < lo], s[s > hi]))
+    return kept, out
+
+
+def _pct(p):
+    return f"{p:g}th percentile" if p not in (0, 100) else ("minimum" if p == 0 else "maximum")
+
+
+def _mark_clipped(ax, clipped, clip):
+    """Clipped samples as arrows on the axes' edge, counted in the legend."""
+    from matplotlib.transforms import blended_transform_factory
+
+    edge = blended_transform_factory(ax.transData, ax.transAxes)
+    for side, y, marker in ((1, 0.985, "^"), (0, 0.015, "v")):
+        xs = [k for k, c in enumerate(clipped) if c[side].size]
+        if not xs:
+            continue
+        count = sum(clipped[k][side].size for k in xs)
+        worst = (max if side else min)(float(v) for k in xs for v in clipped[k][side])
+        whose = "its" if count == 1 else "their"
+        what = f"above {whose} pair's {_pct(clip[1])}" if side else f"below {whose} pair's {_pct(clip[0])}"
+        label = (f"{count} sample{'s' if count != 1 else ''} {what}, not drawn "
+                 f"({'up to' if side else 'down to'} {_fmt(worst)} ns)")
+        ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, clip_on=False,
+                   label=label, zorder=3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _short(v):
+    """Tick label of a log axis in ns: 20, 500, 2k, 50k."""
+    if v >= 1000:
+        return f"{v / 1000:g}k"
+    return f"{v:g}"
+
+
+def _log_labels(axis, lo, hi):
+    # matplotlib labels only the decades (10³, 10⁴): with 2× and 5× labelled too, a peak between them
+    # can be read off the axis.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    decades = math.log10(hi / lo)
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+    axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0) if decades <= 4 else (3.0,)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: _short(v)) if decades <= 6 else NullFormatter())
+    axis.set_tick_params(which="minor", labelsize=7)
+
+
 def compare(results, names=None, order="structure", statistic="median", annotate=None):
-    """Heatmaps of several results side by side on one colour scale; returns the ``Figure``."""
+    """Heatmaps of several results side by side on one colour scale; returns the ``Figure``.
+
+    ``results`` are results or paths to result files. Each panel is titled by ``names`` or else by
+    the result's name (the file's name where two results share one, e.g. two runs on one host).
+    """
+    from ._compare import labels_for
+
     plt = _plt()
     results = list(results)
     if not results:
         raise InputError("nothing to compare")
-    names = list(names) if names is not None else [r.name or f"result {k + 1}" for k, r in enumerate(results)]
-    if len(names) != len(results):
-        raise InputError(f"{len(names)} names for {len(results)} results")
+    results, names = labels_for(results, names)
     values = np.concatenate([np.ravel(r.statistic(statistic)) for r in results])
     values = values[np.isfinite(values)]
     vmin, vmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
     k = len(results)
     side = min(max(4.0, 0.3 * max(r.n for r in results) + 2.0), 9.0)
-    fig, axes = plt.subplots(1, k, figsize=(side * k + 1.5, side + 0.6), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, k, figsize=(side * k + 1.5, side + 1.0), layout="constrained", squeeze=False)
     axes = list(axes[0])
     for ax, r, name in zip(axes, results, names):
         heatmap(r, order=order, statistic=statistic, annotate=annotate, ax=ax, vmin=vmin, vmax=vmax,
@@ -289,4 +435,5 @@ def compare(results, names=None, order="structure", statistic="median", annotate
     cb = fig.colorbar(mappable, ax=axes, shrink=0.85, pad=0.02)
     cb.set_label(f"one-way latency (ns), {statistic} per pair")
     fig.suptitle("core-to-core latency, one colour scale")
+    _settle(fig)
     return fig

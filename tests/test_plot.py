@@ -1,5 +1,6 @@
 """Plots render (Agg, to PNG) with the expected axes, labels, colour bar, boundaries and annotations."""
 
+import re
 import subprocess
 import sys
 import tarfile
@@ -193,8 +194,37 @@ def test_compare_side_by_side_on_one_scale(tmp_path):
 
 def test_missing_matplotlib_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match=r"pip install corelat\[plot\]"):
+    with pytest.raises(ImportError, match=r"-m pip install .*\[plot\]"):
         plot.heatmap(blocks(2, 2))
+
+
+def test_cli_plot_without_matplotlib_exits_2_with_the_install_command(monkeypatch, capsys, tmp_path):
+    sampled().save(tmp_path / "s.npz")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["plot", str(tmp_path / "s.npz"), "-o", str(tmp_path / "s.png")]) == 2
+    err = capsys.readouterr().err
+    assert "needs matplotlib; install it with:" in err
+    assert re.search(r"-m pip install '[^']*\[plot\]'", err)
+
+
+@pytest.mark.parametrize("direct_url, checkout, cwd, target", [
+    (None, None, "/home/u", "'corelat[plot]'"),  # from an index
+    ('{"url": "https://files.example/corelat-1.0.tar.gz", "archive_info": {}}', None, "/home/u",
+     "'corelat[plot]'"),
+    ('{"url": "file:///src/corelat", "dir_info": {}}', None, "/src/corelat", "'.[plot]'"),
+    ('{"url": "file:///src/corelat", "dir_info": {"editable": true}}', None, "/home/u",
+     "'/src/corelat[plot]'"),
+    (None, "/src/corelat", "/src/corelat", "'.[plot]'"),  # imported from the checkout itself
+    ("not json", None, "/home/u", "'corelat[plot]'"),
+])
+def test_install_command_works_from_where_the_user_is(direct_url, checkout, cwd, target):
+    from corelat._extras import install_command
+
+    cmd = install_command("plot", read_direct_url=lambda: direct_url, checkout=lambda: checkout, cwd=cwd,
+                          python=cwd + "/.venv/bin/python")
+    assert cmd == f".venv/bin/python -m pip install {target}"
+    assert install_command("plot", read_direct_url=lambda: None, checkout=lambda: None, cwd="/x",
+                           python="/usr/bin/python3") == "/usr/bin/python3 -m pip install 'corelat[plot]'"
 
 
 def test_imports_stay_light():
@@ -229,3 +259,189 @@ def test_cli_plot_and_report(tmp_path, capsys, shared_dir):
     bad.write_text("CPU 0 1\n0 0 x\n1 5 0\n")
     assert main(["report", str(bad)]) == 2
     assert "'x' is not a number" in capsys.readouterr().err
+
+
+# -- figures a new user sees (issue 10) ----------------------------------------------------------
+
+
+def drawn_texts(fig):
+    """(text, window bbox) of every non-empty Text artist that drawing the figure draws."""
+    import matplotlib.text as mtext
+
+    seen = []
+    orig = mtext.Text.draw
+
+    def draw(self, renderer):
+        orig(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            seen.append((self, self.get_window_extent(renderer)))
+
+    mtext.Text.draw = draw
+    try:
+        fig.canvas.draw()  # the first draw, as savefig or a notebook does
+    finally:
+        mtext.Text.draw = orig
+    return seen
+
+
+def text_problems(fig):
+    """Texts cut off by the figure's edge, and pairs of texts that overlap (by more than a pixel)."""
+    boxes = drawn_texts(fig)
+    edge = fig.bbox
+    out = [f"cut off: {t.get_text()!r}" for t, b in boxes
+           if b.x0 < edge.x0 - 1 or b.y0 < edge.y0 - 1 or b.x1 > edge.x1 + 1 or b.y1 > edge.y1 + 1]
+    for k, (t, b) in enumerate(boxes):
+        for u, c in boxes[k + 1:]:
+            if min(b.x1, c.x1) - max(b.x0, c.x0) > 1 and min(b.y1, c.y1) - max(b.y0, c.y0) > 1:
+                out.append(f"overlap: {t.get_text()!r} / {u.get_text()!r}")
+    return out
+
+
+def oneway(bound=18.0, n=4, k=200):
+    """A one-way result whose directions differ by 5 ns (84 vs 89), with a timer-offset bound."""
+    rng = np.random.default_rng(3)
+    s = np.full((n, n, k), np.nan)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                s[i, j] = 84 + (5 if i < j else 0) + rng.standard_normal(k)
+    return LatencyResult(cpus=range(n), kernel="oneway", samples=s, metadata={"symmetric": False},
+                         name="oneway", extras={"skew_bound_ns": np.where(np.eye(n, dtype=bool), np.nan, bound)})
+
+
+def outlier(k=200):
+    """Sampled pairs; one sample of one pair is a 60 µs preemption."""
+    r = sampled(k=k)
+    s = np.array(r.samples)
+    s[1, 0, 3] = s[0, 1, 3] = 60000.0
+    return LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=s, flags=r.flags, name="outlier")
+
+
+def _examples():
+    from corelat.compare import example_files
+
+    return [load(f) for f in example_files()]
+
+
+FIGURES = {
+    "compare 2 examples": lambda sd: plot.compare(_examples()),
+    "compare 5950X 7950X": lambda sd: plot.compare(
+        [sd / PEERS / "AMD Ryzen 9 5950X @ 3.40 GHz.csv", sd / PEERS / "AMD Ryzen 9 7950X.csv"]),
+    "compare 3 sizes": lambda sd: plot.compare([blocks(2, 4), blocks(4, 8), blocks(8, 8)]),
+    "heatmap 2": lambda sd: plot.heatmap(_examples()[0]).figure,
+    "heatmap 32": lambda sd: plot.heatmap(load(sd / PEERS / "AMD Ryzen 9 5950X @ 3.40 GHz.csv")).figure,
+    "heatmap 64": lambda sd: plot.heatmap(blocks(8, 8), order="structure").figure,
+    "heatmap 96": lambda sd: plot.heatmap(blocks(6, 16), order="structure").figure,
+    "heatmap oneway": lambda sd: plot.heatmap(oneway(), order="os").figure,
+    "violin": lambda sd: plot.distribution(outlier()).figure,
+    "hist log": lambda sd: plot.distribution(outlier(), kind="hist").figure,
+}
+
+
+@pytest.mark.parametrize("what", FIGURES)
+def test_no_text_cut_off_or_overlapping(what, shared_dir, tmp_path):
+    fig = FIGURES[what](shared_dir)
+    assert text_problems(fig) == []
+    save(fig, tmp_path / "f.png")
+
+
+def test_cli_plot_two_files_has_no_text_cut_off(monkeypatch, tmp_path, shared_dir):
+    problems = []
+    real = plot.compare
+
+    def compare(*a, **k):  # the figure the command saves, drawn first as savefig would
+        fig = real(*a, **k)
+        problems.append(text_problems(fig))
+        return fig
+
+    monkeypatch.setattr(plot, "compare", compare)
+    files = [str(shared_dir / PEERS / name) for name in ("AMD Ryzen 9 5950X @ 3.40 GHz.csv", "AMD Ryzen 9 7950X.csv")]
+    assert main(["plot", *files, "-o", str(tmp_path / "two.png")]) == 0
+    assert problems == [[]]
+
+
+def test_two_files_of_one_host_are_labelled_by_file_name(tmp_path, capsys):
+    import corelat
+
+    cas = _examples()[0]
+    paths = [tmp_path / "before.npz", tmp_path / "after.npz"]
+    for p in paths:
+        cas.save(p)  # the same host name in both
+    fig = plot.compare(paths)
+    assert [ax.get_title().splitlines()[0] for ax in fig.axes if ax.images] == ["before", "after"]
+    assert corelat.compare(*paths).names == ("before", "after")
+    fig = plot.compare(paths, names=["A", "B"])  # names still win
+    assert [ax.get_title().splitlines()[0] for ax in fig.axes if ax.images] == ["A", "B"]
+    other = blocks(2, 2, name="other")
+    assert corelat.compare(paths[0], other).names == (cas.name, "other")  # no collision: the name
+    assert main(["compare", *map(str, paths)]) == 0
+    assert "before" in capsys.readouterr().out
+    assert main(["plot", *map(str, paths), "--names", "x", "y", "-o", str(tmp_path / "p.png")]) == 0
+
+
+def test_heatmap_labels_every_cpu_up_to_64_then_every_kth_and_each_group():
+    r = blocks(8, 8)  # 64 CPUs, shuffled by structure order
+    ax = plot.heatmap(r, order="structure")
+    assert sorted(int(t.get_text()) for t in ax.get_xticklabels()) == list(range(64))
+    assert sorted(int(t.get_text()) for t in ax.get_yticklabels()) == list(range(64))
+    big = blocks(6, 16)  # 96 CPUs: every k-th, and the first CPU of every group
+    ax = plot.heatmap(big, order="structure")
+    ticks = list(ax.get_xticks())
+    vertical = [ln.get_xdata() for ln in ax.lines if ln.get_xdata()[0] == ln.get_xdata()[1]]
+    starts = sorted({round(x[0] + 0.5) for x in vertical})
+    assert len(starts) == 5 and set(starts) <= set(ticks) and 0 in ticks
+    assert 20 <= len(ticks) <= 40
+
+
+def test_oneway_heatmap_names_sender_and_receiver_and_does_not_paint_noise():
+    ax = plot.heatmap(oneway(bound=18.0), order="os")
+    assert ax.get_ylabel() == "sending CPU" and ax.get_xlabel() == "receiving CPU"
+    assert "within the values' uncertainty (±18 ns)" in ax.get_title()
+    lo, hi = ax.images[0].get_clim()
+    assert hi - lo >= 36  # the scale is as wide as the uncertainty, not stretched over 5 ns
+    ax = plot.heatmap(oneway(bound=0.5), order="os")  # a real 5 ns difference: drawn as such
+    assert "uncertainty" not in ax.get_title()
+    lo, hi = ax.images[0].get_clim()
+    assert hi - lo < 10
+    ax = plot.heatmap(sampled(), order="os")  # round-trip kernels keep plain CPU labels
+    assert ax.get_xlabel() == "CPU" and ax.get_ylabel() == "CPU"
+
+
+def test_violins_clip_outliers_and_count_them():
+    ax = plot.distribution(outlier(), pairs=[(1, 0), (2, 1)])
+    assert ax.get_ylabel() == "one-way latency (ns)"  # one preempted sample no longer forces a log scale
+    assert ax.get_ylim()[1] < 100
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(re.match(r"\d+ samples above their pair's 99th percentile, not drawn \(up to 60000 ns\)", t)
+               for t in legend), legend
+    ax = plot.distribution(outlier(), pairs=[(1, 0)], clip=None)  # every sample: log scale as before
+    assert ax.get_ylabel() == "one-way latency (ns, log scale)"
+    assert ax.get_legend() is None
+    with pytest.raises(InputError, match="percentiles"):
+        plot.distribution(outlier(), clip=(50, 10))
+
+
+def test_log_histogram_labels_the_minor_ticks():
+    ax = plot.distribution(outlier(), kind="hist")
+    assert ax.get_xscale() == "log"
+    ax.figure.canvas.draw()
+    minor = {t.get_text() for t in ax.get_xticklabels(minor=True)} - {""}
+    assert {"20", "50", "200", "500"} <= minor, minor
+
+
+def test_distribution_title_counts_samples_per_pair():
+    r = sampled()
+    s = np.array(r.samples)
+    s[1, 0, 150:] = s[0, 1, 150:] = np.nan  # fewer samples in one pair (as in precision-driven sweeps)
+    r = LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=s, flags=r.flags, name="r")
+    assert "150-200 samples per pair (median 200)" in plot.distribution(r).get_title()
+    assert "200 samples per pair" in plot.distribution(sampled()).get_title()
+
+
+def test_two_cpu_heatmap_writes_its_value_instead_of_a_colour_bar():
+    r = _examples()[0]
+    ax = plot.heatmap(r)
+    assert len(ax.figure.axes) == 1  # no colour bar
+    value = plot._fmt(float(r.median[1, 0]))
+    assert [t.get_text() for t in ax.texts] == [value, value]
+    assert f"median {value} ns for every pair" in ax.get_title()

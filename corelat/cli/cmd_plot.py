@@ -26,6 +26,8 @@ def add_arguments(p):
     p.add_argument("--no-annotate", dest="annotate", action="store_false", help="never write cell values")
     p.add_argument("--pairs", nargs="+", metavar="A,B",
                    help="CPU pairs for --kind violin/hist, e.g. 0,1 0,8 (default: a chosen spread)")
+    p.add_argument("--names", nargs="+", metavar="NAME",
+                   help="titles for the files, in order (default: their names; file names where two collide)")
     p.add_argument("--dpi", type=int, default=110, help="resolution of PNG output (default 110)")
 
 
@@ -41,11 +43,11 @@ def _pairs(texts):
 
 
 def run(args):
-    from .._compare import _as_result
+    from .._compare import labels_for
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")
-    results = [_as_result(f) for f in args.files]
+    results, names = labels_for(args.files, args.names)
     out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
     common.check_output_path(out, suffixes=_FORMATS)
     if len(results) > 1 and args.kind != "heatmap":
@@ -58,10 +60,14 @@ def run(args):
 
         from .. import plot
     except ImportError:
-        print("corelat: error: corelat plot needs matplotlib: pip install corelat[plot]", file=sys.stderr)
-        return 1
+        from .._extras import install_command
+
+        # Exit status 2, like any other input the command cannot use; 1 means a measurement failed.
+        print(f"corelat: error: corelat plot needs matplotlib; install it with: {install_command('plot')}",
+              file=sys.stderr)
+        return 2
     if len(results) > 1:
-        fig = plot.compare(results, order=args.order, statistic=args.statistic, annotate=args.annotate)
+        fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic, annotate=args.annotate)
     elif args.kind == "heatmap":
         fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate).figure
     else:

@@ -63,7 +63,8 @@ def test_names_paths_lists_and_errors(tmp_path):
     a = two_groups(20.0, 80.0, name="same")
     a.save(tmp_path / "a.npz")
     c = compare([a, tmp_path / "a.npz"])  # a list, and a path
-    assert c.names == ("same", "same (2)")  # labels stay unique
+    assert c.names == ("same", "a")  # a shared name: the file's name labels the file
+    assert compare(a, a).names == ("same", "same (2)")  # no file to name them by: still unique
     assert compare(a, a, names=["x", "y"]).names == ("x", "y")
     with pytest.raises(InputError, match="2 names for 1 results"):
         compare(a, names=["x", "y"])

@@ -318,7 +318,7 @@ def outlier(k=200):
 
 
 def _examples():
-    from corelat.compare import example_files
+    from corelat import example_files
 
     return [load(f) for f in example_files()]
 

@@ -6,6 +6,7 @@ checkout (CI lays it there); where it is absent (a user's clone) the tests that 
 
 import os
 import pathlib
+import tarfile
 
 import pytest
 
@@ -40,6 +41,15 @@ def _installed_package():
 
         where = pathlib.Path(corelat.__file__).resolve()
         assert REPO / "corelat" not in where.parents, f"testing the source tree ({where}), not the installed package"
+
+
+def extract(tar, dest, members=None, filter="data"):
+    """``tar.extractall`` with an extraction filter where this Python has them (3.9.17+, 3.11.4+; not
+    Debian 12's 3.11.2, the system python3 the README's commands use). The fixtures are trusted."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, members=members, filter=filter)
+    else:
+        tar.extractall(dest, members=members)
 
 
 def run_cli(*args, env=None, timeout=60):

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import extract
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -123,7 +124,7 @@ def opteron_topology(shared_dir, tmp_path_factory):
     topo_mod = pytest.importorskip("corelat._topology")
     folder = tmp_path_factory.mktemp("topo")
     with tarfile.open(shared_dir / "fixtures/topology/hwloc/16amd64-8n2c.tar.bz2") as tar:
-        tar.extractall(folder, filter="tar")
+        extract(tar, folder, filter="tar")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return topo_mod.topology(root=folder / "16amd64-8n2c")

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import extract, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,10 +85,7 @@ def dump(shared_dir, tmp_path_factory):
             dest = tmp_path_factory.mktemp("smt-dump")
             with tarfile.open(shared_dir / "fixtures" / "topology" / "hwloc" / f"{name}.tar.bz2") as tf:
                 members = [m for m in tf.getmembers() if _wanted(m)]
-                if hasattr(tarfile, "data_filter"):
-                    tf.extractall(dest, members=members, filter="data")
-                else:  # pragma: no cover - Python without extraction filters; the fixtures are trusted
-                    tf.extractall(dest, members=members)
+                extract(tf, dest, members)
             (top,) = dest.iterdir()
             cache[name] = corelat.topology(root=top)
         return cache[name]

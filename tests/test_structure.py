@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import extract
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -235,7 +236,7 @@ def test_topology_from_result_metadata(shared_dir, tmp_path):
 
     name = "16amd64-8n2c"
     with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
-        tar.extractall(tmp_path, filter="tar")
+        extract(tar, tmp_path, filter="tar")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         topo = topo_mod.topology(root=tmp_path / name)

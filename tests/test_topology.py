@@ -8,6 +8,7 @@ import warnings
 
 import numpy
 import pytest
+from conftest import extract
 
 from corelat._topology import Topology, TopologyWarning, topology
 
@@ -71,10 +72,7 @@ def _unpack(tarball, dest):
     """
     with tarfile.open(tarball) as tf:
         members = [m for m in tf.getmembers() if _wanted(m.name)]
-        if hasattr(tarfile, "data_filter"):
-            tf.extractall(dest, members=members, filter="data")
-        else:  # Python without extraction filters: the fixtures are trusted
-            tf.extractall(dest, members=members)
+        extract(tf, dest, members)
     tops = list(dest.iterdir())
     assert len(tops) == 1 and tops[0].is_dir(), f"{tarball.name}: expected one top folder, got {tops}"
     return tops[0]

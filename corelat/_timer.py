@@ -8,19 +8,19 @@ files works where the extension is not built.
 import os
 
 from . import _sysinfo
-from ._errors import InputError
+from ._errors import InputError, MeasurementError
 
 _timer = None
 
 
 def extension():
-    """The C extension, or a clear RuntimeError where it is not built."""
+    """The C extension, or a clear MeasurementError (a CorelatError) where it is not built."""
     try:
         from . import _corelat
-    except ImportError as e:  # pragma: no cover - only on platforms we do not build for
-        raise RuntimeError(
-            f"corelat's measuring core is not available here ({e}); it supports Linux on x86-64 and "
-            "aarch64. Loading and analysing result files still works."
+    except ImportError as e:
+        raise MeasurementError(
+            "measuring needs Linux on x86-64 or aarch64: corelat's measuring core (its C extension) is "
+            f"not available here ({e}). Loading, analysing, comparing and plotting result files still work."
         ) from None
     return _corelat
 

@@ -1,5 +1,4 @@
-# Install (the README's test command, step 1).
+# The README's first command (install and measure this machine), literally, in a fresh venv from the
+# clone root, with only the system on PATH (python3 is the system's). Later steps use this venv.
 rm -rf "$venv"
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "$repo[test]"
+bash .ci/readme-command.sh run "Fresh machine" 1

@@ -5,6 +5,9 @@ inc_np=$("$venv/bin/python" -c 'import numpy; print(numpy.get_include())')
 for f in csrc/*.c; do
   gcc -std=c11 -D_GNU_SOURCE -DNPY_NO_DEPRECATED_API=NPY_1_23_API_VERSION -Wall -Wextra -Werror \
       -fsyntax-only -Icsrc -I"$inc_py" -I"$inc_np" "$f"
+  # The binding (module.c) needs aarch64 Python headers, which the venv's (the system's, as the README's
+  # command makes it) do not have; 60-wheels builds it for aarch64 (-Werror) against Debian's arm64 ones.
+  if [ "$f" = csrc/module.c ]; then continue; fi
   aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -DNPY_NO_DEPRECATED_API=NPY_1_23_API_VERSION -Wall -Wextra \
       -Werror -fsyntax-only -Icsrc -I"$inc_py" -I"$inc_np" "$f"
 done

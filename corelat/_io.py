@@ -9,10 +9,12 @@ import os
 
 from . import _formats, _npz
 from ._errors import InputError
+from ._locks import LockResult
 from ._result import LatencyResult
+from ._smt import SMTResult
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
-KINDS = {LatencyResult._KIND: LatencyResult}
+KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult)}
 
 
 def load(path):

@@ -22,13 +22,14 @@ the lock protects must end equal to their sum (:attr:`LockResult.violations`).
 """
 
 import fnmatch
-import types
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _cpulist, _sysinfo
 from ._errors import InputError
+from ._protocol import Result, from_file, jsonable
+from ._result import _freeze, thaw
 from ._timer import extension, timer_info
 from ._validate import resolve_cpus
 
@@ -235,16 +236,8 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial):
     return data, threads
 
 
-def _frozen(obj):
-    if isinstance(obj, dict):
-        return types.MappingProxyType({k: _frozen(v) for k, v in obj.items()})
-    if isinstance(obj, list):
-        return tuple(_frozen(v) for v in obj)
-    return obj
-
-
-@dataclass(frozen=True, eq=False)
-class LockResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class LockResult(Result):
     """What locks and atomics cost on a set of CPUs: an immutable value.
 
     Attributes:
@@ -254,6 +247,7 @@ class LockResult:
         data: structured array, one row per test (:data:`ROW_DTYPE`), baseline first.
         threads: structured array, one row per test and thread (:data:`THREAD_DTYPE`).
         metadata: read-only mapping: system information, the timer, the parameters.
+        name: a label (the host name by default).
     """
 
     cpus: tuple
@@ -261,7 +255,11 @@ class LockResult:
     duration: float
     data: np.ndarray
     threads: np.ndarray
-    metadata: types.MappingProxyType = field(default_factory=dict)
+    metadata: dict = field(default_factory=dict)
+    name: str = ""
+
+    _KIND = "locks"
+    _FIELDS = ("cpus", "shared", "duration", "data", "threads", "metadata", "name")
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -272,7 +270,11 @@ class LockResult:
             a = np.array(getattr(self, name), copy=True)
             a.setflags(write=False)
             set_(self, name, a)
-        set_(self, "metadata", _frozen(dict(self.metadata)))
+        for name, dtype in (("data", ROW_DTYPE), ("threads", THREAD_DTYPE)):
+            if getattr(self, name).dtype != dtype:
+                raise InputError(f"{name} must be a structured array of {dtype}")
+        set_(self, "metadata", _freeze(thaw(self.metadata)))
+        set_(self, "name", str(self.name))
 
     @property
     def tests(self):
@@ -281,6 +283,7 @@ class LockResult:
 
     @property
     def mode(self):
+        """``"shared"`` or ``"uncontended"``."""
         return "shared" if self.shared else "uncontended"
 
     def row(self, name):
@@ -294,6 +297,53 @@ class LockResult:
     def violations(self):
         """Names of tests whose protected counter differs from the calls completed (broken locks)."""
         return tuple(str(r["name"]) for r in self.data if not r["exclusive"])
+
+    def records(self, per_thread=False):
+        """One dict per test (:data:`ROW_DTYPE` fields), or with ``per_thread`` one per test and CPU
+        (:data:`THREAD_DTYPE` fields); NaN stays NaN (``to_dict`` makes it None)."""
+        rows = self.threads if per_thread else self.data
+        return [{k: r[k].item() for k in rows.dtype.names} for r in rows]
+
+    def summary(self):
+        """``mode``, ``cpus``, ``duration``, ``avg_ns`` and ``sermin_ns`` per test, and ``violations``."""
+        return {"mode": self.mode, "cpus": list(self.cpus), "duration": self.duration,
+                "avg_ns": {str(r["name"]): float(r["avg_ns"]) for r in self.data},
+                "sermin_ns": {str(r["name"]): float(r["sermin_ns"]) for r in self.data},
+                "violations": list(self.violations)}
+
+    def to_dict(self):
+        """JSON-able: ``kind``, ``name``, ``cpus``, ``shared``, ``duration``, ``summary``, ``records``
+        (one per test), ``threads`` (one per test and CPU), ``warnings``, ``notes``, ``metadata``."""
+        return jsonable({"kind": self._KIND, "name": self.name, "cpus": list(self.cpus), "shared": self.shared,
+                         "duration": self.duration, "summary": self.summary(), "records": self.records(),
+                         "threads": self.records(per_thread=True), "warnings": list(self.warnings),
+                         "notes": list(self.notes), "metadata": self.metadata})
+
+    def _to_npz(self):
+        header = {"name": self.name, "shared": self.shared, "duration": self.duration,
+                  "metadata": thaw(self.metadata)}
+        # Structured arrays go field by field: plain arrays only, so no pickle is ever needed.
+        arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64)}
+        for part in ("data", "threads"):
+            a = getattr(self, part)
+            arrays.update({f"{part}.{k}": a[k] for k in a.dtype.names})
+        return header, arrays
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        def build():
+            parts = {}
+            for part, dtype in (("data", ROW_DTYPE), ("threads", THREAD_DTYPE)):
+                n = len(arrays[f"{part}.name"])
+                a = np.zeros(n, dtype=dtype)
+                for k in dtype.names:
+                    a[k] = arrays[f"{part}.{k}"]
+                parts[part] = a
+            return cls(cpus=tuple(int(c) for c in arrays["cpus"]), shared=bool(header["shared"]),
+                       duration=float(header["duration"]), metadata=header.get("metadata", {}),
+                       name=header.get("name", ""), **parts)
+
+        return from_file(path, build)
 
     def table(self, per_thread=False):
         """cpuperf's table: MHz, total Mcalls, Mcalls/s, avg cycles and ns, sermin cycles and ns,
@@ -337,8 +387,8 @@ class LockResult:
         return "\n".join(lines)
 
     def __repr__(self):
-        return (f"LockResult(mode={self.mode!r}, cpus={_cpulist.format(self.cpus)!r}, "
-                f"tests={len(self.tests)}, duration={self.duration:g})")
+        return self._repr(f"{self.mode}, CPUs {_cpulist.format(self.cpus)}, {len(self.tests)} tests, "
+                          f"{self.duration:g} s each")
 
 
 def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=None, timeout=10.0):
@@ -394,4 +444,4 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
         }
     )
     return LockResult(cpus=cpus, shared=bool(shared), duration=duration, data=data, threads=threads,
-                      metadata=meta)
+                      metadata=meta, name=meta.get("hostname", ""))

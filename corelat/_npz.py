@@ -71,10 +71,3 @@ def read(path):
         raise InputError(f"{path}: corrupt or unreadable corelat file ({e})") from None
     return header, arrays
 
-
-def member(arrays, name, path):
-    """``arrays[name]``, or InputError naming the file when the member is missing."""
-    try:
-        return arrays[name]
-    except KeyError:
-        raise InputError(f"{path}: corrupt or unreadable corelat file (no {name!r} member)") from None

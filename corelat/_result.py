@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _npz, _stats
+from . import _stats, _text
 from ._errors import InputError
+from ._protocol import Result, from_file, jsonable
 
 
 class PairFlag(enum.IntFlag):
@@ -56,8 +57,8 @@ def thaw(obj):
     return obj
 
 
-@dataclass(frozen=True, eq=False)
-class LatencyResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class LatencyResult(Result):
     """Core-to-core latency of a set of CPUs.
 
     Attributes:
@@ -81,19 +82,23 @@ class LatencyResult:
     flags: np.ndarray = None
     extras: types.MappingProxyType = field(default_factory=dict)
 
+    _KIND = "latency"
+    _FIELDS = ("cpus", "kernel", "samples", "metadata", "name", "flags", "extras")
+    STATISTICS = ("median", "mean", "min", "max", "std")
+
     def __post_init__(self):
         cpus = tuple(int(c) for c in self.cpus)
         samples = np.asarray(self.samples, dtype=np.float64)
         n = len(cpus)
         if samples.ndim != 3 or samples.shape[:2] != (n, n):
-            raise ValueError(f"samples must have shape ({n}, {n}, k), got {samples.shape}")
+            raise InputError(f"samples must have shape ({n}, {n}, k), got {samples.shape}")
         flags = self.flags
         if flags is None:
             has = ~np.all(np.isnan(samples), axis=-1)
             flags = np.where(has, int(PairFlag.MEASURED), 0)
         flags = np.asarray(flags)
         if flags.shape != (n, n):
-            raise ValueError(f"flags must have shape ({n}, {n}), got {flags.shape}")
+            raise InputError(f"flags must have shape ({n}, {n}), got {flags.shape}")
         set_ = functools.partial(object.__setattr__, self)
         set_("cpus", cpus)
         set_("kernel", str(self.kernel))
@@ -171,20 +176,10 @@ class LatencyResult:
         """True when the result holds one value per pair (imported), not raw samples."""
         return bool(self.metadata.get("value_only", False))
 
-    @property
-    def warnings(self):
-        """Human-readable warnings about this measurement (tuple of str)."""
-        return tuple(self.metadata.get("warnings", ()))
-
-    @property
-    def notes(self):
-        """What the sweep did that is worth knowing but is no problem (re-tests, estimates)."""
-        return tuple(self.metadata.get("notes", ()))
-
     def statistic(self, name="median"):
         """The ``(n, n)`` matrix of a statistic by name: median, mean, min, max, std."""
-        if name not in ("median", "mean", "min", "max", "std"):
-            raise ValueError(f"unknown statistic {name!r}: use median, mean, min, max or std")
+        if name not in self.STATISTICS:
+            raise InputError(f"unknown statistic {name!r}: use median, mean, min, max or std")
         return getattr(self, name)
 
     def pairs(self):
@@ -209,7 +204,7 @@ class LatencyResult:
         else:
             cells = ~np.isnan(m)
         if not cells.any():
-            raise ValueError("the result holds no measured pair")
+            raise InputError("the result holds no measured pair")
         idx = np.argwhere(cells)
         vals = m[cells]
         out = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
@@ -243,7 +238,7 @@ class LatencyResult:
         pos = {c: i for i, c in enumerate(self.cpus)}
         missing = [c for c in cpus if c not in pos]
         if missing:
-            raise ValueError(f"CPUs {missing} are not in this result")
+            raise InputError(f"CPUs {missing} are not in this result")
         return self.take([pos[c] for c in cpus])
 
     def ordered(self, by="topology"):
@@ -258,10 +253,10 @@ class LatencyResult:
         elif by == "topology":
             topo = self.topology
             if topo is None:
-                raise ValueError("this result carries no topology; order it by 'os' instead")
+                raise InputError("this result carries no topology; order it by 'os' instead")
             order, bounds = topo.order(self.cpus)
         else:
-            raise ValueError(f"unknown order {by!r}; use 'topology' or 'os'")
+            raise InputError(f"unknown order {by!r}; use 'topology' or 'os'")
         out = self.with_cpus_order(order)
         md = thaw(out.metadata)
         md["order"] = {"by": by, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
@@ -312,11 +307,53 @@ class LatencyResult:
                 f.write(text)
         return text
 
-    # -- files ---------------------------------------------------------------------------------
-    _KIND = "latency"
+    # -- text and records ------------------------------------------------------------------------
+    def records(self, statistic=None):
+        """One dict per pair with a value, lower triangle first (as :meth:`pairs`).
 
-    def save(self, path):
-        """Write the result to ``path`` as ``.npz`` (arrays plus JSON metadata, no pickle)."""
+        Keys: ``cpus`` (OS ids, row CPU first), every statistic (``median``, ``err``, ``mean``,
+        ``min``, ``max``, ``std``; ns, None where unknown), ``count`` (samples) and ``flags``
+        (:class:`PairFlag` bits). ``statistic`` keeps only that statistic.
+        """
+        names = (statistic,) if statistic else ("median", "err", "mean", "min", "max", "std")
+        mats = {k: self.statistic(k) if k in self.STATISTICS else getattr(self, k) for k in names}
+        out = []
+        for i, j in self.pairs():
+            rec = {"cpus": (self.cpus[i], self.cpus[j])}
+            for k, m in mats.items():
+                v = float(m[i, j])
+                rec[k] = v if np.isfinite(v) else None
+            rec["count"] = int(self.count[i, j])
+            rec["flags"] = int(self.flags[i, j])
+            out.append(rec)
+        return out
+
+    def table(self, statistic="median"):
+        """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean."""
+        text = _text.matrix(self, statistic)
+        if np.isnan(self.statistic(statistic)).all():
+            return text
+        return text + "\n\n" + _text.latency_summary(self, statistic)
+
+    def to_dict(self, statistic=None):
+        """JSON-able: ``kind``, ``name``, ``kernel``, ``cpus``, ``summary``, ``records`` (one per pair),
+        ``warnings``, ``notes`` and ``metadata``; NaN becomes None. Raw samples are in :meth:`save`'s
+        file only."""
+        has = not np.isnan(self.median).all()
+        return jsonable({
+            "kind": self._KIND,
+            "name": self.name,
+            "kernel": self.kernel,
+            "cpus": list(self.cpus),
+            "summary": self.summary(statistic or "median") if has else None,
+            "records": self.records(statistic),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "metadata": self.metadata,
+        })
+
+    # -- files ---------------------------------------------------------------------------------
+    def _to_npz(self):
         header = {
             "kernel": self.kernel,
             "name": self.name,
@@ -326,40 +363,22 @@ class LatencyResult:
         arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64), "samples": self.samples, "flags": self.flags}
         for k, v in self.extras.items():
             arrays["extra_" + k] = v
-        _npz.write(path, self._KIND, header, arrays)
-
-    @classmethod
-    def load(cls, path):
-        """Read a latency result written by :meth:`save`.
-
-        :func:`corelat.load` reads every kind of corelat file and other tools' text matrices too.
-        Raises :class:`~corelat._errors.InputError` for a missing, corrupt or other kind of file.
-        """
-        header, arrays = _npz.read(path)
-        if header["kind"] != cls._KIND:
-            raise InputError(f"{path}: holds a {header['kind']!r} result, not a latency result")
-        return cls._from_npz(header, arrays, path)
+        return header, arrays
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
-        try:
-            cpus = tuple(int(c) for c in _npz.member(arrays, "cpus", path))
-            samples = np.array(_npz.member(arrays, "samples", path), dtype=np.float64)
-            flags = np.array(_npz.member(arrays, "flags", path))
-            extras = {k: np.array(_npz.member(arrays, "extra_" + k, path)) for k in header.get("extras", [])}
+        def build():
             return cls(
-                cpus=cpus,
+                cpus=tuple(int(c) for c in arrays["cpus"]),
                 kernel=header.get("kernel", "?"),
-                samples=samples,
+                samples=np.array(arrays["samples"], dtype=np.float64),
                 metadata=header.get("metadata", {}),
                 name=header.get("name", ""),
-                flags=flags,
-                extras=extras,
+                flags=np.array(arrays["flags"]),
+                extras={k: np.array(arrays["extra_" + k]) for k in header.get("extras", [])},
             )
-        except InputError:
-            raise
-        except (ValueError, TypeError) as e:
-            raise InputError(f"{path}: inconsistent corelat file ({e})") from None
+
+        return from_file(path, build)
 
     @classmethod
     def from_matrix(cls, matrix, cpus=None, *, kernel="unknown", name="", metadata=None, symmetric=True):
@@ -389,7 +408,4 @@ class LatencyResult:
         return cls(cpus=cpus, kernel=kernel, samples=m[:, :, None], metadata=md, name=name, flags=flags)
 
     def __repr__(self):
-        return (
-            f"LatencyResult(name={self.name!r}, kernel={self.kernel!r}, cpus={len(self.cpus)}, "
-            f"samples_per_pair={self.samples.shape[2]})"
-        )
+        return self._repr(f"kernel {self.kernel}, {self.n} CPUs, {self.samples.shape[2]} samples per pair")

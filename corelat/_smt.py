@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _cpulist, _sysinfo
+from . import _cpulist, _sysinfo, _text
 from ._errors import InputError
 from ._measurers import PairMeasurer
+from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, _frozen_array, thaw
 from ._timer import extension, timer_info
 from ._validate import KERNELS, check_params, resolve_cpus
@@ -65,8 +66,8 @@ def _quiet(fn, a, axis):
         return fn(a, axis=axis)
 
 
-@dataclass(frozen=True, eq=False)
-class SMTResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class SMTResult(Result):
     """What SMT siblings cost each other, pair by pair. A value: arrays are read-only.
 
     Attributes:
@@ -104,6 +105,11 @@ class SMTResult:
     reason: str = None
     name: str = ""
 
+    _KIND = "smt"
+    _FIELDS = ("cpus", "kernel", "pairs", "partners", "partner_levels", "sibling_samples", "nonsibling_samples",
+               "loops", "alone", "together", "metadata", "reason", "name")
+    _ARRAYS = ("pairs", "partners", "sibling_samples", "nonsibling_samples", "alone", "together")
+
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)
         pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
@@ -124,13 +130,13 @@ class SMTResult:
                 if a.size == 0:
                     a = a.reshape(shape)
             if a.shape != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
+                raise InputError(f"{name} must have shape {shape}, got {a.shape}")
             arrays[name] = a
         if arrays["sibling_samples"].shape != arrays["nonsibling_samples"].shape:
-            raise ValueError("sibling_samples and nonsibling_samples must have the same shape")
+            raise InputError("sibling_samples and nonsibling_samples must have the same shape")
         levels = tuple(str(x) for x in self.partner_levels)
         if len(levels) != k:
-            raise ValueError(f"partner_levels must have {k} entries, got {len(levels)}")
+            raise InputError(f"partner_levels must have {k} entries, got {len(levels)}")
         set_("cpus", tuple(int(c) for c in self.cpus))
         set_("kernel", str(self.kernel))
         set_("pairs", _frozen_array(pairs))
@@ -167,12 +173,7 @@ class SMTResult:
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.alone / self.together
 
-    @property
-    def warnings(self):
-        """Human-readable warnings about this measurement (tuple of str)."""
-        return tuple(self.metadata.get("warnings", ()))
-
-    def rows(self):
+    def records(self):
         """One dict per pair: CPUs, partner, median latencies, and per loop the mean per-thread
         throughput alone and together and their ratio (the table's numbers)."""
         sib, non = self.sibling_latency, self.nonsibling_latency
@@ -195,6 +196,39 @@ class SMTResult:
                 row[f"{loop}_slowdown"] = float(slow[i, j])
             out.append(row)
         return out
+
+    def summary(self):
+        """Medians over pairs: ``pairs``, ``sibling_ns``, ``nonsibling_ns`` and per loop
+        ``{loop}_slowdown`` (None where unknown or empty), and ``reason`` when empty."""
+        rows = self.records()
+        out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
+        keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
+        for key in keys:
+            v = float(_quiet(np.nanmedian, np.array([r[key] for r in rows], dtype=float), None)) if rows else None
+            out[key] = v if v is not None and np.isfinite(v) else None
+        return out
+
+    def to_dict(self):
+        """JSON-able: ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records``
+        (one per pair), ``reason``, ``warnings``, ``notes``, ``metadata``; NaN becomes None."""
+        return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
+                         "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
+                         "reason": self.reason, "warnings": list(self.warnings), "notes": list(self.notes),
+                         "metadata": self.metadata})
+
+    def _to_npz(self):
+        header = {"kernel": self.kernel, "name": self.name, "reason": self.reason, "loops": list(self.loops),
+                  "partner_levels": list(self.partner_levels), "metadata": thaw(self.metadata)}
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        arrays["cpus"] = np.asarray(self.cpus, dtype=np.int64)
+        return header, arrays
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        return from_file(path, lambda: cls(
+            cpus=tuple(int(c) for c in arrays["cpus"]), kernel=header["kernel"], loops=tuple(header["loops"]),
+            partner_levels=tuple(header["partner_levels"]), metadata=header.get("metadata", {}),
+            reason=header.get("reason"), name=header.get("name", ""), **{k: arrays[k] for k in cls._ARRAYS}))
 
     def table(self):
         """The "Hyper-threads" table as text (or the reason there is none)."""
@@ -219,46 +253,33 @@ class SMTResult:
              " (sibling idle), then both siblings running it; slowdown = alone / both"),
         ]
         lines += [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
-        rows = self.rows()
+        rows = self.records()
         header = ["CPUs", "sibling ns", "non-sibling (shares)", "ns"]
         for loop in self.loops:
             header += [f"{loop} alone", "both", "slowdown"]
         body = []
         for r in rows:
             partner = "-" if r["partner"] is None else f"{r['partner']} ({_LEVEL_TEXT[r['partner_level']]})"
-            cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _num(r["sibling_ns"]), partner, _num(r["nonsibling_ns"])]
+            cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _text.number(r["sibling_ns"]), partner, _text.number(r["nonsibling_ns"])]
             for loop in self.loops:
-                cells += [_num(r[f"{loop}_alone"] / 1e6), _num(r[f"{loop}_together"] / 1e6),
-                          _ratio(r[f"{loop}_slowdown"])]
+                cells += [_text.number(r[f"{loop}_alone"] / 1e6), _text.number(r[f"{loop}_together"] / 1e6),
+                          _text.ratio(r[f"{loop}_slowdown"])]
             body.append(cells)
-        widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(header)]
         lines.append("")
-        lines.append("  ".join(h.rjust(w) if i != 2 else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
-        for cells in body:
-            lines.append("  ".join(c.rjust(w) if i != 2 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))
+        lines.append(_text.table(header, body, left=(2,)))
         lines.append("")
         def median(key):
             return _quiet(np.nanmedian, np.array([r[key] for r in rows], dtype=float), None)
 
-        med = [f"sibling {_num(median('sibling_ns'), ' ns')}",
-               f"nearest non-sibling {_num(median('nonsibling_ns'), ' ns')}"]
-        med += [f"{loop} slowdown {_ratio(median(f'{loop}_slowdown'))}" for loop in self.loops]
+        med = [f"sibling {_text.number(median('sibling_ns'), ' ns')}",
+               f"nearest non-sibling {_text.number(median('nonsibling_ns'), ' ns')}"]
+        med += [f"{loop} slowdown {_text.ratio(median(f'{loop}_slowdown'))}" for loop in self.loops]
         lines.append("Median over pairs: " + ", ".join(med))
         return "\n".join(lines)
 
     def __repr__(self):
         what = f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty else f"empty: {self.reason}"
-        return f"<SMTResult {self.name!r} kernel={self.kernel}: {what}>"
-
-
-def _num(v, unit=""):
-    if v is None or not np.isfinite(v):
-        return "-"
-    return (f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}") + unit
-
-
-def _ratio(v):
-    return "-" if v is None or not np.isfinite(v) else f"{v:.2f}x"
+        return self._repr(f"kernel {self.kernel}, {what}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -295,7 +295,7 @@ def test_table_layout(dump):
     assert row[:5] == ["0,16", "5.0", "1", "(L3)", "50.0"]
     assert row[5:] == ["1000", "500", "2.00x", "100", "50.0", "2.00x"]
     assert lines[-1].startswith("Median over pairs: sibling 5.0 ns")
-    assert [x["cpus"] for x in r.rows()] == [(0, 16), (1, 17)]
+    assert [x["cpus"] for x in r.records()] == [(0, 16), (1, 17)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from .._locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
+from . import common
 
 
 def add_arguments(p):
@@ -31,6 +32,7 @@ def add_arguments(p):
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                    help="give up when a thread waits this long for a lock (default 10)")
     p.add_argument("--per-thread", action="store_true", help="also one line per thread under each test")
+    common.add_output_arguments(p)
     p.add_argument("--list", action="store_true", help="list the tests and exit")
 
 
@@ -41,9 +43,16 @@ def run(args):
         for name, desc in tests:
             print(f"{name:<{width}}  {desc}")
         return 0
+    if args.output:
+        common.check_output_path(args.output, suffixes=(".npz",))
     cpus = ",".join(args.cpus) if args.cpus else None
     result = locks(cpus, args.tests, shared=args.shared, duration=args.duration, timeout=args.timeout)
-    print(result.table(per_thread=args.per_thread))
+    if args.json:
+        common.print_json(result)
+    else:
+        print(result.table(per_thread=args.per_thread))
+    if args.output:
+        common.save(result, args.output)
     broken = [n for n in result.violations if n not in HIDDEN_TESTS]
     if broken:
         print(f"corelat: error: mutual exclusion violated by {', '.join(broken)} "

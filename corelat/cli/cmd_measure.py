@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+from .. import _text
+from .._errors import InputError
 from .._sweep import measure
 from .._validate import (
     ALL_KERNELS,
@@ -47,6 +49,7 @@ def add_arguments(p):
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
     p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz, or .csv for the matrix)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
 
@@ -98,6 +101,8 @@ def print_warnings(result, file=None):
 
 
 def run(args):
+    if args.csv and args.json:
+        raise InputError("--csv and --json both print the result on stdout: choose one")
     if args.output:
         common.check_output_path(args.output)
     kernel, rt, samples, warmup, timeout = check_params(
@@ -112,15 +117,17 @@ def run(args):
                                  timeout=timeout, progress=progress, order=args.order, precision=precision,
                                  max_time_per_pair=args.max_time_per_pair, strategy=args.strategy,
                                  retest=args.retest)
-    text = sys.stderr if args.csv else sys.stdout
+    text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)
-    print(common.matrix_text(result, args.statistic), file=text)
+    print(_text.matrix(result, args.statistic), file=text)
     print(file=text)
-    print(common.summary_text(result, args.statistic), file=text)
+    print(_text.latency_summary(result, args.statistic), file=text)
     print_warnings(result)
     if args.csv:
         sys.stdout.write(result.to_csv(statistic=args.statistic))
+    elif args.json:
+        common.print_json(result)
     if args.output:
         if args.output.lower().endswith(".csv"):
             result.to_csv(args.output, statistic=args.statistic)

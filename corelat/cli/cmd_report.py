@@ -2,8 +2,8 @@
 
 import json
 
+from .. import _text
 from .._result import PairFlag
-from . import common
 
 
 def add_arguments(p):
@@ -27,7 +27,7 @@ def report_text(result, st, statistic="median", matrix=False):
         lines.append(f"Samples per pair: up to {result.samples.shape[2]}; showing the {statistic} "
                      "of round-trip time / 2 in ns")
     lines.append("")
-    lines.append(common.summary_text(result, statistic))
+    lines.append(_text.latency_summary(result, statistic))
     lines.append("")
     lines.append("Structure: " + str(st))
     flags = result.flags
@@ -42,7 +42,7 @@ def report_text(result, st, statistic="median", matrix=False):
         lines.append(f"warning: {w}")
     if matrix:
         lines.append("")
-        lines.append(common.matrix_text(result, statistic))
+        lines.append(_text.matrix(result, statistic))
     return "\n".join(lines)
 
 

@@ -35,18 +35,26 @@ def add_arguments(p):
                    help="latency samples discarded per pair before measuring (default: samples/10)")
     p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
                    help="give up when a partner does not answer for this long (default 1)")
+    common.add_output_arguments(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
 def run(args):
+    if args.output:
+        common.check_output_path(args.output, suffixes=(".npz",))
     kernel, rt, samples, warmup, timeout = check_params(
         args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
     cpus = resolve_cpus(args.cpus, minimum=1) if args.cpus is not None else None
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     result = smt(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup, timeout=timeout,
                  duration=args.duration, progress=progress)
-    print(result.table())
+    if args.json:
+        common.print_json(result)
+    else:
+        print(result.table())
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
+    if args.output:
+        common.save(result, args.output)
     return 0

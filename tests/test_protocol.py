@@ -1,0 +1,146 @@
+"""One result protocol: every kind has name, metadata, warnings, notes, to_dict, records, table,
+str, summary, value equality, and measured kinds save to a file corelat.load reads back as the same kind."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+import corelat
+from corelat import LatencyResult, LockResult, SMTResult
+from corelat._locks import summarise
+
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def latency():
+    rng = np.random.default_rng(1)
+    s = rng.lognormal(3, 0.3, size=(3, 3, 8))
+    s[np.arange(3), np.arange(3)] = np.nan
+    s[2, 1, 3] = np.nan  # a dropped sample: NaN must compare equal to NaN
+    return LatencyResult(cpus=(4, 0, 2), kernel="cas", samples=s, name="lat",
+                         metadata={"parameters": {"samples": 8}, "warnings": ["w"], "notes": ["n"]})
+
+
+def smt_result(empty=False):
+    k = 0 if empty else 2
+    non = np.full((k, 4), 50.0)
+    non[:, 1] = np.nan
+    return SMTResult(cpus=(0, 1, 2, 3), kernel="rw", pairs=np.array([[0, 2], [1, 3]])[:k],
+                     partners=np.array([1, -1])[:k], partner_levels=("l3", "")[:k],
+                     sibling_samples=np.full((k, 4), 5.0), nonsibling_samples=non,
+                     loops=("alu", "mem"), alone=np.full((k, 2, 2), 2e9), together=np.full((k, 2, 2), 1e9),
+                     metadata={"warnings": ["dropped"]}, reason="no siblings" if empty else None, name="smt")
+
+
+def lock_result():
+    raw = {"calls": [[100, 100], [20, 20]], "ticks": [[2000] * 2, [2000] * 2], "sermin": [[60, 60], [90, 90]],
+           "sercalls": [[5, 5], [7, 7]], "counter": [0, 52]}
+    data, threads = summarise(["baseline", "lock-pthread-mutex"], [0, 1], raw, 2.0, 50.0)
+    return LockResult(cpus=(0, 1), shared=True, duration=1.0, data=data, threads=threads,
+                      metadata={"timer": {"name": "tsc"}, "timer_mhz": 2000.0}, name="locks")
+
+
+MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True), "locks": lock_result}
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED))
+def test_protocol_shape(kind):
+    r = MEASURED[kind]()
+    assert isinstance(r.name, str) and r.name
+    assert isinstance(r.warnings, tuple) and isinstance(r.notes, tuple)
+    assert r.cpus and all(isinstance(c, int) for c in r.cpus)
+    assert isinstance(r.summary(), dict)
+    recs = r.records()
+    assert isinstance(recs, list) and all(isinstance(x, dict) for x in recs)
+    assert str(r) == r.table() and r.table()
+    d = r.to_dict()
+    back = json.loads(json.dumps(d, allow_nan=False))  # strict JSON: NaN became null
+    assert back["name"] == r.name and back["warnings"] == list(r.warnings)
+    assert repr(r).startswith(f"<{type(r).__name__} {r.name!r}: ")
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED))
+def test_save_load_same_kind_and_equal(tmp_path, kind):
+    r = MEASURED[kind]()
+    path = tmp_path / "r.npz"
+    r.save(path)
+    a, b = corelat.load(path), corelat.load(path)
+    assert type(a) is type(r)
+    assert a == b and a == r
+    assert type(r).load(path) == r
+    with np.load(path, allow_pickle=False) as z:  # plain arrays only, never pickle
+        assert all(z[k].dtype != object for k in z.files)
+
+
+def test_values_differ_and_results_are_unhashable():
+    a, b = latency(), latency()
+    assert a == b
+    s = np.array(b.samples)
+    s[0, 1, 0] += 1
+    assert LatencyResult(cpus=b.cpus, kernel=b.kernel, samples=s, metadata=b.metadata, name=b.name) != a
+    assert smt_result() != smt_result(True)
+    assert a != lock_result() and a != "lat"
+    for r in (a, smt_result(), lock_result()):
+        with pytest.raises(TypeError):
+            hash(r)
+
+
+def test_loading_the_wrong_kind_says_so(tmp_path):
+    path = tmp_path / "smt.npz"
+    smt_result().save(path)
+    with pytest.raises(corelat.InputError, match="'smt'"):
+        LatencyResult.load(path)
+
+
+def test_bad_construction_is_a_corelat_error():
+    with pytest.raises(corelat.InputError):
+        LatencyResult(cpus=(0, 1), kernel="cas", samples=np.zeros((3, 3, 1)))
+    with pytest.raises(corelat.InputError):
+        latency().statistic("mode")
+    with pytest.raises(corelat.InputError):
+        latency().with_cpus_order([99])
+    with pytest.raises(corelat.InputError):
+        smt_result().__class__(**{**smt_fields(), "partners": np.zeros(5)})
+
+
+def smt_fields():
+    r = smt_result()
+    return {f: getattr(r, f) for f in SMTResult._FIELDS}
+
+
+@pytest.mark.skipif(not CPUS, reason="needs a CPU")
+def test_cli_locks_output_and_json(tmp_path):
+    out = tmp_path / "l.npz"
+    p = run_cli("locks", "-d", "0.001", "-t", "inc-atomic-relaxed", "-o", str(out), str(CPUS[0]))
+    assert p.returncode == 0, p.stderr
+    r = corelat.load(out)
+    assert isinstance(r, LockResult) and r.tests == ("baseline", "inc-atomic-relaxed")
+    p = run_cli("locks", "-d", "0.001", "-t", "inc-atomic-relaxed", "--json", str(CPUS[0]))
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["kind"] == "locks" and [x["name"] for x in d["records"]] == ["baseline", "inc-atomic-relaxed"]
+
+
+def test_cli_smt_output_and_json(tmp_path):
+    out = tmp_path / "s.npz"
+    p = run_cli("smt", "10", "3", "-d", "0.001", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    r = corelat.load(out)
+    assert isinstance(r, SMTResult)
+    p = run_cli("smt", "10", "3", "-d", "0.001", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["kind"] == "smt" and d["summary"]["pairs"] == len(r)
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs")
+def test_cli_measure_json():
+    p = run_cli("10", "3", "--cpus", f"{CPUS[0]},{CPUS[1]}", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["kind"] == "latency" and d["cpus"] == CPUS[:2] and len(d["records"]) == 2
+    p = run_cli("10", "3", "--json", "--csv")
+    assert p.returncode == 2 and "choose one" in p.stderr

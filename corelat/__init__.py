@@ -7,6 +7,8 @@
 from ._check import CheckItem, check
 from ._compare import Comparison, compare, example_files
 from ._errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
+from ._fleet import FleetResult, fleet
+from ._fleet_run import measure_fleet
 from ._io import load
 from ._locks import LockResult, list_tests, locks
 from ._measurers import clock_skew
@@ -25,6 +27,7 @@ __all__ = [
     "CheckItem",
     "Comparison",
     "CorelatError",
+    "FleetResult",
     "InputError",
     "LatencyResult",
     "LockResult",
@@ -41,10 +44,12 @@ __all__ = [
     "clock_skew",
     "compare",
     "example_files",
+    "fleet",
     "list_tests",
     "load",
     "locks",
     "measure",
+    "measure_fleet",
     "smt",
     "structure",
     "timer_info",

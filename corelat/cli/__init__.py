@@ -25,6 +25,8 @@ COMMANDS = {
     "topology": ("cmd_topology", "this machine's sockets, NUMA nodes, caches, cores and SMT siblings"),
     "report": ("cmd_report", "what a result file says: summary, structure, topology agreement"),
     "smt": ("cmd_smt", "what SMT siblings cost each other: latency, and a busy sibling's slowdown"),
+    "fleet": ("cmd_fleet", "measure every node of an MPI job (mpiexec/srun) and name the node that is off"),
+    "fleet-report": ("cmd_fleet_report", "the fleet report of a folder of node results, without MPI"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -19,6 +19,21 @@ from . import common
 
 
 def add_arguments(p):
+    add_measure_options(p)
+    p.add_argument("--order", choices=("os", "topology"), default="os",
+                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
+    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
+                   help="what the matrix cells show (default: median ± half its 95%% CI)")
+    p.add_argument("--csv", action="store_true",
+                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
+    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz, or .csv for the matrix)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def add_measure_options(p):
+    """The options that say how to measure (shared with ``corelat fleet``)."""
     p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
                    help="round trips per sample (default 1000)")
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
@@ -42,16 +57,6 @@ def add_arguments(p):
                    help="samples discarded per pair before measuring (default: samples/10)")
     p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
                    help="give up when a partner does not answer for this long (default 1)")
-    p.add_argument("--order", choices=("os", "topology"), default="os",
-                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
-    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
-                   help="what the matrix cells show (default: median ± half its 95%% CI)")
-    p.add_argument("--csv", action="store_true",
-                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
-    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz, or .csv for the matrix)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
 def header_text(result, statistic):
@@ -100,23 +105,29 @@ def print_warnings(result, file=None):
         print(f"* {w}", file=file)
 
 
-def run(args):
-    if args.csv and args.json:
-        raise InputError("--csv and --json both print the result on stdout: choose one")
-    if args.output:
-        common.check_output_path(args.output)
+def measure_kwargs(args):
+    """The checked keyword arguments of :func:`corelat.measure` that :func:`add_measure_options` set
+    (all but ``cpus``)."""
     kernel, rt, samples, warmup, timeout = check_params(
         args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
     precision = "auto" if args.precision is None else args.precision
     if args.precision is None and args.max_time_per_pair is not None and samples is None:
         precision = DEFAULT_PRECISION
     check_sampling(samples, precision, args.max_time_per_pair)
+    return {"kernel": kernel, "round_trips": rt, "samples": samples, "warmup": warmup, "timeout": timeout,
+            "precision": precision, "max_time_per_pair": args.max_time_per_pair, "strategy": args.strategy,
+            "retest": args.retest}
+
+
+def run(args):
+    if args.csv and args.json:
+        raise InputError("--csv and --json both print the result on stdout: choose one")
+    if args.output:
+        common.check_output_path(args.output)
+    kwargs = measure_kwargs(args)
     cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = measure(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup,
-                                 timeout=timeout, progress=progress, order=args.order, precision=precision,
-                                 max_time_per_pair=args.max_time_per_pair, strategy=args.strategy,
-                                 retest=args.retest)
+    result = measure(cpus, progress=progress, order=args.order, **kwargs)
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)

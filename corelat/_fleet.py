@@ -1,0 +1,743 @@
+"""Fleets: many machines measured alike, compared within groups of the same hardware.
+
+:func:`fleet` reads the nodes' result files (or takes results) one at a time and keeps, per node,
+the median latency of each pair class (:mod:`corelat._fleet_classes`) and, per group of identical
+hardware, a running median matrix (:mod:`corelat._fleet_stats`): memory grows with the number of
+nodes only by a few numbers each. A node is an *outlier* in a class when its class median deviates
+from its group's median by more than ``max(REL_THRESHOLD, MAD_THRESHOLD robust standard deviations)``;
+the report names the node, the class, both values, the deviation and the settings in which the node
+differs from the rest of its group. :func:`corelat.measure_fleet` measures a fleet over MPI and
+ends in the same analysis.
+"""
+
+import datetime
+import hashlib
+import json
+import math
+import os
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _fleet_classes as classes
+from ._fleet_stats import RunningMedian, robust, weighted_median
+from ._hostlist import expected_nodes
+from ._version import __version__
+from ._errors import InputError
+from ._result import LatencyResult, thaw
+
+#: A class median deviating by more than this fraction of the group's median can be an outlier...
+REL_THRESHOLD = 0.10
+#: ... when it also deviates by more than this many robust standard deviations (1.4826 × MAD).
+MAD_THRESHOLD = 4.0
+#: Groups smaller than this are reported, but no node in them is called an outlier.
+MIN_GROUP = 3
+#: Groups without an OS topology take their classes from the median of their first this many nodes.
+CLASSIFY_AFTER = 15
+#: Metadata compared between a node and the rest of its group.
+SETTINGS = ("governor", "boost", "kernel_release", "hypervisor", "microcode", "smt_active", "corelat_version")
+#: File layout version of fleet results (``.json`` / ``.npz``).
+FORMAT_VERSION = 1
+KIND = "fleet"
+ERROR_SUFFIX = ".error.json"
+REPORT_NAME = "fleet.json"
+
+_MAD_SCALE = 1.4826  # MAD of a normal distribution × this = its standard deviation
+
+
+# -- what one node contributes ------------------------------------------------------------------------
+@dataclass
+class NodeData:
+    """One node's summary: what the analysis keeps of a result (and what MPI ranks send)."""
+
+    node: str
+    cpus: tuple
+    kernel: str
+    median: np.ndarray
+    meta: dict
+    codes: object = None  # (n, n) int8 topology classes, or None
+    file: str = ""
+
+    def key(self):
+        fp = "structure" if self.codes is None else hashlib.sha1(self.codes.tobytes()).hexdigest()[:12]
+        return (self.meta.get("cpu_model") or "unknown CPU", self.meta.get("topology_summary") or "",
+                self.kernel, self.cpus, fp)
+
+
+def _microcode(md):
+    fleet_md = md.get("fleet") or {}
+    return fleet_md.get("microcode", md.get("microcode"))
+
+
+def summarize(result, node=None, file=""):
+    """The :class:`NodeData` of a :class:`~corelat.result.LatencyResult`."""
+    if list(result.cpus) != sorted(result.cpus):
+        result = result.with_cpus_order(sorted(result.cpus))  # matrices of a group line up by CPU id
+    md = result.metadata
+    if node is None:
+        node = (md.get("fleet") or {}).get("node") or result.name or md.get("hostname") or "node"
+    codes = None
+    topo = md.get("topology")
+    if topo:
+        try:
+            from ._topology import Topology
+
+            got = classes.from_topology(Topology.from_dict(thaw(topo)).table(), result.cpus)
+        except (ValueError, TypeError, KeyError):
+            got = None
+        if got is not None:
+            codes = got[0]
+    settings = {k: thaw(md.get(k)) for k in SETTINGS}
+    settings["microcode"] = _microcode(md)
+    meta = {
+        "cpu_model": md.get("cpu_model") or md.get("source"),
+        "topology_summary": md.get("topology_summary") if codes is not None else None,
+        "hostname": md.get("hostname"),
+        "date": md.get("date"),
+        "warnings": len(result.warnings),
+        "settings": settings,
+    }
+    return NodeData(node=str(node), cpus=tuple(result.cpus), kernel=result.kernel,
+                    median=np.array(result.median, dtype=np.float64), meta=meta, codes=codes, file=file)
+
+
+# -- the result -----------------------------------------------------------------------------------------
+def _frozen(a, dtype=np.float64):
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _nan_to_none(v):
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def _matrix_to_list(a):
+    return [[_nan_to_none(float(x)) for x in row] for row in np.asarray(a)]
+
+
+def _list_to_matrix(rows, ndim=2):
+    a = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=np.float64)
+    return a.reshape((0,) * ndim) if a.size == 0 else a
+
+
+@dataclass(frozen=True)
+class FleetGroup:
+    """Nodes of the same hardware (CPU model, topology, kernel, CPUs) and what is typical for them.
+
+    ``values`` is the nodes × classes table of class medians (ns), in the order of ``nodes`` and
+    ``classes``; ``class_medians`` the group's median per class; ``median_matrix`` the running
+    median of the nodes' matrices (rows and columns: ``cpus``).
+    """
+
+    id: int
+    label: str
+    cpu_model: str
+    topology_summary: str
+    kernel: str
+    cpus: tuple
+    class_source: str
+    classes: tuple
+    nodes: tuple
+    values: np.ndarray = field(repr=False)
+    class_medians: types.MappingProxyType = field(repr=False)
+    median_matrix: np.ndarray = field(repr=False)
+
+    def to_dict(self, arrays=True):
+        d = {
+            "id": self.id, "label": self.label, "cpu_model": self.cpu_model,
+            "topology_summary": self.topology_summary, "kernel": self.kernel, "cpus": list(self.cpus),
+            "class_source": self.class_source, "classes": list(self.classes), "nodes": list(self.nodes),
+            "class_medians": {k: _nan_to_none(v) for k, v in self.class_medians.items()},
+        }
+        if arrays:
+            d["values"] = _matrix_to_list(self.values)
+            d["median_matrix"] = _matrix_to_list(self.median_matrix)
+        return d
+
+    @classmethod
+    def from_dict(cls, d, values=None, median_matrix=None):
+        values = _list_to_matrix(d["values"]) if values is None else values
+        median_matrix = _list_to_matrix(d["median_matrix"]) if median_matrix is None else median_matrix
+        return cls(
+            id=int(d["id"]), label=str(d["label"]), cpu_model=str(d["cpu_model"]),
+            topology_summary=str(d["topology_summary"]), kernel=str(d["kernel"]),
+            cpus=tuple(int(c) for c in d["cpus"]), class_source=str(d["class_source"]),
+            classes=tuple(d["classes"]), nodes=tuple(d["nodes"]),
+            values=_frozen(np.reshape(values, (len(d["nodes"]), len(d["classes"])))),
+            class_medians=types.MappingProxyType(
+                {k: float("nan") if v is None else float(v) for k, v in d["class_medians"].items()}),
+            median_matrix=_frozen(np.reshape(median_matrix, (len(d["cpus"]),) * 2)),
+        )
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A node whose class median is off its group's: ``deviation`` is ``value / median - 1``;
+    ``differs`` lists ``(setting, node's value, group's usual value)``."""
+
+    node: str
+    group: int
+    cls: str
+    value: float
+    median: float
+    deviation: float
+    threshold: float
+    differs: tuple = ()
+
+    def describe(self):
+        text = (f"{self.node}: {classes.label(self.cls)} {_ns(self.value)} vs group {self.group}'s "
+                f"{_ns(self.median)} ({self.deviation:+.0%}; threshold ±{_ns(self.threshold)})")
+        if self.differs:
+            text += "; differs in " + ", ".join(f"{k} {v!r} (group: {g!r})" for k, v, g in self.differs)
+        return text
+
+    def to_dict(self):
+        return {"node": self.node, "group": self.group, "class": self.cls, "value": self.value,
+                "median": self.median, "deviation": self.deviation, "threshold": self.threshold,
+                "differs": [list(x) for x in self.differs]}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(node=d["node"], group=int(d["group"]), cls=d["class"], value=float(d["value"]),
+                   median=float(d["median"]), deviation=float(d["deviation"]), threshold=float(d["threshold"]),
+                   differs=tuple(tuple(x) for x in d.get("differs", ())))
+
+
+def _ns(v):
+    if v is None or math.isnan(v):
+        return "?"
+    return f"{v:.1f} ns" if abs(v) < 100 else f"{v:.0f} ns"
+
+
+def _cell(v):
+    if v is None or math.isnan(v):
+        return "–"
+    return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+
+
+@dataclass(frozen=True, eq=False)
+class FleetResult:
+    """The fleet report: groups of identical hardware, per-node class medians, outliers, errors and
+    missing nodes. See :func:`fleet` and :func:`corelat.measure_fleet`.
+
+    Attributes:
+        groups: :class:`FleetGroup` per hardware group (with the nodes × classes ``values`` table and
+            the group's ``median_matrix``).
+        nodes: one dict per node that has a result: ``node``, ``group``, ``file``, ``hostname``,
+            ``classes`` ({class: median ns}), ``settings`` and ``differs`` ({setting: [node's, group's]}).
+        outliers: :class:`Outlier` objects, by group, node and class.
+        errors: ``{"node", "error", "file"}`` dicts of nodes whose measurement or file failed.
+        missing: names of expected nodes without a result or an error.
+        name: a label (the folder read, or ``"fleet"``).
+        metadata: thresholds, where the data came from, corelat version, date, reasons for missing nodes.
+    """
+
+    groups: tuple
+    nodes: tuple
+    outliers: tuple
+    errors: tuple
+    missing: tuple
+    name: str = "fleet"
+    metadata: types.MappingProxyType = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
+
+    # -- the protocol --------------------------------------------------------------------------------
+    @property
+    def warnings(self):
+        """What makes the report less trustworthy (tuple of str)."""
+        return tuple(self.metadata.get("warnings", ()))
+
+    @property
+    def notes(self):
+        """Things worth knowing that are no problem (tuple of str)."""
+        return tuple(self.metadata.get("notes", ()))
+
+    def group(self, node):
+        """The :class:`FleetGroup` a node belongs to."""
+        for g in self.groups:
+            if node in g.nodes:
+                return g
+        raise KeyError(f"no node {node!r} with a result in this fleet")
+
+    def records(self):
+        """One dict per node, errors and missing ones included: ``node``, ``status`` (``"ok"``,
+        ``"outlier"``, ``"error"``, ``"missing"``), ``group``, ``classes``, ``outlier_classes``,
+        ``differs``, ``error``, ``file``."""
+        flagged = {}
+        for o in self.outliers:
+            flagged.setdefault(o.node, []).append(o.cls)
+        out = []
+        for rec in self.nodes:
+            out.append({"node": rec["node"], "status": "outlier" if rec["node"] in flagged else "ok",
+                        "group": rec["group"], "classes": dict(rec["classes"]),
+                        "outlier_classes": flagged.get(rec["node"], []), "differs": dict(rec["differs"]),
+                        "error": None, "file": rec["file"]})
+        for e in self.errors:
+            out.append({"node": e["node"], "status": "error", "group": None, "classes": {},
+                        "outlier_classes": [], "differs": {}, "error": e["error"], "file": e.get("file", "")})
+        for name in self.missing:
+            out.append({"node": name, "status": "missing", "group": None, "classes": {}, "outlier_classes": [],
+                        "differs": {}, "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
+        return out
+
+    def summary(self):
+        """Counts: ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
+        and ``ok`` (True when nothing is off)."""
+        off = len({o.node for o in self.outliers})
+        return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
+                "errors": len(self.errors), "missing": len(self.missing),
+                "ok": not (off or self.errors or self.missing)}
+
+    def to_dict(self, arrays=True):
+        """JSON-serialisable: everything (``arrays=False`` leaves out the tables and matrices)."""
+        return {
+            "format": "corelat", "kind": KIND, "version": FORMAT_VERSION, "name": self.name,
+            "metadata": thaw(self.metadata), "summary": self.summary(),
+            "groups": [g.to_dict(arrays) for g in self.groups],
+            "nodes": [{**thaw(r), "classes": {k: _nan_to_none(v) for k, v in r["classes"].items()}}
+                      for r in self.nodes],
+            "outliers": [o.to_dict() for o in self.outliers],
+            "errors": [dict(e) for e in self.errors],
+            "missing": list(self.missing),
+        }
+
+    @classmethod
+    def from_dict(cls, d, arrays=None):
+        """Rebuild from :meth:`to_dict` output; ``arrays`` maps group id to (values, median matrix)
+        when they are stored apart (``.npz``)."""
+        if d.get("kind") != KIND:
+            raise InputError("not a fleet result")
+        if int(d.get("version", 0)) > FORMAT_VERSION:
+            raise InputError(f"a fleet result of format {d.get('version')}: upgrade corelat")
+        groups = []
+        for g in d["groups"]:
+            v, m = (arrays or {}).get(int(g["id"]), (None, None))
+            groups.append(FleetGroup.from_dict(g, v, m))
+        nodes = tuple({**r, "classes": {k: float("nan") if v is None else v for k, v in r["classes"].items()}}
+                      for r in d["nodes"])
+        return cls(groups=tuple(groups), nodes=nodes,
+                   outliers=tuple(Outlier.from_dict(o) for o in d["outliers"]),
+                   errors=tuple(dict(e) for e in d["errors"]), missing=tuple(d["missing"]),
+                   name=d.get("name", "fleet"), metadata=d.get("metadata", {}))
+
+    def __eq__(self, other):
+        if not isinstance(other, FleetResult):
+            return NotImplemented
+        return _canonical(self) == _canonical(other)
+
+    __hash__ = None
+
+    def save(self, path):
+        """Write the result: ``.json`` (one JSON document) or ``.npz`` (JSON header plus arrays)."""
+        path = os.fspath(path)
+        if path.lower().endswith(".json"):
+            _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
+        elif path.lower().endswith(".npz"):
+            import io
+
+            arrays = {"header": np.array(json.dumps(self.to_dict(arrays=False), allow_nan=False))}
+            for g in self.groups:
+                arrays[f"group{g.id}_values"] = np.asarray(g.values)
+                arrays[f"group{g.id}_median"] = np.asarray(g.median_matrix)
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **arrays)
+            _atomic_write(path, buf.getvalue())
+        else:
+            raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
+
+    # -- text --------------------------------------------------------------------------------------------
+    def table(self, group=None):
+        """The nodes × classes table as text (class medians in ns, ``*`` marks an outlier), per group."""
+        flagged = {(o.node, o.cls) for o in self.outliers}
+        out = []
+        for g in self.groups:
+            if group is not None and g.id != group:
+                continue
+            header = ["node"] + [classes.short_label(c) for c in g.classes]
+            rows = [header, ["(median)"] + [_cell(g.class_medians[c]) for c in g.classes]]
+            for k, node in enumerate(g.nodes):
+                rows.append([node] + [_cell(v) + ("*" if (node, c) in flagged else "")
+                                      for c, v in zip(g.classes, g.values[k])])
+            widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+            out.append(f"group {g.id}: {g.label}")
+            out.extend("  " + "  ".join([f"{r[0]:<{widths[0]}}"] + [f"{x:>{widths[c]}}" for c, x in
+                                                                  enumerate(r[1:], 1)]).rstrip() for r in rows)
+            out.append("")
+        return "\n".join(out).rstrip()
+
+    def report(self, max_rows=40):
+        """The fleet report in words (what ``print(result)`` and ``corelat fleet-report`` show)."""
+        s = self.summary()
+        nodes = s["nodes"]
+        head = [f"Fleet {self.name}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
+                f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
+                f"{_count(s['errors'], 'error')}, {s['missing']} missing"]
+        md = self.metadata
+        head.append(f"(an outlier's class median is off its group's median by more than "
+                    f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
+                    f"{md.get('mad_threshold', MAD_THRESHOLD):g} robust SD); groups of fewer than "
+                    f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
+        lines = head + [""]
+        for g in self.groups:
+            meds = ", ".join(f"{classes.label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
+            lines.append(f"Group {g.id} ({len(g.nodes)} node{'s' * (len(g.nodes) != 1)}): {g.label}")
+            lines.append(f"  classes from {g.class_source}; medians: {meds or 'none'}")
+        lines.append("")
+        if self.outliers:
+            lines.append("Outliers:")
+            lines.extend("  " + o.describe() for o in self.outliers)
+        else:
+            lines.append("Outliers: none")
+        others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
+        if others:
+            lines.append("Settings that differ from the node's group (no latency outlier):")
+            for r in others:
+                lines.append("  " + r["node"] + ": " + ", ".join(
+                    f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
+        if self.errors:
+            lines.append("Errors:")
+            lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
+        if self.missing:
+            reasons = md.get("missing_reasons", {})
+            lines.append("Missing:")
+            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
+        for w in self.warnings:
+            lines.append(f"warning: {w}")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        if self.groups:
+            lines.append("")
+            if all(len(g.nodes) <= max_rows for g in self.groups):
+                lines.append("Class medians per node (ns; * outlier):")
+                lines.append(self.table())
+            else:
+                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
+        return "\n".join(lines).rstrip()
+
+    def __str__(self):
+        return self.report()
+
+    def __repr__(self):
+        s = self.summary()
+        return (f"FleetResult(name={self.name!r}, nodes={s['nodes']}, groups={s['groups']}, "
+                f"outliers={s['outliers']}, errors={s['errors']}, missing={s['missing']})")
+
+
+def _count(n, word):
+    return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
+
+
+def _canonical(r):
+    return json.dumps(r.to_dict(), sort_keys=True, allow_nan=False)
+
+
+def _atomic_write(path, data):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def load_fleet(path):
+    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+            f.seek(0)
+            if head == b"PK":
+                with np.load(f, allow_pickle=False) as z:
+                    header = json.loads(str(z["header"][()]))
+                    arrays = {int(g["id"]): (np.array(z[f"group{g['id']}_values"]),
+                                             np.array(z[f"group{g['id']}_median"]))
+                              for g in header.get("groups", [])}
+                return FleetResult.from_dict(header, arrays)
+            return FleetResult.from_dict(json.loads(f.read(256 << 20).decode("utf-8")))
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{path}: corrupt or unreadable fleet result ({type(e).__name__}: {e})") from None
+
+
+# -- the analysis ------------------------------------------------------------------------------------------
+class _Group:
+    def __init__(self, gid, first):
+        self.id = gid
+        self.cpus = first.cpus
+        self.kernel = first.kernel
+        self.cpu_model = first.meta.get("cpu_model") or "unknown CPU"
+        self.topology_summary = first.meta.get("topology_summary") or ""
+        self.running = RunningMedian((len(first.cpus),) * 2)
+        self.pending = []
+        self.nodes = []
+        if first.codes is not None:
+            self.codes, self.names, self.source = first.codes, classes.TOPOLOGY_CLASSES, "the OS topology"
+        else:
+            self.codes, self.names, self.source = None, (), "the latency structure"
+
+    def label(self):
+        topo = self.topology_summary or "no OS topology"
+        return f"{self.cpu_model}; {topo}; {len(self.cpus)} CPUs; kernel {self.kernel}"
+
+    def classify_pending(self):
+        stack = np.stack([nd.median.ravel() for nd in self.pending])
+        med = weighted_median(stack, np.ones(len(stack))).reshape(self.pending[0].median.shape)
+        self.codes, self.names = classes.from_structure(med, self.cpus)
+
+
+class FleetBuilder:
+    """Streaming analysis: :meth:`add` nodes (or :meth:`add_error`) one at a time, then :meth:`finish`."""
+
+    def __init__(self, name="fleet"):
+        self.name = name
+        self._groups = {}
+        self._records = {}
+        self._errors = []
+        self._warnings = []
+        self._notes = []
+        self._seen = set()
+
+    def _unique(self, node):
+        base, k = node, 1
+        while node in self._seen:
+            k += 1
+            node = f"{base} ({k})"
+        if k > 1:
+            self._warnings.append(f"two results for node {base!r}: the second is called {node!r}")
+        self._seen.add(node)
+        return node
+
+    def add(self, nd):
+        """Take one node's :class:`NodeData` (or a LatencyResult)."""
+        if isinstance(nd, LatencyResult):
+            nd = summarize(nd)
+        nd.node = self._unique(nd.node)
+        key = nd.key()
+        g = self._groups.get(key)
+        if g is None:
+            g = self._groups[key] = _Group(len(self._groups) + 1, nd)
+        g.running.add(nd.median)
+        g.nodes.append(nd.node)
+        if g.codes is None:
+            g.pending.append(nd)
+            if len(g.pending) >= CLASSIFY_AFTER:
+                self._flush(g)
+        else:
+            self._record(g, nd)
+
+    def add_error(self, node, error, file=""):
+        """A node whose measurement (or file) failed."""
+        self._errors.append({"node": self._unique(str(node)), "error": str(error), "file": file})
+
+    def note(self, text):
+        self._notes.append(text)
+
+    def warn(self, text):
+        self._warnings.append(text)
+
+    def _flush(self, g):
+        g.classify_pending()
+        for nd in g.pending:
+            self._record(g, nd)
+        g.pending = []
+
+    def _record(self, g, nd):
+        self._records[nd.node] = {
+            "node": nd.node, "group": g.id, "file": nd.file, "hostname": nd.meta.get("hostname"),
+            "date": nd.meta.get("date"), "result_warnings": nd.meta.get("warnings", 0),
+            "classes": classes.class_medians(nd.median, g.codes, g.names),
+            "settings": dict(nd.meta.get("settings") or {}),
+        }
+
+    def finish(self, expect=None, missing_reasons=None, metadata=None):
+        """The :class:`FleetResult`; ``expect`` names the nodes that should be there."""
+        for g in self._groups.values():
+            if g.pending:
+                self._flush(g)
+        groups, outliers, nodes = [], [], []
+        for g in self._groups.values():
+            group, outs, recs = self._judge(g)
+            groups.append(group)
+            outliers.extend(outs)
+            nodes.extend(recs)
+        have = {r["node"] for r in nodes} | {e["node"] for e in self._errors}
+        expected = expected_nodes(expect)
+        missing = [n for n in (expected or []) if n not in have]
+        reasons = dict(missing_reasons or {})
+        missing += [n for n in reasons if n not in have and n not in missing]
+        if expected is not None:
+            extra = sorted(have - set(expected))
+            if extra:
+                self._notes.append(f"{len(extra)} node(s) not in the expected list: {', '.join(extra[:10])}"
+                                   + (" ..." if len(extra) > 10 else ""))
+        md = {
+            "rel_threshold": REL_THRESHOLD, "mad_threshold": MAD_THRESHOLD, "min_group": MIN_GROUP,
+            "corelat_version": __version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "missing_reasons": {n: reasons[n] for n in missing if n in reasons},
+            "warnings": list(self._warnings), "notes": list(self._notes),
+        }
+        md.update(metadata or {})
+        return FleetResult(groups=tuple(groups), nodes=tuple(nodes), outliers=tuple(outliers),
+                           errors=tuple(self._errors), missing=tuple(missing), name=self.name, metadata=md)
+
+    def _judge(self, g):
+        recs = [self._records[n] for n in g.nodes]
+        present = classes.present(g.codes, g.names)
+        values = np.array([[r["classes"][c] for c in present] for r in recs], dtype=np.float64)
+        values = values.reshape(len(recs), len(present))
+        medians, outliers = {}, []
+        usual = _usual_settings(recs)
+        for r in recs:
+            r["differs"] = {k: [v, usual[k]] for k, v in r["settings"].items()
+                            if k in usual and v is not None and v != usual[k]}
+            r["classes"] = {c: r["classes"][c] for c in present}
+        for k, c in enumerate(present):
+            med, mad = robust(values[:, k])
+            medians[c] = med
+            if len(recs) < MIN_GROUP or math.isnan(med):
+                continue
+            threshold = max(REL_THRESHOLD * med, MAD_THRESHOLD * _MAD_SCALE * mad)
+            for i, r in enumerate(recs):
+                v = values[i, k]
+                if np.isfinite(v) and abs(v - med) > threshold:
+                    differs = tuple((s, a, b) for s, (a, b) in r["differs"].items())
+                    outliers.append(Outlier(node=r["node"], group=g.id, cls=c, value=float(v), median=med,
+                                            deviation=float(v / med - 1.0), threshold=float(threshold),
+                                            differs=differs))
+        group = FleetGroup(
+            id=g.id, label=g.label(), cpu_model=g.cpu_model, topology_summary=g.topology_summary,
+            kernel=g.kernel, cpus=g.cpus, class_source=g.source, classes=present, nodes=tuple(g.nodes),
+            values=_frozen(values), class_medians=types.MappingProxyType(medians),
+            median_matrix=_frozen(g.running.result()),
+        )
+        return group, outliers, recs
+
+
+def _usual_settings(recs):
+    """{setting: the value most of the group's nodes have} (settings without a clear majority are left out)."""
+    usual = {}
+    for key in SETTINGS:
+        counts = Counter(json.dumps(r["settings"].get(key)) for r in recs if r["settings"].get(key) is not None)
+        if not counts:
+            continue
+        (top, n), *rest = counts.most_common(2) + [(None, 0)]
+        if n > rest[0][1]:
+            usual[key] = json.loads(top)
+    return usual
+
+
+# -- reading a folder ----------------------------------------------------------------------------------------
+def _node_from_file(path):
+    base = os.path.basename(path)
+    for suffix in (ERROR_SUFFIX, ".npz", ".csv", ".txt"):
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)]
+    return base
+
+
+def node_files(folder):
+    """Sorted result and error files of a fleet folder (``<node>.npz``, ``<node>.error.json``)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as e:
+        raise InputError(f"cannot read the folder {folder}: {e.strerror or e}") from None
+    return [os.path.join(folder, n) for n in names
+            if (n.endswith(".npz") or n.endswith(ERROR_SUFFIX)) and ".tmp." not in n]
+
+
+def read_error_file(path):
+    """(node, error text) from a ``<node>.error.json`` file."""
+    with open(path, "rb") as f:
+        d = json.loads(f.read(1 << 20).decode("utf-8"))
+    if not isinstance(d, dict) or d.get("kind") != "fleet-node-error":
+        raise ValueError("not a corelat fleet error file")
+    return str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
+
+
+def _add_path(builder, path):
+    from ._io import load
+
+    if path.endswith(ERROR_SUFFIX):
+        try:
+            node, error = read_error_file(path)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            builder.add_error(_node_from_file(path), f"unreadable error file ({e})", path)
+            return
+        builder.add_error(node, error, path)
+        return
+    try:
+        result = load(path)
+    except InputError as e:
+        builder.add_error(_node_from_file(path), str(e), path)
+        return
+    if isinstance(result, FleetResult) or not isinstance(result, LatencyResult):
+        builder.note(f"{os.path.basename(path)} is not a latency result; left out")
+        return
+    md_node = (result.metadata.get("fleet") or {}).get("node")
+    builder.add(summarize(result, node=md_node or _node_from_file(path), file=path))
+
+
+def fleet(paths_or_results, expect=None, *, name=None):
+    """Compare many machines: group them by hardware and name the nodes that are off.
+
+    Parameters
+    ----------
+    paths_or_results : folder, path, LatencyResult, or a list of them
+        A folder is read like ``corelat fleet`` writes it: every ``<node>.npz`` and
+        ``<node>.error.json`` in it. Files are read one at a time (memory stays small for
+        thousands of nodes); a file that cannot be read becomes an error of its node.
+    expect : str, path or list, optional
+        The nodes that should be there: a list of names, a file of names, or a Slurm-style list
+        like ``"node[01-64]"``. Nodes without a result are reported as missing.
+    name : str, optional
+        A label for the report (default: the folder's name).
+
+    Returns
+    -------
+    FleetResult
+    """
+    items = paths_or_results
+    if isinstance(items, (str, os.PathLike, LatencyResult)):
+        items = [items]
+    items = list(items)
+    if name is None:
+        first = items[0] if len(items) == 1 else None
+        name = os.path.basename(os.path.normpath(os.fspath(first))) if isinstance(first, (str, os.PathLike)) \
+            else "fleet"
+    builder = FleetBuilder(name=name)
+    folders = []
+    for item in items:
+        if isinstance(item, LatencyResult):
+            builder.add(summarize(item))
+        elif isinstance(item, (str, os.PathLike)):
+            path = os.fspath(item)
+            if os.path.isdir(path):
+                folders.append(path)
+                for p in node_files(path):
+                    _add_path(builder, p)
+            elif os.path.exists(path):
+                _add_path(builder, path)
+            else:
+                raise InputError(f"{path}: no such file or folder")
+        else:
+            raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or results")
+    return builder.finish(expect=expect, metadata={"source": folders or "results"})

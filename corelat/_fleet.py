@@ -400,7 +400,7 @@ class FleetResult:
         nodes = s["nodes"]
         head = [f"Fleet {self.name}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
                 f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
-                f"{_count(s['errors'], 'error')}, {s['missing']} missing"]
+                f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing"]
         md = self.metadata
         head.append(f"(an outlier's class median is off its group's median by more than "
                     f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "

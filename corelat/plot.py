@@ -6,6 +6,8 @@
 * :func:`distribution`: per-pair sample distributions (violins or histograms), where bimodal or
   unstable pairs show.
 * :func:`compare`: heatmaps of several results side by side on one colour scale.
+* :func:`fleet`: a fleet's nodes × classes heat table with outliers marked, or one node's matrix
+  divided by its group's median matrix.
 
 matplotlib is imported when a function is first called, so ``import corelat.plot`` stays cheap. When
 no ``ax`` is given the figure is made with pyplot (so notebooks show it); close it with
@@ -435,5 +437,112 @@ def compare(results, names=None, order="structure", statistic="median", annotate
     cb = fig.colorbar(mappable, ax=axes, shrink=0.85, pad=0.02)
     cb.set_label(f"one-way latency (ns), {statistic} per pair")
     fig.suptitle("core-to-core latency, one colour scale")
+    _settle(fig)
+    return fig
+
+
+# -- fleets ------------------------------------------------------------------------------------------------
+#: Colour range of the fleet heat table and ratio heatmap: deviation from the group's median.
+FLEET_DEVIATION_RANGE = 0.3
+
+
+def fleet(result, node=None, *, group=None, max_nodes=200):
+    """Pictures of a :class:`~corelat.FleetResult`; returns the ``Figure``.
+
+    Without ``node``: a heat table per group, nodes × pair classes, coloured by each class median's
+    deviation from the group's median (white = typical, red = slower, blue = faster), outliers
+    boxed. ``group`` picks one group; groups of more than ``max_nodes`` nodes show the nodes
+    that deviate most.
+
+    With ``node`` (a node name or its :class:`~corelat.LatencyResult`): that node's matrix divided by
+    its group's median matrix, as a ratio heatmap (1 = typical). A name is read from the node's
+    file as the fleet recorded it.
+    """
+    plt = _plt()
+    if node is not None:
+        return _fleet_ratio(plt, result, node)
+    groups = [g for g in result.groups if group is None or g.id == group]
+    if not groups:
+        raise InputError("no group to draw" if group is None else f"no group {group} in this fleet")
+    flagged = {(o.node, o.cls) for o in result.outliers}
+    shown = []
+    for g in groups:
+        dev = np.asarray(g.values) / np.array([g.class_medians[c] for c in g.classes]) - 1.0
+        rows = np.arange(len(g.nodes))
+        if len(rows) > max_nodes:
+            worst = np.nan_to_num(np.abs(dev), nan=0.0).max(axis=1) if dev.size else np.zeros(len(rows))
+            rows = np.sort(np.argsort(-worst, kind="stable")[:max_nodes])
+        shown.append((g, dev, rows))
+    heights = [max(2.5, 0.22 * len(rows) + 1.8) for _, _, rows in shown]
+    width = max(5.0, 1.1 * max(len(g.classes) for g in groups) + 3.0)
+    fig, axes = plt.subplots(len(shown), 1, figsize=(width, min(sum(heights), 60.0)), layout="constrained",
+                             squeeze=False, height_ratios=heights)
+    r = FLEET_DEVIATION_RANGE
+    cm = plt.get_cmap("RdBu_r").with_extremes(bad=_NAN_COLOUR)
+    for ax, (g, dev, rows) in zip(axes[:, 0], shown):
+        d = dev[rows] if dev.size else np.zeros((len(rows), 0))
+        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto", interpolation="nearest")
+        ax.set_xticks(range(len(g.classes)), [_fleet_label(c) for c in g.classes], fontsize=8)
+        ax.set_yticks(range(len(rows)), [g.nodes[i] for i in rows], fontsize=7 if len(rows) > 30 else 8)
+        annotate = len(rows) <= 60
+        for y, i in enumerate(rows):
+            for x, c in enumerate(g.classes):
+                v = g.values[i, x]
+                if annotate and np.isfinite(v):
+                    ax.text(x, y, _fmt(v), ha="center", va="center", fontsize=7)
+                if (g.nodes[i], c) in flagged:
+                    ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
+        more = f", {len(rows)} of {len(g.nodes)} nodes (most deviating)" if len(rows) < len(g.nodes) else ""
+        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}", fontsize=9)
+        cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
+        cb.set_label("vs group median", fontsize=8)
+        cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.0%}")
+    fig.suptitle(f"{result.name}: class median per node (ns); boxed = outlier", fontsize=10)
+    _settle(fig)
+    return fig
+
+
+def _fleet_label(cls):
+    from ._fleet_classes import label
+
+    return label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")
+
+
+def _fleet_ratio(plt, result, node):
+    from ._result import LatencyResult
+
+    if isinstance(node, LatencyResult):
+        r, name = node, node.name
+        g = next((g for g in result.groups if g.nodes and name in g.nodes), None)
+    else:
+        name = str(node)
+        g = result.group(name)
+        rec = next(x for x in result.nodes if x["node"] == name)
+        if not rec.get("file"):
+            raise InputError(f"the fleet recorded no file for node {name!r}: pass its LatencyResult instead")
+        r = LatencyResult.load(rec["file"])
+    if g is None:
+        raise InputError(f"node {name!r} is in no group of this fleet")
+    r = r.with_cpus_order(sorted(r.cpus))
+    if tuple(r.cpus) != tuple(g.cpus):
+        raise InputError(f"node {name!r} was measured on other CPUs than its group")
+    ratio = np.asarray(r.median) / np.asarray(g.median_matrix)
+    n = len(g.cpus)
+    fig, ax = plt.subplots(figsize=_figsize(n), layout="constrained")
+    lim = math.log(1 + FLEET_DEVIATION_RANGE)
+    cm = plt.get_cmap("RdBu_r").with_extremes(bad=_NAN_COLOUR)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logr = np.log(ratio)
+    im = ax.imshow(np.ma.masked_invalid(logr), cmap=cm, vmin=-lim, vmax=lim, interpolation="nearest")
+    ticks, fs = _ticks(n, [])
+    ax.set_xticks(ticks, [str(g.cpus[i]) for i in ticks], fontsize=fs, rotation=90 if n > 16 else 0)
+    ax.set_yticks(ticks, [str(g.cpus[i]) for i in ticks], fontsize=fs)
+    ax.set_xlabel("CPU")
+    ax.set_ylabel("CPU")
+    cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
+    cb.set_label(f"{name} / group median (ratio)")
+    steps = [x for x in (0.8, 0.9, 1.0, 1.1, 1.2, 1.3) if abs(math.log(x)) <= lim + 1e-9]
+    cb.set_ticks([math.log(x) for x in steps], labels=[f"×{x:g}" for x in steps])
+    ax.set_title(f"{name} / median of group {g.id} ({len(g.nodes)} nodes)\n{g.cpu_model}", fontsize=10)
     _settle(fig)
     return fig

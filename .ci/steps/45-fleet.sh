@@ -1,0 +1,37 @@
+# Fleets over MPI (issue 12): mpi4py (the corelat[mpi] extra) and the mpich wheel from PyPI, the
+# mpiexec -n 3 tests, a real three-rank run (one node name per rank) and the fleet notebook on its
+# output. The run's report is kept in $artefacts/fleet/ (the README's "Many machines" report).
+t_fleet=$SECONDS
+mpi_extra=$("$venv/bin/python" -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mpi"]))')
+# shellcheck disable=SC2086
+"$venv/bin/python" -m pip install -q $mpi_extra mpich
+echo "mpi4py + mpich installed in $((SECONDS - t_fleet)) s: $("$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])')"
+
+(cd /tmp && CORELAT_REQUIRE_MPI=1 CORELAT_TEST_INSTALLED=1 CORELAT_SHARED="$shared" \
+  "$venv/bin/python" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" "$repo/tests/test_fleet_mpi.py")
+
+fleet_dir="$artefacts/fleet"
+rm -rf "$fleet_dir"
+mkdir -p "$fleet_dir"
+ranks=()
+for node in node01 node02 node03; do
+  [ ${#ranks[@]} -gt 0 ] && ranks+=(:)
+  ranks+=(-n 1 env "CORELAT_NODE_NAME=$node" "$venv/bin/corelat" fleet 200 50 -o "$fleet_dir/run")
+done
+timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt"
+cat "$fleet_dir/report.txt"
+"$venv/bin/corelat" fleet-report "$fleet_dir/run" --expect 'node[01-03]' > /dev/null
+
+(cd /tmp && CORELAT_FLEET_DIR="$fleet_dir/run" JUPYTER_PLATFORM_DIRS=1 "$venv/bin/python" - "$repo/notebooks/fleet.ipynb" "$fleet_dir/fleet.ipynb" <<'PY'
+import sys
+
+import nbclient
+import nbformat
+
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+nbformat.write(nb, sys.argv[2])
+print("fleet notebook executed on the three-rank run:", sys.argv[2])
+PY
+)
+echo "fleet step: $((SECONDS - t_fleet)) s"

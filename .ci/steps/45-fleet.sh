@@ -22,16 +22,8 @@ timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt"
 cat "$fleet_dir/report.txt"
 "$venv/bin/corelat" fleet-report "$fleet_dir/run" --expect 'node[01-03]' > /dev/null
 
-(cd /tmp && CORELAT_FLEET_DIR="$fleet_dir/run" JUPYTER_PLATFORM_DIRS=1 "$venv/bin/python" - "$repo/notebooks/fleet.ipynb" "$fleet_dir/fleet.ipynb" <<'PY'
-import sys
-
-import nbclient
-import nbformat
-
-nb = nbformat.read(sys.argv[1], as_version=4)
-nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
-nbformat.write(nb, sys.argv[2])
-print("fleet notebook executed on the three-rank run:", sys.argv[2])
-PY
-)
+"$venv/bin/python" -m pip install -q "papermill>=2.4"
+(cd "$fleet_dir" && JUPYTER_PLATFORM_DIRS=1 "$venv/bin/papermill" --no-progress-bar --cwd . \
+  "$repo/notebooks/fleet.ipynb" fleet.ipynb -p FLEET_DIR "$fleet_dir/run" -y "EXPECT: 'node[01-03]'")
+grep -q "Fleet run: 3 nodes in 1 group" "$fleet_dir/fleet.ipynb"
 echo "fleet step: $((SECONDS - t_fleet)) s"

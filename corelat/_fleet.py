@@ -23,11 +23,11 @@ import numpy as np
 
 from . import _fleet_classes as classes
 from . import _npz
+from ._errors import InputError
 from ._fleet_stats import RunningMedian, robust, weighted_median
 from ._hostlist import expected_nodes
-from ._version import __version__
-from ._errors import InputError
 from ._result import LatencyResult, thaw
+from ._version import __version__
 
 #: A class median deviating by more than this fraction of the group's median can be an outlier...
 REL_THRESHOLD = 0.10
@@ -398,9 +398,9 @@ class FleetResult:
         """The fleet report in words (what ``print(result)`` and ``corelat fleet-report`` show)."""
         s = self.summary()
         nodes = s["nodes"]
-        head = [f"Fleet {self.name}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
-                f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
-                f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing"]
+        head = [(f"Fleet {self.name}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
+                 f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
+                 f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing")]
         md = self.metadata
         head.append(f"(an outlier's class median is off its group's median by more than "
                     f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
@@ -677,7 +677,7 @@ def node_files(folder):
     except OSError as e:
         raise InputError(f"cannot read the folder {folder}: {e.strerror or e}") from None
     return [os.path.join(folder, n) for n in names
-            if (n.endswith(".npz") or n.endswith(ERROR_SUFFIX)) and ".tmp." not in n]
+            if n.endswith((".npz", ERROR_SUFFIX)) and ".tmp." not in n]
 
 
 def read_error_file(path):

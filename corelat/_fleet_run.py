@@ -344,10 +344,9 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
     result = None
     if role["leader"]:
         nd, error = None, None
-        if role["prev"] is not None:
-            if link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
-                error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
-                         f"within {total_wait:g} s")
+        if role["prev"] is not None and link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
+            error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
+                     f"within {total_wait:g} s")
         if error is None:
             nd, error = _measure_node(measure, directory, node, rank)
         if role["next"] is not None:

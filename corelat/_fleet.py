@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _fleet_classes as classes
-from . import _npz
+from . import _npz, _text
 from ._errors import InputError
 from ._fleet_stats import RunningMedian, robust, weighted_median
 from ._hostlist import expected_nodes
+from ._protocol import Result, from_file, jsonable, same
 from ._result import LatencyResult, thaw
 from ._version import __version__
 
@@ -117,16 +118,12 @@ def _nan_to_none(v):
     return v
 
 
-def _matrix_to_list(a):
-    return [[_nan_to_none(float(x)) for x in row] for row in np.asarray(a)]
-
-
-def _list_to_matrix(rows, ndim=2):
+def _list_to_matrix(rows):
     a = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=np.float64)
-    return a.reshape((0,) * ndim) if a.size == 0 else a
+    return a.reshape((0, 0)) if a.size == 0 else a
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FleetGroup:
     """Nodes of the same hardware (CPU model, topology, kernel, CPUs) and what is typical for them.
 
@@ -148,6 +145,13 @@ class FleetGroup:
     class_medians: types.MappingProxyType = field(repr=False)
     median_matrix: np.ndarray = field(repr=False)
 
+    __hash__ = None
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(same(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__)
+
     def to_dict(self, arrays=True):
         d = {
             "id": self.id, "label": self.label, "cpu_model": self.cpu_model,
@@ -156,8 +160,8 @@ class FleetGroup:
             "class_medians": {k: _nan_to_none(v) for k, v in self.class_medians.items()},
         }
         if arrays:
-            d["values"] = _matrix_to_list(self.values)
-            d["median_matrix"] = _matrix_to_list(self.median_matrix)
+            d["values"] = jsonable(self.values)
+            d["median_matrix"] = jsonable(self.median_matrix)
         return d
 
     @classmethod
@@ -210,19 +214,11 @@ class Outlier:
 
 
 def _ns(v):
-    if v is None or math.isnan(v):
-        return "?"
-    return f"{v:.1f} ns" if abs(v) < 100 else f"{v:.0f} ns"
-
-
-def _cell(v):
-    if v is None or math.isnan(v):
-        return "–"
-    return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+    return _text.number(v, " ns")
 
 
 @dataclass(frozen=True, eq=False)
-class FleetResult:
+class FleetResult(Result):
     """The fleet report: groups of identical hardware, per-node class medians, outliers, errors and
     missing nodes. See :func:`fleet` and :func:`corelat.measure_fleet`.
 
@@ -246,19 +242,11 @@ class FleetResult:
     name: str = "fleet"
     metadata: types.MappingProxyType = field(default_factory=dict)
 
+    _KIND = KIND
+    _FIELDS = ("groups", "nodes", "outliers", "errors", "missing", "name", "metadata")
+
     def __post_init__(self):
         object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
-
-    # -- the protocol --------------------------------------------------------------------------------
-    @property
-    def warnings(self):
-        """What makes the report less trustworthy (tuple of str)."""
-        return tuple(self.metadata.get("warnings", ()))
-
-    @property
-    def notes(self):
-        """Things worth knowing that are no problem (tuple of str)."""
-        return tuple(self.metadata.get("notes", ()))
 
     def group(self, node):
         """The :class:`FleetGroup` a node belongs to."""
@@ -298,16 +286,15 @@ class FleetResult:
 
     def to_dict(self, arrays=True):
         """JSON-serialisable: everything (``arrays=False`` leaves out the tables and matrices)."""
-        return {
+        return jsonable({
             "format": _npz.FORMAT_NAME, "kind": KIND, "fleet_version": FORMAT_VERSION, "name": self.name,
             "metadata": thaw(self.metadata), "summary": self.summary(),
             "groups": [g.to_dict(arrays) for g in self.groups],
-            "nodes": [{**thaw(r), "classes": {k: _nan_to_none(v) for k, v in r["classes"].items()}}
-                      for r in self.nodes],
+            "nodes": [thaw(r) for r in self.nodes],
             "outliers": [o.to_dict() for o in self.outliers],
             "errors": [dict(e) for e in self.errors],
             "missing": list(self.missing),
-        }
+        })
 
     @classmethod
     def from_dict(cls, d, arrays=None):
@@ -328,33 +315,28 @@ class FleetResult:
                    errors=tuple(dict(e) for e in d["errors"]), missing=tuple(d["missing"]),
                    name=d.get("name", "fleet"), metadata=d.get("metadata", {}))
 
-    _KIND = KIND
-
     @classmethod
     def load(cls, path):
         """Read a fleet result written by :meth:`save` (``.json`` or ``.npz``)."""
         return load_fleet(path)
 
+    def _to_npz(self):
+        header = self.to_dict(arrays=False)
+        for k in ("format", "kind"):
+            header.pop(k)
+        arrays = {}
+        for g in self.groups:
+            arrays[f"group{g.id}_values"] = np.asarray(g.values)
+            arrays[f"group{g.id}_median"] = np.asarray(g.median_matrix)
+        return header, arrays
+
     @classmethod
     def _from_npz(cls, header, arrays, path):
         if header.get("kind") != KIND:
             raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
-        try:
-            groups = {int(g["id"]): (_npz.member(arrays, f"group{g['id']}_values", path),
-                                     _npz.member(arrays, f"group{g['id']}_median", path))
-                      for g in header.get("groups", [])}
-            return cls.from_dict(header, groups)
-        except InputError:
-            raise
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise InputError(f"{path}: inconsistent fleet result ({type(e).__name__}: {e})") from None
-
-    def __eq__(self, other):
-        if not isinstance(other, FleetResult):
-            return NotImplemented
-        return _canonical(self) == _canonical(other)
-
-    __hash__ = None
+        return from_file(path, lambda: cls.from_dict(header, {
+            int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
+            for g in header.get("groups", [])}))
 
     def save(self, path):
         """Write the result: ``.json`` (one JSON document) or ``.npz`` (JSON header plus arrays)."""
@@ -362,20 +344,16 @@ class FleetResult:
         if path.lower().endswith(".json"):
             _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
         elif path.lower().endswith(".npz"):
-            header = self.to_dict(arrays=False)
-            for k in ("format", "kind"):
-                header.pop(k)
-            json.dumps(header, allow_nan=False)  # NaN has no place in a header
-            arrays = {}
-            for g in self.groups:
-                arrays[f"group{g.id}_values"] = np.asarray(g.values)
-                arrays[f"group{g.id}_median"] = np.asarray(g.median_matrix)
-            _npz.write(path, KIND, header, arrays)
+            super().save(path)
         else:
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
 
     # -- text --------------------------------------------------------------------------------------------
-    def table(self, group=None):
+    def table(self):
+        """The fleet report as text (``str(result)``; ``corelat fleet-report`` prints it)."""
+        return self.report()
+
+    def node_table(self, group=None):
         """The nodes × classes table as text (class medians in ns, ``*`` marks an outlier), per group."""
         flagged = {(o.node, o.cls) for o in self.outliers}
         out = []
@@ -383,14 +361,12 @@ class FleetResult:
             if group is not None and g.id != group:
                 continue
             header = ["node"] + [classes.short_label(c) for c in g.classes]
-            rows = [header, ["(median)"] + [_cell(g.class_medians[c]) for c in g.classes]]
+            rows = [["(median)"] + [_text.number(g.class_medians[c]) for c in g.classes]]
             for k, node in enumerate(g.nodes):
-                rows.append([node] + [_cell(v) + ("*" if (node, c) in flagged else "")
+                rows.append([node] + [_text.number(v) + ("*" if (node, c) in flagged else " ")
                                       for c, v in zip(g.classes, g.values[k])])
-            widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
             out.append(f"group {g.id}: {g.label}")
-            out.extend("  " + "  ".join([f"{r[0]:<{widths[0]}}"] + [f"{x:>{widths[c]}}" for c, x in
-                                                                  enumerate(r[1:], 1)]).rstrip() for r in rows)
+            out.extend("  " + line for line in _text.table(header, rows, left=(0,)).splitlines())
             out.append("")
         return "\n".join(out).rstrip()
 
@@ -438,26 +414,19 @@ class FleetResult:
             lines.append("")
             if all(len(g.nodes) <= max_rows for g in self.groups):
                 lines.append("Class medians per node (ns; * outlier):")
-                lines.append(self.table())
+                lines.append(self.node_table())
             else:
-                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
+                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .node_table())")
         return "\n".join(lines).rstrip()
-
-    def __str__(self):
-        return self.report()
 
     def __repr__(self):
         s = self.summary()
-        return (f"FleetResult(name={self.name!r}, nodes={s['nodes']}, groups={s['groups']}, "
-                f"outliers={s['outliers']}, errors={s['errors']}, missing={s['missing']})")
+        return self._repr(f"{s['nodes']} nodes in {s['groups']} groups, {s['outliers']} outliers, "
+                          f"{s['errors']} errors, {s['missing']} missing")
 
 
 def _count(n, word):
     return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
-
-
-def _canonical(r):
-    return json.dumps(r.to_dict(), sort_keys=True, allow_nan=False)
 
 
 def _atomic_write(path, data):

@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 
-from . import _cpulist
+from . import _cpulist, _files
 
 #: Item statuses: fine, worth knowing, likely to distort results, could not tell.
 OK, INFO, WARN, UNKNOWN = "ok", "info", "warn", "unknown"
@@ -48,11 +48,11 @@ def _path(root, *parts):
     return os.path.join(root, *parts)
 
 
-def _read(path):
+def _read(path, limit=_files.MAX_SYSFS_BYTES):
     """(text, problem): the file's stripped text, or None and ``"missing"`` / ``"unreadable (...)"``."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().replace("\0", "").strip(), None
+        data = _files.read_bytes(path, limit)
+        return data.decode("utf-8", errors="replace").replace("\0", "").strip(), None
     except FileNotFoundError:
         return None, "missing"
     except OSError as e:
@@ -85,7 +85,7 @@ def _online(root):
 
 
 def _cpuinfo_flags(root):
-    text, problem = _read(_path(root, "proc", "cpuinfo"))
+    text, problem = _read(_path(root, "proc", "cpuinfo"), _files.MAX_PROC_BYTES)
     if text is None:
         return None, problem
     for line in text.splitlines():
@@ -215,7 +215,7 @@ def check_hypervisor(root="/"):
 
 def check_load(root="/"):
     """The load average against the number of online CPUs."""
-    text, problem = _read(_path(root, "proc", "loadavg"))
+    text, problem = _read(_path(root, "proc", "loadavg"), _files.MAX_PROC_BYTES)
     if text is None:
         return CheckItem("load", UNKNOWN, f"/proc/loadavg {problem}", "cannot tell how busy the machine is")
     try:
@@ -235,7 +235,7 @@ def check_load(root="/"):
 
 
 def _proc_stat(root):
-    text, problem = _read(_path(root, "proc", "stat"))
+    text, problem = _read(_path(root, "proc", "stat"), _files.MAX_PROC_BYTES)
     if text is None:
         return None, problem
     out = {}

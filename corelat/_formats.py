@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from . import _files
 from ._errors import InputError
 from ._result import LatencyResult
 
@@ -51,8 +52,7 @@ def file_name(path):
 
 def _read(path):
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = _files.read_bytes(path, _files.MAX_TEXT_BYTES)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
     if b"\0" in data:

@@ -1,17 +1,30 @@
 """corelat's file container: a NumPy ``.npz`` archive of plain arrays plus one JSON header.
 
-A leaf module (it imports nothing of corelat but the errors): every result kind writes its arrays
-and a JSON-able header through :func:`write` and reads them back through :func:`read`. The header
-names the ``kind`` of result and the format version. Arrays are read with ``allow_pickle=False``,
-so a file can never run code.
+A leaf module (it imports nothing of corelat but the errors and the file helpers): every result kind
+writes its arrays and a JSON-able header through :func:`write` and reads them back through
+:func:`read`. The header names the ``kind`` of result and the format version. Arrays are read with
+``allow_pickle=False``, so a file can never run code.
+
+Files may be hostile. Before anything is allocated, :func:`read` checks the file (a regular file of
+at most :data:`~corelat._files.MAX_NPZ_BYTES`), the archive's members and their declared sizes
+(:data:`MAX_ARRAY_BYTES` uncompressed in all), each array's dtype and shape from its ``.npy``
+header (numbers only: no objects, records or pickles; the shape must fit the member), and the JSON
+header: a mapping of :data:`MAX_HEADER_CHARS` at most, strings up to :data:`MAX_STRING_CHARS`,
+nesting up to :data:`MAX_DEPTH`, no ``NaN``/``Infinity``. What each kind's arrays must hold is
+checked by the kind (:mod:`corelat._schema` for latency results). Every problem raises
+:class:`~corelat._errors.InputError` naming the file, in one line.
 """
 
 import json
+import math
 import os
+import re
 import zipfile
+import zlib
 
 import numpy as np
 
+from . import _files
 from ._errors import InputError
 
 #: Version of the container layout; bumped when a reader could misread a newer file.
@@ -20,12 +33,35 @@ FORMAT_NAME = "corelat-result"
 #: Files of version 1 carry no ``kind``: they are all latency results.
 DEFAULT_KIND = "latency"
 
+#: Uncompressed size of all arrays together: 2 GiB is a 362-CPU sweep at 1000 samples per pair.
+MAX_ARRAY_BYTES = 2 * 1024**3
+MAX_MEMBERS = 256
+MAX_HEADER_CHARS = 16 * 1024**2
+MAX_STRING_CHARS = 64 * 1024
+MAX_DEPTH = 32
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,80}\Z")
+_NPY_HEADER_BYTES = 10000
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _bad(path, what):
+    return InputError(f"{path}: {what}")
+
+
+def short(value, limit=40):
+    """``repr(value)`` cut to ``limit`` characters, for messages about hostile values."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 def is_npz(path):
-    """True when ``path`` starts like a zip archive (an ``.npz`` file); InputError when unreadable."""
+    """True when ``path`` starts like a zip archive (an ``.npz`` file); InputError when unreadable.
+
+    Only regular files are opened (never blocking on a FIFO); ``/dev/zero`` and the like are refused.
+    """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
+        with _files.open_regular(path, max(_files.MAX_NPZ_BYTES, _files.MAX_TEXT_BYTES)) as f:
             head = f.read(4)
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
@@ -33,41 +69,141 @@ def is_npz(path):
 
 
 def write(path, kind, header, arrays):
-    """Write ``arrays`` (name -> array) and the JSON-able ``header`` of a result of ``kind`` to ``path``."""
+    """Write ``arrays`` (name -> array) and the JSON-able ``header`` of a result of ``kind`` to ``path``.
+
+    Atomic: written to a temporary file beside ``path`` and renamed over it, so an interrupted or
+    failed save (Ctrl-C, full disk) leaves the old file as it was; errors name ``path``.
+    """
     full = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "kind": kind, **header}
     members = {"header": np.array(json.dumps(full))}
     for k, v in arrays.items():
         if k == "header":
             raise ValueError("'header' is reserved for the JSON header")
         members[k] = np.asarray(v)
-    path = os.fspath(path)
     # np.savez appends .npz to names without it; write through a file object to keep the name.
-    with open(path, "wb") as f:
-        np.savez_compressed(f, **members)
+    _files.atomic_write(path, lambda f: np.savez_compressed(f, **members))
 
 
 def read(path):
     """``(header, arrays)`` of a corelat file; ``header["kind"]`` says which result it holds.
 
     Raises :class:`~corelat._errors.InputError` for a file that is not a corelat file, is corrupt,
-    or was written by a newer corelat.
+    exceeds the limits above, or was written by a newer corelat.
     """
     path = os.fspath(path)
     try:
-        # Our own file object: np.load leaks its handle when the archive is corrupt.
-        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:
-            header = json.loads(str(z["header"][()]))
-            if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-                raise InputError(f"{path}: not a corelat result file")
-            if int(header.get("version", 0)) > FORMAT_VERSION:
-                raise InputError(
-                    f"{path}: written by a newer corelat (format {header['version']}); upgrade corelat"
-                )
-            header.setdefault("kind", DEFAULT_KIND)
-            arrays = {k: np.array(z[k]) for k in z.files if k != "header"}
+        f = _files.open_regular(path, _files.MAX_NPZ_BYTES)
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        with f, zipfile.ZipFile(f) as z:
+            members = _members(z, path)
+            header = _header(z, members, path)
+            arrays = {name: _read_member(z, members, name) for name in members if name != "header"}
     except InputError:
         raise
-    except (KeyError, ValueError, TypeError, OSError, zipfile.BadZipFile, EOFError) as e:
-        raise InputError(f"{path}: corrupt or unreadable corelat file ({e})") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError, OSError,
+            NotImplementedError, KeyError) as e:
+        # NotImplementedError: an unknown compression method; KeyError: a member the central
+        # directory names but its local header does not match. One line, however long numpy's message.
+        why = " ".join(str(e).split())
+        raise _bad(path, f"corrupt or unreadable corelat file ({why[:200]})") from None
     return header, arrays
 
+
+# -- members ------------------------------------------------------------------------------------
+def _members(z, path):
+    """``{name: (ZipInfo, shape, dtype)}`` of the ``.npy`` members, after checking declared sizes.
+
+    Members that are not plain-named ``.npy`` files are never read (but count in the limits).
+    """
+    infos = z.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise _bad(path, f"{len(infos)} members; a corelat file holds at most {MAX_MEMBERS}")
+    total = sum(i.file_size for i in infos)
+    if total > MAX_ARRAY_BYTES:
+        raise _bad(path, f"its arrays would take {total / 1024**3:.1f} GiB uncompressed; the most a "
+                         f"corelat file may hold is {MAX_ARRAY_BYTES / 1024**3:g} GiB")
+    out = {}
+    for info in infos:
+        name = info.filename[:-4] if info.filename.endswith(".npy") else ""
+        if not _MEMBER_NAME.match(name):
+            continue
+        if name in out:
+            raise _bad(path, f"member {info.filename!r} appears twice")
+        with z.open(info) as m:
+            version = np.lib.format.read_magic(m)
+            if version not in _NPY_HEADERS:
+                raise _bad(path, f"member {name}: unsupported .npy version {version}")
+            shape, _, dtype = _NPY_HEADERS[version](m, max_header_size=_NPY_HEADER_BYTES)
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+            raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records or pickles)")
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > info.file_size:
+            raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "
+                             f"{info.file_size:,} bytes (truncated or forged)")
+        out[name] = (info, shape, dtype)
+    if "header" not in out:
+        raise _bad(path, "no 'header' array; not a corelat result file")
+    return out
+
+
+def _read_member(z, members, name):
+    info, _, _ = members[name]
+    with z.open(info) as m:
+        return np.lib.format.read_array(m, allow_pickle=False, max_header_size=_NPY_HEADER_BYTES)
+
+
+# -- the JSON header ------------------------------------------------------------------------------
+def _reject_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _header(z, members, path):
+    _, shape, dtype = members["header"]
+    if shape != () or dtype.kind != "U":
+        raise _bad(path, f"header is a {dtype} array of shape {shape}, not one JSON string")
+    if dtype.itemsize // 4 > MAX_HEADER_CHARS:
+        raise _bad(path, f"header of {dtype.itemsize // 4:,} characters; at most {MAX_HEADER_CHARS:,} allowed")
+    text = str(_read_member(z, members, "header")[()])
+    try:
+        header = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _bad(path, f"header nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:
+        raise _bad(path, f"header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise _bad(path, f"header is {type(header).__name__} {short(header)}, not a mapping; "
+                         "not a corelat result file")
+    if header.get("format") != FORMAT_NAME:
+        raise _bad(path, "not a corelat result file")
+    version = header.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _bad(path, f"format version {short(version)} is not a positive integer")
+    if version > FORMAT_VERSION:
+        raise _bad(path, f"written by a newer corelat (format {short(version)}); upgrade corelat")
+    _check_tree(header, path)
+    header.setdefault("kind", DEFAULT_KIND)
+    if not isinstance(header["kind"], str):
+        raise _bad(path, f"kind must be a string, not {short(header['kind'])}")
+    return header
+
+
+def _check_tree(obj, path):
+    """Depth and string lengths of a JSON value; iterative (no recursion to exhaust)."""
+    stack = [(obj, 1, "header")]
+    while stack:
+        v, depth, at = stack.pop()
+        at = at if len(at) <= 80 else at[:77] + "..."
+        if depth > MAX_DEPTH:
+            raise _bad(path, f"{at}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(v, str):
+            if len(v) > MAX_STRING_CHARS:
+                raise _bad(path, f"{at}: a string of {len(v):,} characters; at most {MAX_STRING_CHARS:,}")
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if len(k) > MAX_STRING_CHARS:
+                    raise _bad(path, f"{at}: a key of {len(k):,} characters")
+                stack.append((x, depth + 1, f"{at}.{k}"))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1, f"{at}[{i}]") for i, x in enumerate(v))

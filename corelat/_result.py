@@ -303,8 +303,9 @@ class LatencyResult(Result):
                 buf.write(",".join(row) + "\n")
         text = buf.getvalue()
         if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+            from ._files import atomic_write
+
+            atomic_write(path, lambda f: f.write(text.encode("utf-8")))
         return text
 
     # -- text and records ------------------------------------------------------------------------
@@ -367,16 +368,15 @@ class LatencyResult(Result):
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
+        from . import _schema
+
+        header = _schema.check_header(header, path)
+        cpus, samples, flags, extras = _schema.check_arrays(header, arrays, path)
+
         def build():
-            return cls(
-                cpus=tuple(int(c) for c in arrays["cpus"]),
-                kernel=header.get("kernel", "?"),
-                samples=np.array(arrays["samples"], dtype=np.float64),
-                metadata=header.get("metadata", {}),
-                name=header.get("name", ""),
-                flags=np.array(arrays["flags"]),
-                extras={k: np.array(arrays["extra_" + k]) for k in header.get("extras", [])},
-            )
+            return cls(cpus=cpus, kernel=header.get("kernel", "?"), samples=samples,
+                       metadata=header.get("metadata", {}), name=header.get("name", ""), flags=flags,
+                       extras=extras)
 
         return from_file(path, build)
 

@@ -9,21 +9,22 @@ import platform
 import socket
 import sys
 
+from . import _files
 from ._version import __version__
 
 
-def read_text(path):
+def read_text(path, limit=_files.MAX_SYSFS_BYTES):
     """Contents of a small text file stripped of whitespace and NULs, or None if unreadable."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().replace("\0", "").strip()
+        data = _files.read_bytes(path, limit)
     except OSError:
         return None
+    return data.decode("utf-8", errors="replace").replace("\0", "").strip()
 
 
 def cpuinfo(root="/"):
     """(model name, set of CPU flags) from /proc/cpuinfo; (None, set()) where it says nothing."""
-    text = read_text(os.path.join(root, "proc/cpuinfo")) or ""
+    text = read_text(os.path.join(root, "proc/cpuinfo"), _files.MAX_PROC_BYTES) or ""
     model, flags = None, set()
     parts = {}
     for line in text.splitlines():

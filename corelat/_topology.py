@@ -30,7 +30,7 @@ import os
 import re
 import warnings
 
-from . import _cpulist
+from . import _cpulist, _files
 
 __all__ = ["Topology", "TopologyWarning", "topology"]
 
@@ -132,8 +132,8 @@ class _Reader:
     def text(self, path):
         """The file's text; None if absent (silently) or unreadable (with a warning)."""
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            # Bounded and regular files only: a dump's file linked to /dev/zero or a FIFO is refused.
+            data = _files.read_bytes(path, _files.MAX_SYSFS_BYTES)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:

@@ -39,7 +39,7 @@ MAX_MEMBERS = 256
 MAX_HEADER_CHARS = 16 * 1024**2
 MAX_STRING_CHARS = 64 * 1024
 MAX_DEPTH = 32
-_MEMBER_NAME = re.compile(r"[A-Za-z0-9_]{1,80}\Z")
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,120}\Z")  # printable; never used as a path
 _NPY_HEADER_BYTES = 10000
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 

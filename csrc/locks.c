@@ -56,9 +56,8 @@ static lock_obj *slot(char *buf, int test) { return (lock_obj *)(buf + (size_t)t
 
 typedef struct {
     lock_obj *obj;
-    const atomic_int *abort;
-    uint64_t timeout_ns;
-    int err; /* errno of a failed pthread call */
+    corelat_member *m; /* for a wait's spin set-up and the heartbeat */
+    int err;           /* errno of a failed pthread call */
 } kctx;
 
 typedef int (*kernel_fn)(kctx *c);
@@ -95,12 +94,14 @@ static __attribute__((noinline)) int k_inc_seqcst(kctx *c)
 static __attribute__((noinline)) int cas_wait(kctx *c, atomic_uint *flag)
 {
     corelat_spin s;
-    corelat_spin_begin(&s, c->abort, c->timeout_ns);
+    corelat_member_spin(c->m, &s);
+    uint32_t left = CORELAT_SPIN_EVERY;
     for (;;) {
+        unsigned expected = 0;
         if (!atomic_load_explicit(flag, memory_order_relaxed) &&
-            !atomic_exchange_explicit(flag, 1u, memory_order_acquire))
+            atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire, memory_order_relaxed))
             return CORELAT_OK;
-        int rc = corelat_spin_check(&s);
+        int rc = corelat_spin_tick(&s, &left, 0);
         if (rc)
             return rc;
         corelat_cpu_relax();
@@ -111,8 +112,9 @@ static __attribute__((noinline)) int k_cas_spin(kctx *c)
 {
     lock_obj *o = c->obj;
     atomic_uint *flag = &o->lock.flag;
+    unsigned expected = 0;
     if (atomic_load_explicit(flag, memory_order_relaxed) ||
-        atomic_exchange_explicit(flag, 1u, memory_order_acquire)) {
+        !atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire, memory_order_relaxed)) {
         int rc = cas_wait(c, flag);
         if (rc)
             return rc;
@@ -125,9 +127,10 @@ static __attribute__((noinline)) int k_cas_spin(kctx *c)
 static __attribute__((noinline)) int ticket_wait(kctx *c, atomic_uint *serving, unsigned me)
 {
     corelat_spin s;
-    corelat_spin_begin(&s, c->abort, c->timeout_ns);
+    corelat_member_spin(c->m, &s);
+    uint32_t left = CORELAT_SPIN_EVERY;
     while (atomic_load_explicit(serving, memory_order_acquire) != me) {
-        int rc = corelat_spin_check(&s);
+        int rc = corelat_spin_tick(&s, &left, 0);
         if (rc)
             return rc; /* the ticket is lost: the run is over for every thread anyway */
         corelat_cpu_relax();
@@ -180,7 +183,8 @@ static __attribute__((noinline)) int k_mutex(kctx *c)
 static __attribute__((noinline)) int trylock_wait(kctx *c, pthread_mutex_t *mutex)
 {
     corelat_spin s;
-    corelat_spin_begin(&s, c->abort, c->timeout_ns);
+    corelat_member_spin(c->m, &s);
+    uint32_t left = CORELAT_SPIN_EVERY;
     for (;;) {
         int e = pthread_mutex_trylock(mutex);
         if (e == 0)
@@ -189,7 +193,7 @@ static __attribute__((noinline)) int trylock_wait(kctx *c, pthread_mutex_t *mute
             c->err = e;
             return CORELAT_EINVAL;
         }
-        int rc = corelat_spin_check(&s);
+        int rc = corelat_spin_tick(&s, &left, 0);
         if (rc)
             return rc;
         corelat_cpu_relax();
@@ -288,74 +292,86 @@ static int objs_init(char *buf)
 
 /* ---- The run ---- */
 
-typedef struct {
-    corelat_lock_job *job;
-    char **bufs;                    /* n pages (uncontended), or bufs[0] only (shared) */
-    int *at_test;                   /* per thread: the test it was in, -1 when none */
-    atomic_int buf_ready;           /* shared mode: the leader's page is initialised */
-    atomic_uint_fast64_t arrived;   /* phase barrier: arrivals so far, over all phases */
-    atomic_uint_fast64_t phase_go;  /* phases whose start time the leader has published */
-    atomic_uint_fast64_t start_at;  /* the start time of the latest published phase */
-} run_state;
-
-/* Every thread arrives; then the leader (thread 0) publishes a start a little in the future and all
- * spin until the clock reaches it, so the threads of a phase start together. The leader writes the
- * next start only after every thread arrived at the next barrier, i.e. after all read this one. */
-static int phase_sync(run_state *rs, corelat_member *m, uint64_t phase, uint64_t *start)
+/* Every thread arrives; then the leader (thread 0) waits a little on its own clock and starts the
+ * phase through memory, and every thread starts its own clock when it sees that: no thread reads
+ * another CPU's clock. The leader starts the next phase only after every thread arrived at the next
+ * barrier, i.e. after all saw this one. */
+static int phase_sync(corelat_lock_job *job, corelat_member *m, int phase, uint64_t *start)
 {
-    corelat_lock_job *job = rs->job;
-    const atomic_int *abort = &m->team->abort;
     corelat_spin s;
-    corelat_spin_begin(&s, abort, job->timeout_ns);
-    uint64_t target = (phase + 1) * (uint64_t)job->n;
-    atomic_fetch_add_explicit(&rs->arrived, 1, memory_order_acq_rel);
-    while (atomic_load_explicit(&rs->arrived, memory_order_acquire) < target) {
-        int rc = corelat_spin_check(&s);
+    corelat_member_spin(m, &s);
+    uint64_t target = ((uint64_t)phase + 1) * (uint64_t)job->p.n;
+    atomic_fetch_add_explicit(&job->arrived, 1, memory_order_acq_rel);
+    uint32_t left = CORELAT_SPIN_EVERY;
+    while (atomic_load_explicit(&job->arrived, memory_order_acquire) < target) {
+        int rc = corelat_spin_tick(&s, &left, 0);
         if (rc)
             return rc;
         corelat_cpu_relax();
     }
-    corelat_spin_reset(&s);
     if (m->index == 0) {
-        atomic_store_explicit(&rs->start_at, corelat_ticks() + job->lead_ticks, memory_order_relaxed);
-        atomic_store_explicit(&rs->phase_go, phase + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(&rs->phase_go, memory_order_acquire) < phase + 1) {
-            int rc = corelat_spin_check(&s);
-            if (rc)
-                return rc;
+        uint64_t at = corelat_ticks() + job->p.lead_ticks;
+        while (corelat_ticks() < at)
             corelat_cpu_relax();
-        }
-    }
-    uint64_t at = atomic_load_explicit(&rs->start_at, memory_order_relaxed);
-    corelat_spin_reset(&s);
-    while (corelat_ticks() < at) {
-        int rc = corelat_spin_check(&s);
+        atomic_store_explicit(&job->phase_go, phase + 1, memory_order_release);
+    } else {
+        int rc = corelat_spin_until(&job->phase_go, phase + 1, &s);
         if (rc)
             return rc;
-        corelat_cpu_relax();
     }
-    *start = at;
+    *start = corelat_ticks();
     return CORELAT_OK;
 }
 
-/* sermin: single calls, each between two serializing clock reads, until `end`. */
-static int run_serial(kernel_fn fn, kctx *c, uint64_t end, uint64_t *best_out, uint64_t *calls_out)
+/* Calls per serialized bracket: doubled until the fastest of a few brackets spans `span` ticks, so a
+ * timer that advances in coarse steps (10 ns on some AMD hosts) still resolves one call. */
+static int bracket_size(kernel_fn fn, kctx *c, uint64_t span, uint64_t *k_out, uint64_t *calls_out)
 {
-    uint64_t best = UINT64_MAX, calls = 0;
+    uint64_t k = 1;
+    *calls_out = 0;
+    for (; k < (1u << 16); k *= 2) {
+        uint64_t best = UINT64_MAX;
+        for (int rep = 0; rep < 8; rep++) {
+            uint64_t t0 = corelat_ticks_serial();
+            for (uint64_t i = 0; i < k; i++) {
+                int rc = fn(c);
+                if (rc)
+                    return rc;
+            }
+            uint64_t t1 = corelat_ticks_serial();
+            *calls_out += k; /* they entered the lock too: the exclusion check counts them */
+            if (t1 - t0 < best)
+                best = t1 - t0;
+        }
+        if (best >= span)
+            break;
+    }
+    *k_out = k;
+    return CORELAT_OK;
+}
+
+/* sermin: brackets of k calls between two serializing clock reads, until `end`. */
+static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t *best_out, uint64_t *calls_out)
+{
+    uint64_t best = UINT64_MAX, calls = 0, brackets = 0;
     for (;;) {
         uint64_t t0 = corelat_ticks_serial();
-        int rc = fn(c);
+        for (uint64_t i = 0; i < k; i++) {
+            int rc = fn(c);
+            if (rc)
+                return rc;
+        }
         uint64_t t1 = corelat_ticks_serial();
-        if (rc)
-            return rc;
-        calls++;
+        calls += k;
         if (t1 - t0 < best)
             best = t1 - t0;
         if (t1 >= end)
             break;
-        if ((calls & 1023u) == 0 && atomic_load_explicit(c->abort, memory_order_relaxed))
-            return CORELAT_EABORT;
+        if ((++brackets & 255u) == 0) {
+            if (atomic_load_explicit(&c->m->job->abort, memory_order_relaxed))
+                return CORELAT_EABORT;
+            corelat_member_beat(c->m);
+        }
     }
     *best_out = best;
     *calls_out = calls;
@@ -373,10 +389,9 @@ static int run_serial(kernel_fn fn, kctx *c, uint64_t end, uint64_t *best_out, u
             return rc_;                                                                                 \
     } while (0)
 
-static int run_avg(kernel_fn fn, kctx *c, uint64_t end, uint64_t *calls_out, uint64_t *ticks_out)
+static int run_avg(kernel_fn fn, kctx *c, uint64_t t0, uint64_t end, uint64_t *calls_out, uint64_t *ticks_out)
 {
     uint64_t calls = 0, now;
-    uint64_t t0 = corelat_ticks();
     for (;;) {
         for (int r = 0; r < CHUNK / UNROLL; r++) {
             CALL();
@@ -392,139 +407,165 @@ static int run_avg(kernel_fn fn, kctx *c, uint64_t end, uint64_t *calls_out, uin
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(c->abort, memory_order_relaxed))
+        if (atomic_load_explicit(&c->m->job->abort, memory_order_relaxed))
             return CORELAT_EABORT;
+        corelat_member_beat(c->m);
     }
     *calls_out = calls;
     *ticks_out = now - t0;
     return CORELAT_OK;
 }
 
-static void lock_work(corelat_member *m)
+/* The thread's objects: its own page (uncontended, and the leader in shared mode), or the leader's. */
+static int objects(corelat_lock_job *job, corelat_member *m, char **buf)
 {
-    run_state *rs = m->arg;
-    corelat_lock_job *job = rs->job;
-    char *buf;
-    rs->at_test[m->index] = -1;
-    if (!job->shared || m->index == 0) {
-        void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            m->status = CORELAT_ENOMEM;
-            m->err = errno;
-            return;
-        }
-        int e = objs_init(p);
-        if (e) {
-            munmap(p, BUF_BYTES);
-            m->status = e == ENOMEM ? CORELAT_ENOMEM : CORELAT_EINVAL;
-            m->err = e;
-            return;
-        }
-        rs->bufs[m->index] = p;
-        if (job->shared)
-            atomic_store_explicit(&rs->buf_ready, 1, memory_order_release);
-        buf = p;
-    } else {
-        int rc = corelat_spin_until_set(&rs->buf_ready, &m->team->abort, rs->job->timeout_ns);
-        if (rc) {
-            m->status = rc;
-            return;
-        }
-        buf = rs->bufs[0];
+    if (job->p.shared && m->index != 0) {
+        corelat_spin s;
+        corelat_member_spin(m, &s);
+        int rc = corelat_spin_until(&job->buf_ready, 1, &s);
+        *buf = job->bufs[0];
+        return rc;
     }
-
-    kctx c = {.obj = NULL, .abort = &m->team->abort, .timeout_ns = job->timeout_ns, .err = 0};
-    uint64_t phase = 0, start;
-    int rc = CORELAT_OK;
-    for (int t = 0; t < job->ntests && rc == CORELAT_OK; t++) {
-        int test = job->tests[t];
-        kernel_fn fn = kernels[test];
-        size_t at = (size_t)t * (size_t)job->n + (size_t)m->index;
-        c.obj = slot(buf, test);
-        rs->at_test[m->index] = test;
-        rc = phase_sync(rs, m, phase++, &start);
-        if (rc == CORELAT_OK)
-            rc = run_serial(fn, &c, start + job->serial_ticks, &job->sermin[at], &job->sercalls[at]);
-        if (rc == CORELAT_OK)
-            rc = phase_sync(rs, m, phase++, &start);
-        if (rc == CORELAT_OK)
-            rc = run_avg(fn, &c, start + job->duration_ticks, &job->calls[at], &job->ticks[at]);
+    void *p = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        m->err = errno;
+        return CORELAT_ENOMEM;
     }
-    if (rc == CORELAT_OK)
-        rs->at_test[m->index] = -1;
-    m->status = rc;
-    m->err = c.err;
+    int e = objs_init(p);
+    if (e) {
+        munmap(p, BUF_BYTES);
+        m->err = e;
+        return e == ENOMEM ? CORELAT_ENOMEM : CORELAT_EINVAL;
+    }
+    job->bufs[m->index] = p;
+    if (job->p.shared)
+        atomic_store_explicit(&job->buf_ready, 1, memory_order_release);
+    *buf = p;
+    return CORELAT_OK;
 }
 
-int corelat_locks_start(corelat_lock_job *job, corelat_team *team)
+static void lock_work(corelat_member *m)
 {
-    job->status = CORELAT_OK;
-    job->failed_cpu = -1;
-    job->failed_test = -1;
-    job->err = 0;
-    job->priv = NULL;
-    team->members = NULL;
-    team->threads = NULL;
-    int valid = job->n >= 1 && job->ntests >= 1 && job->serial_ticks > 0 && job->duration_ticks > 0;
+    corelat_lock_job *job = (corelat_lock_job *)m->job;
+    const corelat_lock_params *p = &job->p;
+    char *buf = NULL;
+    job->at_test[m->index] = -1;
+    int rc = objects(job, m, &buf);
+    kctx c = {.obj = NULL, .m = m, .err = 0};
+    int phase = 0;
+    uint64_t start, k, cal;
+    for (int t = 0; t < p->ntests && rc == CORELAT_OK; t++) {
+        int test = p->tests[t];
+        kernel_fn fn = kernels[test];
+        size_t at = (size_t)t * (size_t)p->n + (size_t)m->index;
+        c.obj = slot(buf, test);
+        job->at_test[m->index] = test;
+        rc = bracket_size(fn, &c, p->bracket_ticks, &k, &cal);
+        if (rc == CORELAT_OK)
+            rc = phase_sync(job, m, phase++, &start);
+        if (rc == CORELAT_OK) {
+            job->serk[at] = k;
+            rc = run_serial(fn, &c, k, start + p->serial_ticks, &job->sermin[at], &job->sercalls[at]);
+            job->sercalls[at] += cal;
+        }
+        if (rc == CORELAT_OK)
+            rc = phase_sync(job, m, phase++, &start);
+        if (rc == CORELAT_OK)
+            rc = run_avg(fn, &c, start, start + p->duration_ticks, &job->calls[at], &job->ticks[at]);
+    }
+    if (rc == CORELAT_OK)
+        job->at_test[m->index] = -1;
+    m->status = rc;
+    if (!m->err)
+        m->err = c.err;
+}
+
+static void locks_destroy(corelat_job *head)
+{
+    corelat_lock_job *job = (corelat_lock_job *)head;
+    for (int i = 0; job->bufs && i < job->p.n; i++) {
+        if (job->bufs[i]) {
+            objs_destroy(job->bufs[i], CORELAT_LK_COUNT);
+            munmap(job->bufs[i], BUF_BYTES);
+        }
+    }
+    free(job->bufs);
+    free(job->at_test);
+    free(job->cpus);
+    free(job->tests);
+    free(job->calls);
+    free(job->ticks);
+    free(job->sermin);
+    free(job->serk);
+    free(job->sercalls);
+    free(job->counter);
+    free(job);
+}
+
+corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
+{
+    int valid = p->n >= 1 && p->ntests >= 1 && p->serial_ticks > 0 && p->duration_ticks > 0;
     unsigned seen = 0;
-    for (int t = 0; valid && t < job->ntests; t++) {
-        int k = job->tests[t];
+    for (int t = 0; valid && t < p->ntests; t++) {
+        int k = p->tests[t];
         valid = k >= 0 && k < CORELAT_LK_COUNT && !(seen & (1u << k)); /* distinct: one object each */
         if (valid)
             seen |= 1u << k;
     }
-    if (!valid)
-        return job->status = CORELAT_EINVAL;
-    run_state *rs = calloc(1, sizeof *rs);
-    if (!rs)
-        return job->status = CORELAT_ENOMEM;
-    rs->bufs = calloc((size_t)job->n, sizeof *rs->bufs);
-    rs->at_test = calloc((size_t)job->n, sizeof *rs->at_test);
-    if (!rs->bufs || !rs->at_test) {
-        free(rs->bufs);
-        free(rs->at_test);
-        free(rs);
-        return job->status = CORELAT_ENOMEM;
+    if (!valid) {
+        *status = CORELAT_EINVAL;
+        return NULL;
     }
-    rs->job = job;
-    atomic_init(&rs->buf_ready, 0);
-    atomic_init(&rs->arrived, 0);
-    atomic_init(&rs->phase_go, 0);
-    atomic_init(&rs->start_at, 0);
-    job->priv = rs;
-    size_t cells = (size_t)job->ntests * (size_t)job->n;
-    memset(job->calls, 0, cells * sizeof *job->calls);
-    memset(job->ticks, 0, cells * sizeof *job->ticks);
-    memset(job->sermin, 0, cells * sizeof *job->sermin);
-    memset(job->sercalls, 0, cells * sizeof *job->sercalls);
-    memset(job->counter, 0, (size_t)job->ntests * sizeof *job->counter);
-    int rc = corelat_team_start(team, job->n, job->cpus, lock_work, rs, &job->err);
-    if (rc != CORELAT_OK)
-        job->status = rc;
-    return rc;
+    corelat_lock_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    size_t n = (size_t)p->n, cells = (size_t)p->ntests * n;
+    job->p = *p;
+    job->failed_test = -1;
+    corelat_job_init(&job->head, p->timeout_ns, lock_work, locks_destroy);
+    job->cpus = calloc(n, sizeof *job->cpus);
+    job->tests = calloc((size_t)p->ntests, sizeof *job->tests);
+    job->bufs = calloc(n, sizeof *job->bufs);
+    job->at_test = calloc(n, sizeof *job->at_test);
+    job->calls = calloc(cells, sizeof *job->calls);
+    job->ticks = calloc(cells, sizeof *job->ticks);
+    job->sermin = calloc(cells, sizeof *job->sermin);
+    job->serk = calloc(cells, sizeof *job->serk);
+    job->sercalls = calloc(cells, sizeof *job->sercalls);
+    job->counter = calloc((size_t)p->ntests, sizeof *job->counter);
+    if (!job->cpus || !job->tests || !job->bufs || !job->at_test || !job->calls || !job->ticks || !job->sermin ||
+        !job->serk || !job->sercalls || !job->counter) {
+        corelat_job_release(&job->head);
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    memcpy(job->cpus, p->cpus, n * sizeof *job->cpus);
+    memcpy(job->tests, p->tests, (size_t)p->ntests * sizeof *job->tests);
+    job->p.cpus = job->cpus;
+    job->p.tests = job->tests;
+    atomic_init(&job->buf_ready, 0);
+    atomic_init(&job->arrived, 0);
+    atomic_init(&job->phase_go, 0);
+    *status = CORELAT_OK;
+    return job;
 }
 
-void corelat_locks_finish(corelat_lock_job *job, corelat_team *team)
+int corelat_locks_start(corelat_lock_job *job) { return corelat_job_start(&job->head, job->p.n, job->cpus); }
+
+void corelat_locks_collect(corelat_lock_job *job)
 {
-    run_state *rs = job->priv;
-    int idx;
-    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
-    if (idx >= 0 && rs)
-        job->failed_test = rs->at_test[idx];
-    corelat_team_join(team);
-    if (!rs)
-        return;
-    for (int i = 0; i < job->n; i++) {
-        char *buf = rs->bufs[i];
+    int idx = job->head.failed_index;
+    if (idx >= 0 && idx < job->head.started)
+        job->failed_test = job->at_test[idx];
+    if (job->head.left_behind)
+        return; /* a thread may still touch the objects */
+    for (int i = 0; i < job->p.n; i++) {
+        char *buf = job->bufs[i];
         if (!buf)
             continue;
-        for (int t = 0; t < job->ntests; t++)
+        for (int t = 0; t < job->p.ntests; t++)
             job->counter[t] += atomic_load_explicit(&slot(buf, job->tests[t])->counter, memory_order_relaxed);
-        objs_destroy(buf, CORELAT_LK_COUNT);
-        munmap(buf, BUF_BYTES);
     }
-    free(rs->bufs);
-    free(rs->at_test);
-    free(rs);
-    job->priv = NULL;
 }

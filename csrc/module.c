@@ -1,6 +1,6 @@
 /* corelat._corelat: the one binding file. Argument parsing, NumPy arrays, the GIL, and turning the
  * status codes that measuring threads carry back into Python exceptions. Python validates arguments
- * first (corelat/_validate.py); the checks here only keep memory safe. */
+ * first (corelat/measure.py); the checks here only keep memory safe. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
@@ -18,18 +18,33 @@
 #include "timer.h"
 
 /* How often the waiting thread takes the GIL back to look for Ctrl-C. */
-#define POLL_MS 100
+#define POLL_MS 50
+/* How long the caller waits, after an abort or past a thread's time-out, for a thread that shows no
+ * sign of life before it leaves that thread behind (see team.h). */
+#define GRACE_NS 500000000ull
 
 static corelat_timer_info timer_state;
 static int timer_ready;
 
 static PyObject *timer_dict(void)
 {
-    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d}", "name", timer_state.name, "ticks_per_ns",
-                         timer_state.ticks_per_ns, "overhead_ticks", timer_state.overhead,
-                         "overhead_serial_ticks", timer_state.overhead_serial, "hw_invariant",
-                         timer_state.hw_invariant ? Py_True : Py_False, "frequency_hz",
-                         timer_state.ticks_per_ns * 1e9);
+    const corelat_timer_info *t = &timer_state;
+    PyObject *hist = PyTuple_New(t->hist_len);
+    if (!hist)
+        return NULL;
+    for (int i = 0; i < t->hist_len; i++) {
+        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)t->hist_delta[i], (unsigned long long)t->hist_count[i]);
+        if (!pair) {
+            Py_DECREF(hist);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(hist, i, pair);
+    }
+    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:N}", "name", t->name, "ticks_per_ns", t->ticks_per_ns,
+                         "overhead_ticks", t->overhead, "overhead_serial_ticks", t->overhead_serial, "hw_invariant",
+                         t->hw_invariant ? Py_True : Py_False, "frequency_hz", t->ticks_per_ns * 1e9,
+                         "resolution_ticks", t->resolution, "resolution_ns", t->resolution / t->ticks_per_ns,
+                         "delta_histogram", hist);
 }
 
 static PyObject *py_timer_init(PyObject *self, PyObject *args, PyObject *kw)
@@ -102,140 +117,100 @@ static PyObject *py_clock_cost(PyObject *self, PyObject *noargs)
     return PyFloat_FromDouble(corelat_timer_clock_cost());
 }
 
-/* Raise the exception that a failed measurement deserves. Called with the GIL held. */
-static void raise_failure(const char *what, int status, int failed_cpu, int err, double timeout_s,
-                          const char *waited_for)
+/* Raise the exception a failed job deserves: corelat._cstatus maps the status codes (spin.h) to
+ * exceptions and words, in Python. Called with the GIL held. */
+static void raise_failure(const char *what, const corelat_job *job, double timeout_s, const char *waited_for)
 {
-    if (status == CORELAT_ENOMEM || status == CORELAT_ETHREAD) {
-        errno = err ? err : ENOMEM;
-        PyErr_SetFromErrno(PyExc_OSError);
+    PyObject *mod = PyImport_ImportModule("corelat._cstatus");
+    if (!mod)
         return;
-    }
-    const char *clsname = status == CORELAT_ETIMEOUT ? "MeasurementTimeout" : "MeasurementError";
-    PyObject *mod = PyImport_ImportModule("corelat._errors");
-    PyObject *cls = mod ? PyObject_GetAttrString(mod, clsname) : NULL;
-    Py_XDECREF(mod);
-    if (!cls)
+    PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu, job->err,
+                                        timeout_s, (double)GRACE_NS / 1e9, waited_for);
+    Py_DECREF(mod);
+    if (!exc)
         return;
-    char secs[32];
-    PyOS_snprintf(secs, sizeof secs, "%.3g", timeout_s);
-    switch (status) {
-    case CORELAT_ETIMEOUT:
-        PyErr_Format(cls, "%s: %s within %s s (the thread on CPU %d gave up; is the machine overloaded?)", what,
-                     waited_for, secs, failed_cpu);
-        break;
-    case CORELAT_EPIN:
-        PyErr_Format(cls, "%s: cannot pin a thread to CPU %d (%s)", what, failed_cpu, strerror(err));
-        break;
-    case CORELAT_EMOVED:
-        PyErr_Format(cls, "%s: a thread pinned to CPU %d ran on CPU %d (cpuset changed?)", what, failed_cpu,
-                     err);
-        break;
-    case CORELAT_EABORT:
-        PyErr_Format(cls, "%s: measurement aborted", what);
-        break;
-    case CORELAT_EINVAL:
-        if (err)
-            PyErr_Format(cls, "%s on CPU %d: a call failed (%s)", what, failed_cpu, strerror(err));
-        else
-            PyErr_Format(cls, "%s: invalid arguments", what);
-        break;
-    default:
-        PyErr_Format(cls, "%s: measurement failed (status %d)", what, status);
-        break;
-    }
-    Py_DECREF(cls);
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
 }
 
-/* A ping-pong or one-way pair that failed. */
-static void raise_status(int status, int cpu_a, int cpu_b, int failed_cpu, int err, double timeout_s)
+/* Start a job, wait for it with the GIL released, checking for Ctrl-C between polls with it held,
+ * and finish it. After Ctrl-C the threads are told to stop and given GRACE_NS; one that does not
+ * answer is left behind (it holds its own reference to the job), so Ctrl-C always returns.
+ * Returns -1 if interrupted, with the signal's exception set; else 0, and job->status says how
+ * the measurement went. The caller still releases the job. */
+static int run_job(corelat_job *job, int (*start)(corelat_job *job))
 {
-    char what[64];
-    PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
-    raise_failure(what, status, failed_cpu, err, timeout_s, "the partner did not answer");
-}
-
-/* Wait for a started team, checking for Ctrl-C every POLL_MS with the GIL held.
- * Returns -1 with the signal's exception set if interrupted (the team is aborted; still join). */
-static int wait_team(corelat_team *team)
-{
-    for (;;) {
-        int done;
-        Py_BEGIN_ALLOW_THREADS
-        done = corelat_team_wait(team, POLL_MS);
-        Py_END_ALLOW_THREADS
-        if (done)
-            return 0;
-        if (PyErr_CheckSignals() < 0) {
-            corelat_team_abort(team);
-            Py_BEGIN_ALLOW_THREADS
-            while (!corelat_team_wait(team, POLL_MS))
-                ;
-            Py_END_ALLOW_THREADS
-            return -1;
-        }
-    }
-}
-
-/* One shape for every kernel: start its team with the GIL released, wait while watching for Ctrl-C,
- * then finish (join, free) with the GIL released again. The adapters give run_job one signature. */
-typedef int (*job_start_fn)(void *job, corelat_team *team);
-typedef void (*job_finish_fn)(void *job, corelat_team *team);
-
-static int pp_start(void *job, corelat_team *team) { return corelat_pp_start(job, team); }
-static void pp_finish(void *job, corelat_team *team) { corelat_pp_finish(job, team); }
-static int ow_start(void *job, corelat_team *team) { return corelat_ow_start(job, team); }
-static void ow_finish(void *job, corelat_team *team) { corelat_ow_finish(job, team); }
-static int locks_start(void *job, corelat_team *team) { return corelat_locks_start(job, team); }
-static void locks_finish(void *job, corelat_team *team) { corelat_locks_finish(job, team); }
-static int smt_start(void *job, corelat_team *team) { return corelat_smt_start(job, team); }
-static void smt_finish(void *job, corelat_team *team) { corelat_smt_finish(job, team); }
-
-/* Returns -1 if interrupted, with the signal's exception set; else 0 and the job's status says how
- * the measurement went. */
-static int run_job(void *job, job_start_fn start, job_finish_fn finish)
-{
-    corelat_team team;
     int rc, interrupted = 0;
     Py_BEGIN_ALLOW_THREADS
-    rc = start(job, &team);
+    rc = start(job);
     Py_END_ALLOW_THREADS
-    if (rc == CORELAT_OK)
-        interrupted = wait_team(&team) < 0;
+    while (rc == CORELAT_OK) {
+        int r;
+        Py_BEGIN_ALLOW_THREADS
+        r = corelat_job_poll(job, POLL_MS, GRACE_NS);
+        Py_END_ALLOW_THREADS
+        if (r != 0)
+            break;
+        if (!interrupted && PyErr_CheckSignals() < 0) {
+            interrupted = 1;
+            corelat_job_abort(job);
+        }
+    }
     Py_BEGIN_ALLOW_THREADS
-    finish(job, &team);
+    corelat_job_finish(job);
     Py_END_ALLOW_THREADS
     return interrupted ? -1 : 0;
 }
+
+/* A new job's status when it could not be made: bad arguments or no memory. */
+static PyObject *new_failed(int status, const char *what)
+{
+    if (status == CORELAT_ENOMEM)
+        return PyErr_NoMemory();
+    return PyErr_Format(PyExc_ValueError, "invalid %s arguments", what);
+}
+
+static int pp_start(corelat_job *job) { return corelat_pp_start((corelat_pp_job *)job); }
+static int ow_start(corelat_job *job) { return corelat_ow_start((corelat_ow_job *)job); }
+static int locks_start(corelat_job *job) { return corelat_locks_start((corelat_lock_job *)job); }
+static int smt_start(corelat_job *job) { return corelat_smt_start((corelat_smt_job *)job); }
+
+/* A NumPy copy of n items of a job's output (the job's own memory may outlive this call). */
+static PyObject *array_copy(int nd, const npy_intp *dims, int type, const void *src)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(nd, (npy_intp *)dims, type);
+    if (a)
+        memcpy(PyArray_DATA(a), src, (size_t)PyArray_NBYTES(a));
+    return (PyObject *)a;
+}
+
+static int check_timer(void)
+{
+    if (timer_ready)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+    return -1;
+}
+
+static int check_seconds(double v, double hi) { return v >= 0 && v < hi; }
 
 static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *names[] = {"cpu_a", "cpu_b", "kernel", "round_trips", "samples", "warmup", "timeout",
-                            "stall_responder", NULL};
+                            "stall_responder", "budget", "freeze", NULL};
     int cpu_a, cpu_b, kernel, stall = 0;
     long long round_trips, samples, warmup;
-    double timeout;
-    PyArrayObject *ticks = NULL, *migrated = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|p", names, &cpu_a, &cpu_b, &kernel, &round_trips,
-                                     &samples, &warmup, &timeout, &stall))
+    double timeout, budget = 0, freeze = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pdd", names, &cpu_a, &cpu_b, &kernel, &round_trips,
+                                     &samples, &warmup, &timeout, &stall, &budget, &freeze))
         return NULL;
-    if (round_trips < 1 || samples < 1 || warmup < 0 || !(timeout > 0 && timeout < 1e6) ||
-        (kernel != CORELAT_PP_CAS && kernel != CORELAT_PP_RW) || cpu_a < 0 || cpu_b < 0 || cpu_a == cpu_b) {
-        PyErr_SetString(PyExc_ValueError, "invalid ping-pong arguments");
+    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
+        cpu_b < 0 || samples > ((long long)1 << 40))
+        return new_failed(CORELAT_EINVAL, "ping-pong");
+    if (check_timer() < 0)
         return NULL;
-    }
-    if (!timer_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
-        return NULL;
-    }
-    npy_intp dims[1] = {(npy_intp)samples};
-    ticks = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_UINT64);
-    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
-    if (!ticks || !migrated)
-        goto error;
-
-    corelat_pp_job job = {
+    corelat_pp_params p = {
         .kernel = kernel,
         .cpu_a = cpu_a,
         .cpu_b = cpu_b,
@@ -243,22 +218,27 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
         .samples = samples,
         .warmup = warmup,
         .timeout_ns = (uint64_t)(timeout * 1e9),
+        .budget_ns = (uint64_t)(budget * 1e9),
         .stall_responder = stall,
-        .ticks = (uint64_t *)PyArray_DATA(ticks),
-        .migrated = (uint8_t *)PyArray_DATA(migrated),
+        .freeze_ns = (uint64_t)(freeze * 1e9),
     };
-    if (run_job(&job, pp_start, pp_finish) < 0)
-        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
-    if (job.status != CORELAT_OK) {
-        raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
-        goto error;
+    int status;
+    corelat_pp_job *job = corelat_pp_new(&p, &status);
+    if (!job)
+        return new_failed(status, "ping-pong");
+    PyObject *out = NULL;
+    if (run_job(&job->head, pp_start) == 0) {
+        if (job->head.status == CORELAT_OK) {
+            npy_intp dims[1] = {(npy_intp)job->kept};
+            out = array_copy(1, dims, NPY_UINT64, job->ticks);
+        } else {
+            char what[64];
+            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
+            raise_failure(what, &job->head, timeout, "the partner did not answer");
+        }
     }
-    return Py_BuildValue("(NN)", (PyObject *)ticks, (PyObject *)migrated);
-
-error:
-    Py_XDECREF(ticks);
-    Py_XDECREF(migrated);
-    return NULL;
+    corelat_job_release(&job->head);
+    return out;
 }
 
 /* ---- one-way messages (csrc/oneway.c) ---- */
@@ -266,76 +246,56 @@ error:
 static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"cpu_a",           "cpu_b",        "messages", "samples", "warmup", "timeout",
-                            "stall_responder", "offset_ticks", NULL};
+    static char *names[] = {"cpu_a",  "cpu_b",        "messages", "samples", "warmup", "timeout", "stall_responder",
+                            "offset_ticks", "budget", "freeze", NULL};
     int cpu_a, cpu_b, stall = 0;
     long long messages, samples, warmup, offset = 0;
-    double timeout;
-    PyArrayObject *ab = NULL, *ba = NULL, *migrated = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pL", names, &cpu_a, &cpu_b, &messages, &samples,
-                                     &warmup, &timeout, &stall, &offset))
+    double timeout, budget = 0, freeze = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pLdd", names, &cpu_a, &cpu_b, &messages, &samples, &warmup,
+                                     &timeout, &stall, &offset, &budget, &freeze))
         return NULL;
-    if (messages < 1 || samples < 1 || warmup < 0 || !(timeout > 0 && timeout < 1e6) || cpu_a < 0 ||
-        cpu_b < 0 || cpu_a == cpu_b) {
-        PyErr_SetString(PyExc_ValueError, "invalid one-way arguments");
+    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
+        cpu_b < 0 || samples > ((long long)1 << 40))
+        return new_failed(CORELAT_EINVAL, "one-way");
+    if (check_timer() < 0)
         return NULL;
-    }
-    if (!timer_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
-        return NULL;
-    }
-    npy_intp dims[1] = {(npy_intp)samples};
-    ab = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
-    ba = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
-    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
-    if (!ab || !ba || !migrated)
-        goto error;
-
-    corelat_ow_job job = {
+    corelat_ow_params p = {
         .cpu_a = cpu_a,
         .cpu_b = cpu_b,
         .messages = messages,
         .samples = samples,
         .warmup = warmup,
         .timeout_ns = (uint64_t)(timeout * 1e9),
+        .budget_ns = (uint64_t)(budget * 1e9),
         .stall_responder = stall,
+        .freeze_ns = (uint64_t)(freeze * 1e9),
         .offset_ticks = offset,
-        .sum_ab = (int64_t *)PyArray_DATA(ab),
-        .sum_ba = (int64_t *)PyArray_DATA(ba),
-        .migrated = (uint8_t *)PyArray_DATA(migrated),
     };
-    if (run_job(&job, ow_start, ow_finish) < 0)
-        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
-    if (job.status != CORELAT_OK) {
-        raise_status(job.status, cpu_a, cpu_b, job.failed_cpu, job.err, timeout);
-        goto error;
+    int status;
+    corelat_ow_job *job = corelat_ow_new(&p, &status);
+    if (!job)
+        return new_failed(status, "one-way");
+    PyObject *out = NULL;
+    if (run_job(&job->head, ow_start) == 0) {
+        if (job->head.status == CORELAT_OK) {
+            npy_intp dims[1] = {(npy_intp)job->kept};
+            PyObject *ab = array_copy(1, dims, NPY_INT64, job->sum_ab);
+            PyObject *ba = array_copy(1, dims, NPY_INT64, job->sum_ba);
+            if (ab && ba)
+                out = Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba);
+            Py_XDECREF(ab);
+            Py_XDECREF(ba);
+        } else {
+            char what[64];
+            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
+            raise_failure(what, &job->head, timeout, "the partner did not answer");
+        }
     }
-    return Py_BuildValue("(NNNLL)", (PyObject *)ab, (PyObject *)ba, (PyObject *)migrated,
-                         (long long)job.min_ab, (long long)job.min_ba);
-
-error:
-    Py_XDECREF(ab);
-    Py_XDECREF(ba);
-    Py_XDECREF(migrated);
-    return NULL;
+    corelat_job_release(&job->head);
+    return out;
 }
 
 /* ---- locks (csrc/locks.c) ---- */
-
-/* Raise the exception a failed lock run deserves. Called with the GIL held. */
-static void raise_lock_status(const corelat_lock_job *job, double timeout_s)
-{
-    if (job->status == CORELAT_EINVAL && job->err == 0) {
-        PyErr_SetString(PyExc_ValueError, "invalid lock run arguments");
-        return;
-    }
-    char what[80];
-    PyOS_snprintf(what, sizeof what, "lock test %s",
-                  job->failed_test >= 0 && job->failed_test < CORELAT_LK_COUNT ? corelat_lock_names[job->failed_test]
-                                                                               : "(setup)");
-    raise_failure(what, job->status, job->failed_cpu, job->err, timeout_s,
-                  "the lock or the other threads did not come");
-}
 
 /* A sequence of non-negative ints as a PyMem array; -1 with an exception set. */
 static int int_array(PyObject *seq, const char *what, int **out, Py_ssize_t *len)
@@ -380,39 +340,22 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     double serial, duration, timeout;
     int *cpus = NULL, *tests = NULL;
     Py_ssize_t n = 0, ntests = 0;
-    PyArrayObject *calls = NULL, *ticks = NULL, *sermin = NULL, *sercalls = NULL, *counter = NULL;
+    corelat_lock_job *job = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOpddd", names, &cpus_obj, &tests_obj, &shared, &serial,
                                      &duration, &timeout))
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0 ||
         int_array(tests_obj, "tests must be a sequence of lock test codes", &tests, &ntests) < 0)
         goto error;
-    int valid = n >= 1 && n <= 65536 && ntests >= 1 && ntests <= CORELAT_LK_COUNT && serial > 0 &&
-                serial <= 3600 && duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6;
-    for (Py_ssize_t i = 0; valid && i < ntests; i++) {
-        valid = tests[i] < CORELAT_LK_COUNT;
-        for (Py_ssize_t j = 0; valid && j < i; j++)
-            valid = tests[j] != tests[i];
-    }
-    if (!valid) {
-        PyErr_SetString(PyExc_ValueError, "invalid lock run arguments");
+    if (!(n >= 1 && n <= 65536 && ntests >= 1 && ntests <= CORELAT_LK_COUNT && serial > 0 && serial <= 3600 &&
+          duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6)) {
+        new_failed(CORELAT_EINVAL, "lock run");
         goto error;
     }
-    if (!timer_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+    if (check_timer() < 0)
         goto error;
-    }
-    npy_intp dims[2] = {(npy_intp)ntests, (npy_intp)n};
-    calls = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
-    ticks = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
-    sermin = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
-    sercalls = (PyArrayObject *)PyArray_ZEROS(2, dims, NPY_UINT64, 0);
-    counter = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
-    if (!calls || !ticks || !sermin || !sercalls || !counter)
-        goto error;
-
     double per_s = timer_state.ticks_per_ns * 1e9;
-    corelat_lock_job job = {
+    corelat_lock_params p = {
         .n = (int)n,
         .cpus = cpus,
         .ntests = (int)ntests,
@@ -421,52 +364,49 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         .serial_ticks = (uint64_t)(serial * per_s) + 1,
         .duration_ticks = (uint64_t)(duration * per_s) + 1,
         .lead_ticks = (uint64_t)(200e-6 * per_s), /* 200 us for every thread to see the start */
+        .bracket_ticks = (uint64_t)(20 * timer_state.resolution), /* 20 steps: 5 % per step at worst */
         .timeout_ns = (uint64_t)(timeout * 1e9),
-        .calls = (uint64_t *)PyArray_DATA(calls),
-        .ticks = (uint64_t *)PyArray_DATA(ticks),
-        .sermin = (uint64_t *)PyArray_DATA(sermin),
-        .sercalls = (uint64_t *)PyArray_DATA(sercalls),
-        .counter = (uint64_t *)PyArray_DATA(counter),
     };
-    if (run_job(&job, locks_start, locks_finish) < 0)
-        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
-    if (job.status != CORELAT_OK) {
-        raise_lock_status(&job, timeout);
+    int status;
+    job = corelat_locks_new(&p, &status);
+    if (!job) {
+        new_failed(status, "lock run");
         goto error;
     }
+    if (run_job(&job->head, locks_start) < 0)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    corelat_locks_collect(job);
+    if (job->head.status != CORELAT_OK) {
+        char what[80];
+        int t = job->failed_test;
+        PyOS_snprintf(what, sizeof what, "lock test %s", t >= 0 && t < CORELAT_LK_COUNT ? corelat_lock_names[t] : "(setup)");
+        raise_failure(what, &job->head, timeout, "the lock or the other threads did not come");
+        goto error;
+    }
+    npy_intp dims[2] = {(npy_intp)ntests, (npy_intp)n};
+    struct {
+        const char *key;
+        int nd;
+        const uint64_t *src;
+    } outs[] = {{"calls", 2, job->calls},   {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
+                {"serk", 2, job->serk},     {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
     out = PyDict_New();
-    if (!out || PyDict_SetItemString(out, "calls", (PyObject *)calls) < 0 ||
-        PyDict_SetItemString(out, "ticks", (PyObject *)ticks) < 0 ||
-        PyDict_SetItemString(out, "sermin", (PyObject *)sermin) < 0 ||
-        PyDict_SetItemString(out, "sercalls", (PyObject *)sercalls) < 0 ||
-        PyDict_SetItemString(out, "counter", (PyObject *)counter) < 0)
-        Py_CLEAR(out);
+    for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
+        PyObject *a = array_copy(outs[i].nd, dims, NPY_UINT64, outs[i].src);
+        if (!a || PyDict_SetItemString(out, outs[i].key, a) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(a);
+    }
 
-error: /* also the way out on success: `out` holds its own references */
-    Py_XDECREF(calls);
-    Py_XDECREF(ticks);
-    Py_XDECREF(sermin);
-    Py_XDECREF(sercalls);
-    Py_XDECREF(counter);
+error: /* also the way out on success */
+    if (job)
+        corelat_job_release(&job->head);
     PyMem_Free(cpus);
     PyMem_Free(tests);
     return out;
 }
 
 /* ---- busy-sibling throughput (csrc/smt.c) ---- */
-
-/* Raise the exception a failed throughput run deserves. Called with the GIL held. */
-static void raise_smt_status(const corelat_smt_job *job, double timeout_s)
-{
-    if (job->status == CORELAT_EINVAL) {
-        PyErr_SetString(PyExc_ValueError, "invalid throughput run arguments");
-        return;
-    }
-    char what[64];
-    PyOS_snprintf(what, sizeof what, "%s loop", corelat_smt_loop_names[job->loop]);
-    raise_failure(what, job->status, job->failed_cpu, job->err, timeout_s,
-                  "the other threads did not reach the starting line");
-}
 
 static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -478,31 +418,19 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
     unsigned long long mem_bytes;
     int *cpus = NULL;
     Py_ssize_t n = 0;
-    PyArrayObject *iterations = NULL, *ticks = NULL, *migrated = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout,
-                                     &mem_bytes))
+    corelat_smt_job *job = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout, &mem_bytes))
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0)
         goto error;
-    if (n < 1 || n > 4096 || loop < 0 || loop >= CORELAT_SMT_LOOP_COUNT || !(duration > 0 && duration <= 3600) ||
-        !(timeout > 0 && timeout < 1e6) || mem_bytes < CORELAT_SMT_MEM_MIN || mem_bytes > CORELAT_SMT_MEM_MAX ||
-        mem_bytes % 64 != 0) {
-        PyErr_SetString(PyExc_ValueError, "invalid throughput run arguments");
+    if (n < 1 || n > 4096 || !(duration > 0 && duration <= 3600) || !(timeout > 0 && timeout < 1e6)) {
+        new_failed(CORELAT_EINVAL, "throughput run");
         goto error;
     }
-    if (!timer_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "timer not initialised");
+    if (check_timer() < 0)
         goto error;
-    }
-    npy_intp dims[1] = {(npy_intp)n};
-    iterations = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
-    ticks = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_UINT64, 0);
-    migrated = (PyArrayObject *)PyArray_ZEROS(1, dims, NPY_BOOL, 0);
-    if (!iterations || !ticks || !migrated)
-        goto error;
-
     double per_s = timer_state.ticks_per_ns * 1e9;
-    corelat_smt_job job = {
+    corelat_smt_params p = {
         .loop = loop,
         .n = (int)n,
         .cpus = cpus,
@@ -510,24 +438,43 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
         .lead_ticks = (uint64_t)(200e-6 * per_s), /* 200 us for every thread to see the start */
         .timeout_ns = (uint64_t)(timeout * 1e9),
         .mem_bytes = mem_bytes,
-        .iterations = (uint64_t *)PyArray_DATA(iterations),
-        .ticks = (uint64_t *)PyArray_DATA(ticks),
-        .migrated = (uint8_t *)PyArray_DATA(migrated),
     };
-    if (run_job(&job, smt_start, smt_finish) < 0)
-        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
-    if (job.status != CORELAT_OK) {
-        raise_smt_status(&job, timeout);
+    int status;
+    job = corelat_smt_new(&p, &status);
+    if (!job) {
+        new_failed(status, "throughput run");
         goto error;
     }
-    out = Py_BuildValue("(OOO)", (PyObject *)iterations, (PyObject *)ticks, (PyObject *)migrated);
+    if (run_job(&job->head, smt_start) < 0)
+        goto error; /* KeyboardInterrupt (or the signal handler's exception) is already set */
+    if (job->head.status != CORELAT_OK) {
+        char what[64];
+        PyOS_snprintf(what, sizeof what, "%s loop", corelat_smt_loop_names[loop]);
+        raise_failure(what, &job->head, timeout, "the other threads did not reach the starting line");
+        goto error;
+    }
+    npy_intp dims[1] = {(npy_intp)n};
+    PyObject *it = array_copy(1, dims, NPY_UINT64, job->iterations);
+    PyObject *tk = array_copy(1, dims, NPY_UINT64, job->ticks);
+    PyObject *mg = array_copy(1, dims, NPY_BOOL, job->migrated);
+    if (it && tk && mg)
+        out = Py_BuildValue("(OOO)", it, tk, mg);
+    Py_XDECREF(it);
+    Py_XDECREF(tk);
+    Py_XDECREF(mg);
 
-error: /* also the way out on success: `out` holds its own references */
-    Py_XDECREF(iterations);
-    Py_XDECREF(ticks);
-    Py_XDECREF(migrated);
+error: /* also the way out on success */
+    if (job)
+        corelat_job_release(&job->head);
     PyMem_Free(cpus);
     return out;
+}
+
+static PyObject *py_jobs_alive(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyLong_FromLong(corelat_jobs_alive());
 }
 
 static PyMethodDef methods[] = {
@@ -539,14 +486,18 @@ static PyMethodDef methods[] = {
     {"ticks", py_ticks, METH_NOARGS, "ticks() -> int: read the active timer."},
     {"clock_cost", py_clock_cost, METH_NOARGS, "clock_cost() -> float: clock_gettime cost in ticks."},
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
-     "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False)"
-     " -> (ticks uint64[samples], migrated bool[samples])"},
+     "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
+     " freeze=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none) ran out. A thread moved"
+     " off its CPU ends the call (MeasurementError with .moved set). freeze: test hook, s the responder sleeps."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
-     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0)"
-     " -> (sum_ab int64[samples], sum_ba int64[samples], migrated bool[samples], min_ab, min_ba)"},
+     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"
+     " freeze=0) -> (sum_ab int64[kept], sum_ba int64[kept], min_ab, min_ba)"},
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
-     " sermin, sercalls (tests x cpus) and counter (tests); codes index LOCK_TESTS."},
+     " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
+     " codes index LOCK_TESTS."},
+    {"jobs_alive", py_jobs_alive, METH_NOARGS,
+     "jobs_alive() -> int: jobs whose memory is still held (by a thread left behind); for tests."},
     {"smt_throughput", (PyCFunction)(void (*)(void))py_smt_throughput, METH_VARARGS | METH_KEYWORDS,
      "smt_throughput(cpus, loop, duration, timeout, mem_bytes) -> (iterations uint64[n], ticks uint64[n],"
      " migrated bool[n]): one thread per CPU runs loop SMT_LOOPS[loop] for duration s, all starting together."},
@@ -558,7 +509,9 @@ static int exec_module(PyObject *m)
     if (PyArray_ImportNumPyAPI() < 0)
         return -1;
     if (PyModule_AddIntConstant(m, "KERNEL_CAS", CORELAT_PP_CAS) < 0 ||
-        PyModule_AddIntConstant(m, "KERNEL_RW", CORELAT_PP_RW) < 0)
+        PyModule_AddIntConstant(m, "KERNEL_RW", CORELAT_PP_RW) < 0 ||
+        PyModule_AddObject(m, "GRACE_S", PyFloat_FromDouble((double)GRACE_NS / 1e9)) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_CPU", CORELAT_MAX_CPU) < 0)
         return -1;
     PyObject *lock_tests = PyTuple_New(CORELAT_LK_COUNT);
     if (!lock_tests)

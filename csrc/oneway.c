@@ -6,19 +6,10 @@
 
 #include "affinity.h"
 #include "spin.h"
-#include "team.h"
 
 /* Line offsets in the pair's page, 256 B apart as in pingpong.c (no adjacent-line prefetch coupling). */
 #define LINE_A 0
 #define LINE_B 256
-
-typedef struct {
-    corelat_ow_job *job;
-    corelat_page page;        /* mapped and first touched by the timing side on its CPU */
-    uint8_t *migrated_b;    /* b's own record, merged after the join */
-    int64_t min_ab;         /* written by b only */
-    int64_t min_ba;         /* written by a only */
-} ow_state;
 
 /* A message: its timestamp, and a sequence number that says a new one arrived. The number, not the
  * timestamp, signals arrival: a coarse counter (24 MHz on some ARM chips) can read the same twice in a
@@ -35,160 +26,145 @@ static inline void send(message *line, uint64_t seq, uint64_t ts)
     atomic_store_explicit(&line->seq, seq, memory_order_release);
 }
 
-/* Spin until message number `seq` arrives; returns its timestamp in *ts. */
-static inline int receive(message *line, uint64_t seq, uint64_t *ts, corelat_spin *s)
+/* The hot loops (one per side, as in pingpong.c): every value in registers, the slow check cold.
+ * Each sums the differences of one sample and keeps the smallest. */
+static __attribute__((noinline)) int ow_send(message *la, message *lb, uint64_t seq, uint64_t end,
+                                             int64_t *sum_out, int64_t *low_out, corelat_spin *s)
 {
-    while (atomic_load_explicit(&line->seq, memory_order_acquire) != seq) {
-        int rc = corelat_spin_check(s);
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    int64_t sum = 0, low = INT64_MAX;
+    while (seq != end) {
+        seq++;
+        send(la, seq, corelat_ticks_serial());
+        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(&lb->seq, memory_order_acquire) == seq, s, seq, left, rc, out);
+        int64_t d = (int64_t)(corelat_ticks_serial() - atomic_load_explicit(&lb->ts, memory_order_relaxed));
+        sum += d;
+        low = d < low ? d : low;
+    }
+    *sum_out = sum;
+    *low_out = low;
+out:
+    return rc;
+}
+
+static __attribute__((noinline)) int ow_recv(message *la, message *lb, uint64_t seq, uint64_t end, uint64_t off,
+                                             int64_t *sum_out, int64_t *low_out, corelat_spin *s)
+{
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    int64_t sum = 0, low = INT64_MAX;
+    while (seq != end) {
+        seq++;
+        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(&la->seq, memory_order_acquire) == seq, s, seq, left, rc, out);
+        int64_t d = (int64_t)(corelat_ticks_serial() + off - atomic_load_explicit(&la->ts, memory_order_relaxed));
+        sum += d;
+        low = d < low ? d : low;
+        send(lb, seq, corelat_ticks_serial() + off);
+    }
+    *sum_out = sum;
+    *low_out = low;
+out:
+    return rc;
+}
+
+/* a (index 0) sends first; b (index 1) answers. Each keeps its direction's sums and minimum. */
+static int run_side(corelat_ow_job *job, corelat_member *m)
+{
+    const corelat_ow_params *p = &job->p;
+    message *la = (message *)(job->page.buf + LINE_A);
+    message *lb = (message *)(job->page.buf + LINE_B);
+    int is_a = m->index == 0;
+    int64_t *sums = is_a ? job->sum_ba : job->sum_ab;
+    corelat_spin s;
+    corelat_member_spin(m, &s);
+    int64_t best = INT64_MAX, total = p->warmup + p->samples;
+    uint64_t n = (uint64_t)p->messages, t_start = corelat_clock_ns();
+    for (int64_t k = 0; k < total; k++) {
+        if (!corelat_member_on_cpu(m))
+            return CORELAT_EMOVED;
+        uint64_t seq = (uint64_t)k * n;
+        int64_t sum, low;
+        int rc = is_a ? ow_send(la, lb, seq, seq + n, &sum, &low, &s)
+                      : ow_recv(la, lb, seq, seq + n, (uint64_t)p->offset_ticks, &sum, &low, &s);
         if (rc)
             return rc;
-    }
-    corelat_spin_reset(s);
-    *ts = atomic_load_explicit(&line->ts, memory_order_relaxed);
-    return CORELAT_OK;
-}
-
-/* a: send a timestamp, then receive b's. */
-static int sender(ow_state *st, corelat_member *m)
-{
-    corelat_ow_job *job = st->job;
-    message *la = (message *)(st->page.buf + LINE_A);
-    message *lb = (message *)(st->page.buf + LINE_B);
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t seq = 0, ts_b;
-    int64_t best = INT64_MAX;
-    int64_t total = job->warmup + job->samples;
-    for (int64_t k = 0; k < total; k++) {
-        int cpu0 = corelat_current_cpu();
-        int64_t sum = 0, low = INT64_MAX;
-        for (int64_t r = 0; r < job->messages; r++) {
-            seq++;
-            send(la, seq, corelat_ticks_serial());
-            int rc = receive(lb, seq, &ts_b, &s);
-            if (rc)
-                return rc;
-            int64_t d = (int64_t)(corelat_ticks_serial() - ts_b);
-            sum += d;
-            if (d < low)
-                low = d;
-        }
-        int cpu1 = corelat_current_cpu();
-        if (k >= job->warmup) {
-            job->sum_ba[k - job->warmup] = sum;
-            job->migrated[k - job->warmup] = (cpu0 != m->cpu || cpu1 != m->cpu);
-            if (low < best)
-                best = low;
+        corelat_member_beat(m);
+        if (k < p->warmup)
+            continue;
+        sums[k - p->warmup] = sum;
+        best = low < best ? low : best;
+        *(is_a ? &job->min_ba : &job->min_ab) = best;
+        if (is_a) {
+            job->kept = k - p->warmup + 1;
+            if (p->budget_ns && corelat_clock_ns() - t_start > p->budget_ns && k + 1 < total) {
+                atomic_store(&m->job->abort, CORELAT_STOP); /* b ends without error */
+                return CORELAT_OK;
+            }
         }
     }
-    st->min_ba = best;
-    return CORELAT_OK;
-}
-
-/* b: receive a's timestamp, then answer with its own. */
-static int receiver(ow_state *st, corelat_member *m)
-{
-    corelat_ow_job *job = st->job;
-    message *la = (message *)(st->page.buf + LINE_A);
-    message *lb = (message *)(st->page.buf + LINE_B);
-    const uint64_t off = (uint64_t)job->offset_ticks;
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t seq = 0, ts_a;
-    int64_t best = INT64_MAX;
-    int64_t total = job->warmup + job->samples;
-    for (int64_t k = 0; k < total; k++) {
-        int64_t sum = 0, low = INT64_MAX;
-        for (int64_t r = 0; r < job->messages; r++) {
-            seq++;
-            int rc = receive(la, seq, &ts_a, &s);
-            if (rc)
-                return rc;
-            int64_t d = (int64_t)(corelat_ticks_serial() + off - ts_a);
-            sum += d;
-            if (d < low)
-                low = d;
-            send(lb, seq, corelat_ticks_serial() + off);
-        }
-        /* Checked between batches only: a sched_getcpu per message would be measured. */
-        if (k >= job->warmup) {
-            job->sum_ab[k - job->warmup] = sum;
-            if (corelat_current_cpu() != m->cpu)
-                st->migrated_b[k - job->warmup] = 1;
-            if (low < best)
-                best = low;
-        }
-    }
-    st->min_ab = best;
     return CORELAT_OK;
 }
 
 static void ow_work(corelat_member *m)
 {
-    ow_state *st = m->arg;
-    corelat_ow_job *job = st->job;
+    corelat_ow_job *job = (corelat_ow_job *)m->job;
     int rc;
     if (m->index == 0) {
         /* Map and first-touch on a's CPU: fresh lines no third core ever cached. */
-        rc = corelat_page_publish(&st->page, m);
-        if (rc != CORELAT_OK) {
-            m->status = rc;
-            return;
-        }
-        rc = sender(st, m);
-    } else {
-        rc = corelat_page_await(&st->page, m, st->job->timeout_ns);
+        rc = corelat_page_publish(&job->page, m);
         if (rc == CORELAT_OK)
-            rc = job->stall_responder ? corelat_member_stall(m) : receiver(st, m);
+            rc = corelat_member_barrier(m);
+        if (rc == CORELAT_OK)
+            rc = run_side(job, m);
+    } else {
+        rc = corelat_page_await(&job->page, m);
+        if (rc == CORELAT_OK && job->p.freeze_ns)
+            rc = corelat_member_freeze(m, job->p.freeze_ns);
+        if (rc == CORELAT_OK)
+            rc = corelat_member_barrier(m);
+        if (rc == CORELAT_OK)
+            rc = job->p.stall_responder ? corelat_member_stall(m) : run_side(job, m);
     }
     m->status = rc;
 }
 
-int corelat_ow_start(corelat_ow_job *job, corelat_team *team)
+static void ow_destroy(corelat_job *head)
 {
-    job->status = CORELAT_OK;
-    job->failed_cpu = -1;
-    job->err = 0;
-    job->priv = NULL;
-    job->min_ab = job->min_ba = INT64_MAX;
-    team->members = NULL;
-    team->threads = NULL;
-    if (job->messages < 1 || job->samples < 1 || job->warmup < 0)
-        return job->status = CORELAT_EINVAL;
-    ow_state *st = calloc(1, sizeof *st);
-    if (!st)
-        return job->status = CORELAT_ENOMEM;
-    st->migrated_b = calloc((size_t)job->samples, 1);
-    if (!st->migrated_b) {
-        free(st);
-        return job->status = CORELAT_ENOMEM;
-    }
-    st->job = job;
-    st->min_ab = st->min_ba = INT64_MAX;
-    job->priv = st;
-    corelat_page_init(&st->page);
-    memset(job->migrated, 0, (size_t)job->samples);
-    int cpus[2] = {job->cpu_a, job->cpu_b};
-    int rc = corelat_team_start(team, 2, cpus, ow_work, st, &job->err);
-    if (rc != CORELAT_OK)
-        job->status = rc;
-    return rc;
+    corelat_ow_job *job = (corelat_ow_job *)head;
+    corelat_page_free(&job->page);
+    free(job->sum_ab);
+    free(job->sum_ba);
+    free(job);
 }
 
-void corelat_ow_finish(corelat_ow_job *job, corelat_team *team)
+corelat_ow_job *corelat_ow_new(const corelat_ow_params *p, int *status)
 {
-    ow_state *st = job->priv;
-    int idx;
-    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
-    corelat_team_join(team);
-    if (st) {
-        for (int64_t k = 0; k < job->samples; k++)
-            job->migrated[k] |= st->migrated_b[k];
-        job->min_ab = st->min_ab;
-        job->min_ba = st->min_ba;
-        corelat_page_free(&st->page);
-        free(st->migrated_b);
-        free(st);
-        job->priv = NULL;
+    if (p->messages < 1 || p->samples < 1 || p->warmup < 0 || p->cpu_a == p->cpu_b) {
+        *status = CORELAT_EINVAL;
+        return NULL;
     }
+    corelat_ow_job *job = calloc(1, sizeof *job);
+    int64_t *ab = calloc((size_t)p->samples, sizeof *ab), *ba = calloc((size_t)p->samples, sizeof *ba);
+    if (!job || !ab || !ba) {
+        free(job);
+        free(ab);
+        free(ba);
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    corelat_job_init(&job->head, p->timeout_ns, ow_work, ow_destroy);
+    job->p = *p;
+    job->sum_ab = ab;
+    job->sum_ba = ba;
+    job->min_ab = job->min_ba = INT64_MAX;
+    corelat_page_init(&job->page);
+    *status = CORELAT_OK;
+    return job;
+}
+
+int corelat_ow_start(corelat_ow_job *job)
+{
+    int cpus[2] = {job->p.cpu_a, job->p.cpu_b};
+    return corelat_job_start(&job->head, 2, cpus);
 }

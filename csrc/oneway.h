@@ -11,35 +11,38 @@
 
 #include <stdint.h>
 
+#include "team.h"
+
 typedef struct {
     int cpu_a, cpu_b;       /* a sends first; both directions are measured */
     int64_t messages;       /* per sample and direction */
-    int64_t samples;        /* kept */
+    int64_t samples;        /* kept, at most */
     int64_t warmup;         /* run first and discarded */
     uint64_t timeout_ns;    /* longest wait for the partner */
-    int stall_responder;    /* test hook: b never answers */
+    uint64_t budget_ns;     /* 0, or stop after the first kept sample past this much time */
+    int stall_responder;    /* test hook: b never answers (but obeys abort) */
+    uint64_t freeze_ns;     /* test hook: b sleeps this long, deaf to everything */
     int64_t offset_ticks;   /* test hook: added to every reading of b's timer (a skewed clock) */
-    /* outputs, `samples` entries each, allocated by the caller */
+} corelat_ow_params;
+
+typedef struct {
+    corelat_job head;
+    corelat_ow_params p;
+    /* outputs, p.samples entries each */
     int64_t *sum_ab;        /* sum of (b's reading at arrival - a's reading at sending), ticks */
     int64_t *sum_ba;        /* the same for messages from b to a */
-    uint8_t *migrated;      /* 1 where either thread was seen off its CPU around the sample */
+    int64_t kept;           /* samples measured (fewer than p.samples if the budget ran out) */
     /* smallest single difference per direction over the kept samples: with true latencies >= 0,
      * the offset (b's clock - a's clock) lies in [-min_ba, min_ab] */
-    int64_t min_ab, min_ba;
-    /* outputs on failure */
-    int status;             /* enum corelat_status */
-    int failed_cpu;         /* the CPU whose thread reported the failure */
-    int err;                /* errno or detail */
-    void *priv;             /* the kernel's own state between start and finish */
+    int64_t min_ab;         /* written by b only */
+    int64_t min_ba;         /* written by a only */
+    corelat_page page;      /* mapped and first touched by a on its CPU */
 } corelat_ow_job;
 
-struct corelat_team;
+/* A new job (one reference, the caller's), or NULL with *status set. */
+corelat_ow_job *corelat_ow_new(const corelat_ow_params *p, int *status);
 
-/* Start measuring a pair; the job and its arrays must stay alive until corelat_ow_finish().
- * The caller polls corelat_team_wait() in between (see team.h). Returns 0 or a status. */
-int corelat_ow_start(corelat_ow_job *job, struct corelat_team *team);
-
-/* Join the pair's threads, release the buffer, fill job->status/failed_cpu/err and the minima. */
-void corelat_ow_finish(corelat_ow_job *job, struct corelat_team *team);
+/* Start the pair's threads; then poll, finish and release the job (team.h). */
+int corelat_ow_start(corelat_ow_job *job);
 
 #endif

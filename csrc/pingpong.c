@@ -3,210 +3,207 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "affinity.h"
 #include "spin.h"
-#include "team.h"
 
-/* Offsets in the pair's buffer. Two lines apart and 256 B away so the adjacent-line prefetcher
+/* Offsets in the pair's page. Two lines apart and 256 B away so the adjacent-line prefetcher
  * (which fetches 128 B pairs) never couples the two threads' lines. */
 #define LINE_A 0
 #define LINE_B 256
 
-typedef struct {
-    corelat_pp_job *job;
-    corelat_page page;        /* mapped and first touched by the timing side on its CPU */
-    uint8_t *migrated_b;      /* responder's own record, merged after the join */
-} pair_state;
+/* The hot loops. Each is its own function, so what stays in registers is plain to see (objdump,
+ * benchmarks/RESULTS.md): the line addresses, the counters and the countdown to the next slow check
+ * live in registers; the slow check is a cold call. Memory orders: the protocol publishes no data
+ * beyond the flag itself, so acquire/release (rw) and relaxed (cas) suffice. */
 
-/* ---- CAS: the flag goes 0 -> 1 by the initiator and 1 -> 0 by the responder. ---- */
+/* ---- CAS: the initiator moves the flag 0 -> 1, the responder 1 -> 0. Between samples the
+ * initiator parks it at PARKED, which the responder does not take: so every sample starts with a
+ * hand-off from the initiator (the responder cannot have answered early), and its first round trip
+ * is a real one even when a sample is a single round trip. ---- */
+#define PARKED 2u
 
-static int cas_initiator(pair_state *ps, corelat_member *m)
+static __attribute__((noinline)) int cas_ping(atomic_uint *flag, int64_t n, corelat_spin *s)
 {
-    corelat_pp_job *job = ps->job;
-    atomic_uint *flag = (atomic_uint *)(ps->page.buf + LINE_A);
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    unsigned expected;
+    atomic_store_explicit(flag, 1u, memory_order_relaxed); /* unpark: the first round trip starts */
+    for (int64_t r = 1; r < n; r++) {
+        CORELAT_SPIN_WHILE_NOT((expected = 0, atomic_compare_exchange_strong_explicit(
+                                                  flag, &expected, 1u, memory_order_relaxed, memory_order_relaxed)),
+                               s, (uint64_t)r, left, rc, out);
+    }
+    CORELAT_SPIN_WHILE_NOT((expected = 0, atomic_compare_exchange_strong_explicit(
+                                              flag, &expected, PARKED, memory_order_relaxed, memory_order_relaxed)),
+                           s, (uint64_t)n, left, rc, out);
+out:
+    return rc;
+}
+
+static __attribute__((noinline)) int cas_pong(atomic_uint *flag, int64_t n, corelat_spin *s)
+{
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    unsigned expected;
+    for (int64_t r = 0; r < n; r++) {
+        CORELAT_SPIN_WHILE_NOT((expected = 1u, atomic_compare_exchange_strong_explicit(
+                                                   flag, &expected, 0u, memory_order_relaxed, memory_order_relaxed)),
+                               s, (uint64_t)r, left, rc, out);
+    }
+out:
+    return rc;
+}
+
+/* ---- RW: the initiator stores sequence numbers to line A, the responder echoes them to line B. ---- */
+
+static __attribute__((noinline)) int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
+                                             uint64_t end, corelat_spin *s)
+{
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    while (seq != end) {
+        seq++;
+        atomic_store_explicit(a, seq, memory_order_release);
+        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(b, memory_order_acquire) == seq, s, seq, left, rc, out);
+    }
+out:
+    return rc;
+}
+
+static __attribute__((noinline)) int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
+                                             uint64_t end, corelat_spin *s)
+{
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    while (seq != end) {
+        seq++;
+        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(a, memory_order_acquire) == seq, s, seq, left, rc, out);
+        atomic_store_explicit(b, seq, memory_order_release);
+    }
+out:
+    return rc;
+}
+
+/* One batch of round trips, as the initiator (timed) or the responder. */
+static int batch(corelat_pp_job *job, int initiator, uint64_t k, corelat_spin *s)
+{
+    char *buf = job->page.buf;
+    int64_t n = job->p.round_trips;
+    if (job->p.kernel == CORELAT_PP_CAS) {
+        atomic_uint *flag = (atomic_uint *)(buf + LINE_A);
+        return initiator ? cas_ping(flag, n, s) : cas_pong(flag, n, s);
+    }
+    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(buf + LINE_A);
+    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(buf + LINE_B);
+    uint64_t seq = k * (uint64_t)n;
+    return initiator ? rw_ping(a, b, seq, seq + (uint64_t)n, s) : rw_pong(a, b, seq, seq + (uint64_t)n, s);
+}
+
+static int initiator(corelat_pp_job *job, corelat_member *m)
+{
     corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    int64_t total = job->warmup + job->samples;
+    corelat_member_spin(m, &s);
+    const corelat_pp_params *p = &job->p;
+    int64_t total = p->warmup + p->samples;
+    uint64_t t_start = corelat_clock_ns();
     for (int64_t k = 0; k < total; k++) {
-        int cpu0 = corelat_current_cpu();
+        /* Outside the timed region; a moved thread ends the call (see spin.h). */
+        if (!corelat_member_on_cpu(m))
+            return CORELAT_EMOVED;
         uint64_t t0 = corelat_ticks();
-        for (int64_t r = 0; r < job->round_trips; r++) {
-            unsigned expected = 0;
-            while (!atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acq_rel,
-                                                            memory_order_relaxed)) {
-                expected = 0;
-                int rc = corelat_spin_check(&s);
-                if (rc)
-                    return rc;
-            }
-            corelat_spin_reset(&s);
-        }
+        int rc = batch(job, 1, (uint64_t)k, &s);
         uint64_t t1 = corelat_ticks();
-        int cpu1 = corelat_current_cpu();
-        if (k >= job->warmup) {
-            job->ticks[k - job->warmup] = t1 - t0;
-            job->migrated[k - job->warmup] = (cpu0 != m->cpu || cpu1 != m->cpu);
+        if (rc)
+            return rc;
+        corelat_member_beat(m);
+        if (k >= p->warmup) {
+            job->ticks[k - p->warmup] = t1 - t0;
+            job->kept = k - p->warmup + 1;
+            if (p->budget_ns && corelat_clock_ns() - t_start > p->budget_ns && k + 1 < total) {
+                atomic_store(&m->job->abort, CORELAT_STOP); /* the responder ends without error */
+                return CORELAT_OK;
+            }
         }
     }
     return CORELAT_OK;
 }
 
-static int cas_responder(pair_state *ps, corelat_member *m)
+static int responder(corelat_pp_job *job, corelat_member *m)
 {
-    corelat_pp_job *job = ps->job;
-    atomic_uint *flag = (atomic_uint *)(ps->page.buf + LINE_A);
     corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    int64_t total = job->warmup + job->samples;
+    corelat_member_spin(m, &s);
+    int64_t total = job->p.warmup + job->p.samples;
     for (int64_t k = 0; k < total; k++) {
-        for (int64_t r = 0; r < job->round_trips; r++) {
-            unsigned expected = 1;
-            while (!atomic_compare_exchange_strong_explicit(flag, &expected, 0u, memory_order_acq_rel,
-                                                            memory_order_relaxed)) {
-                expected = 1;
-                int rc = corelat_spin_check(&s);
-                if (rc)
-                    return rc;
-            }
-            corelat_spin_reset(&s);
-        }
-        /* Checked between batches only: a sched_getcpu per round trip would be measured. */
-        if (k >= job->warmup && corelat_current_cpu() != m->cpu)
-            ps->migrated_b[k - job->warmup] = 1;
-    }
-    return CORELAT_OK;
-}
-
-/* ---- RW: the initiator stores sequence numbers to line A, the responder echoes them to B. ---- */
-
-static int rw_initiator(pair_state *ps, corelat_member *m)
-{
-    corelat_pp_job *job = ps->job;
-    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->page.buf + LINE_A);
-    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->page.buf + LINE_B);
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t seq = 0;
-    int64_t total = job->warmup + job->samples;
-    for (int64_t k = 0; k < total; k++) {
-        int cpu0 = corelat_current_cpu();
-        uint64_t t0 = corelat_ticks();
-        for (int64_t r = 0; r < job->round_trips; r++) {
-            seq++;
-            atomic_store_explicit(a, seq, memory_order_release);
-            while (atomic_load_explicit(b, memory_order_acquire) != seq) {
-                int rc = corelat_spin_check(&s);
-                if (rc)
-                    return rc;
-            }
-            corelat_spin_reset(&s);
-        }
-        uint64_t t1 = corelat_ticks();
-        int cpu1 = corelat_current_cpu();
-        if (k >= job->warmup) {
-            job->ticks[k - job->warmup] = t1 - t0;
-            job->migrated[k - job->warmup] = (cpu0 != m->cpu || cpu1 != m->cpu);
-        }
-    }
-    return CORELAT_OK;
-}
-
-static int rw_responder(pair_state *ps, corelat_member *m)
-{
-    corelat_pp_job *job = ps->job;
-    atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(ps->page.buf + LINE_A);
-    atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(ps->page.buf + LINE_B);
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
-    uint64_t seq = 0;
-    int64_t total = job->warmup + job->samples;
-    for (int64_t k = 0; k < total; k++) {
-        for (int64_t r = 0; r < job->round_trips; r++) {
-            seq++;
-            while (atomic_load_explicit(a, memory_order_acquire) != seq) {
-                int rc = corelat_spin_check(&s);
-                if (rc)
-                    return rc;
-            }
-            corelat_spin_reset(&s);
-            atomic_store_explicit(b, seq, memory_order_release);
-        }
-        if (k >= job->warmup && corelat_current_cpu() != m->cpu)
-            ps->migrated_b[k - job->warmup] = 1;
+        if (!corelat_member_on_cpu(m))
+            return CORELAT_EMOVED;
+        int rc = batch(job, 0, (uint64_t)k, &s);
+        if (rc)
+            return rc;
+        corelat_member_beat(m);
     }
     return CORELAT_OK;
 }
 
 static void pp_work(corelat_member *m)
 {
-    pair_state *ps = m->arg;
-    corelat_pp_job *job = ps->job;
+    corelat_pp_job *job = (corelat_pp_job *)m->job;
     int rc;
     if (m->index == 0) {
         /* Map and first-touch on the initiator's CPU: the page lands on its NUMA node, and no line
          * of it was ever cached by a third core. */
-        rc = corelat_page_publish(&ps->page, m);
-        if (rc != CORELAT_OK) {
-            m->status = rc;
-            return;
-        }
-        rc = job->kernel == CORELAT_PP_CAS ? cas_initiator(ps, m) : rw_initiator(ps, m);
-    } else {
-        rc = corelat_page_await(&ps->page, m, ps->job->timeout_ns);
+        rc = corelat_page_publish(&job->page, m);
         if (rc == CORELAT_OK) {
-            if (job->stall_responder)
-                rc = corelat_member_stall(m);
-            else
-                rc = job->kernel == CORELAT_PP_CAS ? cas_responder(ps, m) : rw_responder(ps, m);
+            atomic_store_explicit((atomic_uint *)(job->page.buf + LINE_A), PARKED, memory_order_relaxed);
+            rc = corelat_member_barrier(m);
         }
+        if (rc == CORELAT_OK)
+            rc = initiator(job, m);
+    } else {
+        rc = corelat_page_await(&job->page, m);
+        if (rc == CORELAT_OK && job->p.freeze_ns)
+            rc = corelat_member_freeze(m, job->p.freeze_ns);
+        if (rc == CORELAT_OK)
+            rc = corelat_member_barrier(m); /* both start together: no sample holds a start-up */
+        if (rc == CORELAT_OK)
+            rc = job->p.stall_responder ? corelat_member_stall(m) : responder(job, m);
     }
     m->status = rc;
 }
 
-int corelat_pp_start(corelat_pp_job *job, corelat_team *team)
+static void pp_destroy(corelat_job *head)
 {
-    job->status = CORELAT_OK;
-    job->failed_cpu = -1;
-    job->err = 0;
-    job->priv = NULL;
-    team->members = NULL;
-    team->threads = NULL;
-    if (job->round_trips < 1 || job->samples < 1 || job->warmup < 0 ||
-        (job->kernel != CORELAT_PP_CAS && job->kernel != CORELAT_PP_RW))
-        return job->status = CORELAT_EINVAL;
-    pair_state *ps = calloc(1, sizeof *ps);
-    if (!ps)
-        return job->status = CORELAT_ENOMEM;
-    ps->migrated_b = calloc((size_t)job->samples, 1);
-    if (!ps->migrated_b) {
-        free(ps);
-        return job->status = CORELAT_ENOMEM;
-    }
-    ps->job = job;
-    job->priv = ps;
-    corelat_page_init(&ps->page);
-    memset(job->migrated, 0, (size_t)job->samples);
-    int cpus[2] = {job->cpu_a, job->cpu_b};
-    int rc = corelat_team_start(team, 2, cpus, pp_work, ps, &job->err);
-    if (rc != CORELAT_OK)
-        job->status = rc;
-    return rc;
+    corelat_pp_job *job = (corelat_pp_job *)head;
+    corelat_page_free(&job->page);
+    free(job->ticks);
+    free(job);
 }
 
-void corelat_pp_finish(corelat_pp_job *job, corelat_team *team)
+corelat_pp_job *corelat_pp_new(const corelat_pp_params *p, int *status)
 {
-    pair_state *ps = job->priv;
-    int idx;
-    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
-    corelat_team_join(team);
-    if (ps) {
-        for (int64_t k = 0; k < job->samples; k++)
-            job->migrated[k] |= ps->migrated_b[k];
-        corelat_page_free(&ps->page);
-        free(ps->migrated_b);
-        free(ps);
-        job->priv = NULL;
+    if (p->round_trips < 1 || p->samples < 1 || p->warmup < 0 ||
+        (p->kernel != CORELAT_PP_CAS && p->kernel != CORELAT_PP_RW) || p->cpu_a == p->cpu_b) {
+        *status = CORELAT_EINVAL;
+        return NULL;
     }
+    corelat_pp_job *job = calloc(1, sizeof *job);
+    uint64_t *ticks = calloc((size_t)p->samples, sizeof *ticks);
+    if (!job || !ticks) {
+        free(job);
+        free(ticks);
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    corelat_job_init(&job->head, p->timeout_ns, pp_work, pp_destroy);
+    job->p = *p;
+    job->ticks = ticks;
+    corelat_page_init(&job->page);
+    *status = CORELAT_OK;
+    return job;
+}
+
+int corelat_pp_start(corelat_pp_job *job)
+{
+    int cpus[2] = {job->p.cpu_a, job->p.cpu_b};
+    return corelat_job_start(&job->head, 2, cpus);
 }

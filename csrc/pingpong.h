@@ -4,35 +4,37 @@
 
 #include <stdint.h>
 
+#include "team.h"
+
 enum corelat_pp_kernel {
     CORELAT_PP_CAS = 0, /* both threads compare-exchange one flag on one line */
     CORELAT_PP_RW = 1,  /* each thread stores to its own line and spins loading the other's */
 };
 
 typedef struct {
-    int kernel;            /* enum corelat_pp_kernel */
-    int cpu_a, cpu_b;      /* initiator (timed) and responder */
-    int64_t round_trips;   /* per sample */
-    int64_t samples;       /* kept */
-    int64_t warmup;        /* run first and discarded */
-    uint64_t timeout_ns;   /* longest wait for the partner */
-    int stall_responder;   /* test hook: the responder never answers */
-    /* outputs, `samples` entries each, allocated by the caller */
-    uint64_t *ticks;       /* timer ticks for `round_trips` round trips */
-    uint8_t *migrated;     /* 1 where either thread was seen off its CPU around the sample */
-    /* outputs on failure */
-    int status;            /* enum corelat_status */
-    int failed_cpu;        /* the CPU whose thread reported the failure */
-    int err;               /* errno or detail */
-    void *priv;            /* the kernel's own state between start and finish */
+    int kernel;              /* enum corelat_pp_kernel */
+    int cpu_a, cpu_b;        /* initiator (timed) and responder */
+    int64_t round_trips;     /* per sample */
+    int64_t samples;         /* kept, at most */
+    int64_t warmup;          /* run first and discarded */
+    uint64_t timeout_ns;     /* longest wait for the partner */
+    uint64_t budget_ns;      /* 0, or stop after the first kept sample past this much time */
+    int stall_responder;     /* test hook: the responder never answers (but obeys abort) */
+    uint64_t freeze_ns;      /* test hook: the responder sleeps this long, deaf to everything */
+} corelat_pp_params;
+
+typedef struct {
+    corelat_job head;
+    corelat_pp_params p;
+    uint64_t *ticks;         /* output: timer ticks for `round_trips` round trips, per sample */
+    int64_t kept;            /* output: samples measured (fewer than p.samples if the budget ran out) */
+    corelat_page page;       /* mapped and first touched by the initiator on its CPU */
 } corelat_pp_job;
 
-/* Start measuring a pair; the job and its arrays must stay alive until corelat_pp_finish().
- * The caller polls corelat_team_wait() in between (see team.h). Returns 0 or a status. */
-struct corelat_team;
-int corelat_pp_start(corelat_pp_job *job, struct corelat_team *team);
+/* A new job (one reference, the caller's), or NULL with *status set. */
+corelat_pp_job *corelat_pp_new(const corelat_pp_params *p, int *status);
 
-/* Join the pair's threads, release the buffer, fill job->status/failed_cpu/err. */
-void corelat_pp_finish(corelat_pp_job *job, struct corelat_team *team);
+/* Start the pair's threads; then poll, finish and release the job (team.h). */
+int corelat_pp_start(corelat_pp_job *job);
 
 #endif

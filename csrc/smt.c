@@ -18,18 +18,9 @@ const char *const corelat_smt_loop_names[CORELAT_SMT_LOOP_COUNT] = {"alu", "mem"
 #define CHUNK 256
 #define LINE 64
 
-typedef struct {
-    corelat_smt_job *job;
-    char **bufs;                   /* memory loop: each thread's buffer */
-    uint64_t *sink;                /* each thread's final value, so no loop can be optimised away */
-    atomic_int go;                 /* the leader published start_at */
-    atomic_uint_fast64_t start_at; /* the common start, in timer ticks */
-} smt_state;
-
 /* ---- The loops. Each runs from now until `end` and counts its iterations. ---- */
 
-static int run_alu(const atomic_int *abort, uint64_t end, uint64_t *iters_out, uint64_t *last_out,
-                   uint64_t *sink)
+static int run_alu(corelat_member *m, uint64_t end, uint64_t *iters_out, uint64_t *last_out, uint64_t *sink)
 {
     /* Knuth's MMIX LCG multiplier; four chains so the multiplier, not one chain's latency, limits. */
     const uint64_t k = 6364136223846793005u;
@@ -47,8 +38,9 @@ static int run_alu(const atomic_int *abort, uint64_t end, uint64_t *iters_out, u
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(abort, memory_order_relaxed))
+        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed))
             return CORELAT_EABORT;
+        corelat_member_beat(m);
     }
     *iters_out = iters;
     *last_out = now;
@@ -58,8 +50,8 @@ static int run_alu(const atomic_int *abort, uint64_t end, uint64_t *iters_out, u
 
 #define HOP() p = (void **)*p
 
-static int run_mem(const atomic_int *abort, void *chain, uint64_t end, uint64_t *iters_out,
-                   uint64_t *last_out, uint64_t *sink)
+static int run_mem(corelat_member *m, void *chain, uint64_t end, uint64_t *iters_out, uint64_t *last_out,
+                   uint64_t *sink)
 {
     void **p = chain;
     uint64_t iters = 0, now;
@@ -78,8 +70,9 @@ static int run_mem(const atomic_int *abort, void *chain, uint64_t end, uint64_t 
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(abort, memory_order_relaxed))
+        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed))
             return CORELAT_EABORT;
+        corelat_member_beat(m);
     }
     *iters_out = iters;
     *last_out = now;
@@ -108,128 +101,114 @@ static void build_chain(char *buf, size_t lines, uint64_t seed)
 
 /* ---- The run ---- */
 
-/* Every thread arrives; the leader then publishes a start a little in the future and all spin until
- * the clock reaches it, so the threads start together. */
-static int common_start(smt_state *st, corelat_member *m, uint64_t *start)
+/* Every thread arrives; the leader then waits a little on its own clock and raises `go`, and each
+ * thread starts its own clock when it sees it. No thread reads another CPU's clock: with
+ * unsynchronised timers a deadline in the leader's time would be early or late elsewhere. */
+static int common_start(corelat_smt_job *job, corelat_member *m, uint64_t *start)
 {
-    corelat_smt_job *job = st->job;
-    int rc = corelat_team_barrier(m, job->timeout_ns);
+    int rc = corelat_member_barrier(m);
     if (rc)
         return rc;
-    corelat_spin s;
-    corelat_spin_begin(&s, &m->team->abort, job->timeout_ns);
     if (m->index == 0) {
-        atomic_store_explicit(&st->start_at, corelat_ticks() + job->lead_ticks, memory_order_relaxed);
-        atomic_store_explicit(&st->go, 1, memory_order_release);
-    } else {
-        while (!atomic_load_explicit(&st->go, memory_order_acquire)) {
-            rc = corelat_spin_check(&s);
-            if (rc)
-                return rc;
+        uint64_t at = corelat_ticks() + job->p.lead_ticks;
+        while (corelat_ticks() < at)
             corelat_cpu_relax();
-        }
-        corelat_spin_reset(&s);
-    }
-    uint64_t at = atomic_load_explicit(&st->start_at, memory_order_relaxed);
-    while (corelat_ticks() < at) {
-        rc = corelat_spin_check(&s);
+        atomic_store_explicit(&job->go, 1, memory_order_release);
+    } else {
+        corelat_spin s;
+        corelat_member_spin(m, &s);
+        rc = corelat_spin_until(&job->go, 1, &s);
         if (rc)
             return rc;
-        corelat_cpu_relax();
     }
-    *start = at;
+    *start = corelat_ticks();
     return CORELAT_OK;
 }
 
 static void smt_work(corelat_member *m)
 {
-    smt_state *st = m->arg;
-    corelat_smt_job *job = st->job;
-    const atomic_int *abort = &m->team->abort;
+    corelat_smt_job *job = (corelat_smt_job *)m->job;
+    const corelat_smt_params *p = &job->p;
     int i = m->index;
-    if (job->loop == CORELAT_SMT_MEM) {
+    if (p->loop == CORELAT_SMT_MEM) {
         /* Mapped and first touched here: the page lands on this CPU's NUMA node and in its caches. */
-        void *p = mmap(NULL, job->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
+        void *buf = mmap(NULL, p->mem_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (buf == MAP_FAILED) {
             m->status = CORELAT_ENOMEM;
             m->err = errno;
             return; /* the team's abort flag now stops the others at the starting line */
         }
-        st->bufs[i] = p;
-        build_chain(p, job->mem_bytes / LINE, (uint64_t)i + 1);
+        job->bufs[i] = buf;
+        build_chain(buf, p->mem_bytes / LINE, (uint64_t)i + 1);
     }
     uint64_t start, last = 0;
-    int rc = common_start(st, m, &start);
+    int rc = common_start(job, m, &start);
     if (rc) {
         m->status = rc;
         return;
     }
-    int cpu0 = corelat_current_cpu();
-    uint64_t end = start + job->duration_ticks;
-    if (job->loop == CORELAT_SMT_ALU)
-        rc = run_alu(abort, end, &job->iterations[i], &last, &st->sink[i]);
+    int on0 = corelat_member_on_cpu(m);
+    uint64_t end = start + p->duration_ticks;
+    if (p->loop == CORELAT_SMT_ALU)
+        rc = run_alu(m, end, &job->iterations[i], &last, &job->sink[i]);
     else
-        rc = run_mem(abort, st->bufs[i], end, &job->iterations[i], &last, &st->sink[i]);
-    int cpu1 = corelat_current_cpu();
+        rc = run_mem(m, job->bufs[i], end, &job->iterations[i], &last, &job->sink[i]);
+    int on1 = corelat_member_on_cpu(m);
     if (rc == CORELAT_OK) {
         job->ticks[i] = last - start;
-        job->migrated[i] = (cpu0 >= 0 && cpu0 != m->cpu) || (cpu1 >= 0 && cpu1 != m->cpu);
+        job->migrated[i] = !on0 || !on1;
     }
     m->status = rc;
 }
 
-int corelat_smt_start(corelat_smt_job *job, corelat_team *team)
+static void smt_destroy(corelat_job *head)
 {
-    job->status = CORELAT_OK;
-    job->failed_cpu = -1;
-    job->err = 0;
-    job->priv = NULL;
-    team->members = NULL;
-    team->threads = NULL;
-    int valid = job->n >= 1 && job->loop >= 0 && job->loop < CORELAT_SMT_LOOP_COUNT &&
-                job->duration_ticks > 0 &&
-                (job->loop != CORELAT_SMT_MEM ||
-                 (job->mem_bytes >= CORELAT_SMT_MEM_MIN && job->mem_bytes <= CORELAT_SMT_MEM_MAX &&
-                  job->mem_bytes % LINE == 0));
-    if (!valid)
-        return job->status = CORELAT_EINVAL;
-    smt_state *st = calloc(1, sizeof *st);
-    if (!st)
-        return job->status = CORELAT_ENOMEM;
-    st->bufs = calloc((size_t)job->n, sizeof *st->bufs);
-    st->sink = calloc((size_t)job->n, sizeof *st->sink);
-    if (!st->bufs || !st->sink) {
-        free(st->bufs);
-        free(st->sink);
-        free(st);
-        return job->status = CORELAT_ENOMEM;
-    }
-    st->job = job;
-    atomic_init(&st->go, 0);
-    atomic_init(&st->start_at, 0);
-    job->priv = st;
-    memset(job->iterations, 0, (size_t)job->n * sizeof *job->iterations);
-    memset(job->ticks, 0, (size_t)job->n * sizeof *job->ticks);
-    memset(job->migrated, 0, (size_t)job->n);
-    int rc = corelat_team_start(team, job->n, job->cpus, smt_work, st, &job->err);
-    if (rc != CORELAT_OK)
-        job->status = rc;
-    return rc;
+    corelat_smt_job *job = (corelat_smt_job *)head;
+    for (int i = 0; job->bufs && i < job->p.n; i++)
+        if (job->bufs[i])
+            munmap(job->bufs[i], job->p.mem_bytes);
+    free(job->bufs);
+    free(job->sink);
+    free(job->cpus);
+    free(job->iterations);
+    free(job->ticks);
+    free(job->migrated);
+    free(job);
 }
 
-void corelat_smt_finish(corelat_smt_job *job, corelat_team *team)
+corelat_smt_job *corelat_smt_new(const corelat_smt_params *p, int *status)
 {
-    smt_state *st = job->priv;
-    int idx;
-    job->status = corelat_team_settle(team, job->status, &idx, &job->failed_cpu, &job->err);
-    corelat_team_join(team);
-    if (!st)
-        return;
-    for (int i = 0; i < job->n; i++)
-        if (st->bufs[i])
-            munmap(st->bufs[i], job->mem_bytes);
-    free(st->bufs);
-    free(st->sink);
-    free(st);
-    job->priv = NULL;
+    int valid = p->n >= 1 && p->loop >= 0 && p->loop < CORELAT_SMT_LOOP_COUNT && p->duration_ticks > 0 &&
+                (p->loop != CORELAT_SMT_MEM ||
+                 (p->mem_bytes >= CORELAT_SMT_MEM_MIN && p->mem_bytes <= CORELAT_SMT_MEM_MAX && p->mem_bytes % LINE == 0));
+    if (!valid) {
+        *status = CORELAT_EINVAL;
+        return NULL;
+    }
+    corelat_smt_job *job = calloc(1, sizeof *job);
+    if (!job) {
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    size_t n = (size_t)p->n;
+    job->p = *p;
+    job->cpus = calloc(n, sizeof *job->cpus);
+    job->iterations = calloc(n, sizeof *job->iterations);
+    job->ticks = calloc(n, sizeof *job->ticks);
+    job->migrated = calloc(n, 1);
+    job->bufs = calloc(n, sizeof *job->bufs);
+    job->sink = calloc(n, sizeof *job->sink);
+    corelat_job_init(&job->head, p->timeout_ns, smt_work, smt_destroy);
+    if (!job->cpus || !job->iterations || !job->ticks || !job->migrated || !job->bufs || !job->sink) {
+        corelat_job_release(&job->head);
+        *status = CORELAT_ENOMEM;
+        return NULL;
+    }
+    memcpy(job->cpus, p->cpus, n * sizeof *job->cpus);
+    job->p.cpus = job->cpus;
+    atomic_init(&job->go, 0);
+    *status = CORELAT_OK;
+    return job;
 }
+
+int corelat_smt_start(corelat_smt_job *job) { return corelat_job_start(&job->head, job->p.n, job->cpus); }

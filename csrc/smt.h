@@ -15,7 +15,10 @@
 #ifndef CORELAT_SMT_H
 #define CORELAT_SMT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+
+#include "team.h"
 
 enum corelat_smt_loop {
     CORELAT_SMT_ALU = 0,
@@ -33,29 +36,31 @@ extern const char *const corelat_smt_loop_names[CORELAT_SMT_LOOP_COUNT];
 typedef struct {
     int loop;                /* enum corelat_smt_loop */
     int n;                   /* threads, one per CPU */
-    const int *cpus;         /* n CPU ids */
+    const int *cpus;         /* n CPU ids (copied by corelat_smt_new) */
     uint64_t duration_ticks; /* how long every thread runs the loop, in timer ticks */
     uint64_t lead_ticks;     /* from the last thread's arrival to the common start */
     uint64_t timeout_ns;     /* longest wait for the other threads at the starting line */
     uint64_t mem_bytes;      /* memory loop: buffer per thread, a multiple of 64 in [MIN, MAX] */
-    /* outputs, n entries each, allocated by the caller */
+} corelat_smt_params;
+
+typedef struct {
+    corelat_job head;
+    corelat_smt_params p;
+    int *cpus;
+    /* outputs, n entries each */
     uint64_t *iterations;    /* iterations completed */
-    uint64_t *ticks;         /* from the common start to the thread's last clock read */
+    uint64_t *ticks;         /* from the thread's own start to its last clock read */
     uint8_t *migrated;       /* 1 where the thread was seen off its CPU before or after the loop */
-    /* outputs on failure */
-    int status;              /* enum corelat_status */
-    int failed_cpu;          /* the CPU whose thread reported the failure, or -1 */
-    int err;                 /* errno or detail */
-    void *priv;              /* the run's own state between start and finish */
+    /* private */
+    char **bufs;             /* memory loop: each thread's buffer */
+    uint64_t *sink;          /* each thread's final value, so no loop can be optimised away */
+    atomic_int go;           /* the leader's start signal */
 } corelat_smt_job;
 
-struct corelat_team;
+/* A new job (one reference, the caller's), or NULL with *status set. */
+corelat_smt_job *corelat_smt_new(const corelat_smt_params *p, int *status);
 
-/* Start the threads; the job and its arrays must stay alive until corelat_smt_finish(). The caller
- * polls corelat_team_wait() in between (see team.h). Returns 0 or a status. */
-int corelat_smt_start(corelat_smt_job *job, struct corelat_team *team);
-
-/* Wait for and join the threads, release the buffers, fill status/failed_cpu/err. */
-void corelat_smt_finish(corelat_smt_job *job, struct corelat_team *team);
+/* Start the threads; then poll, finish and release the job (team.h). */
+int corelat_smt_start(corelat_smt_job *job);
 
 #endif

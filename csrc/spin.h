@@ -1,9 +1,11 @@
-/* Bounded spin-waits and the error codes that threads carry back to the binding.
+/* Bounded spin-waits and the status codes that threads carry back to the binding.
  *
- * A measuring thread never blocks: it spins. Every spin loop calls corelat_spin_check() once per
- * iteration; only one call in 1024 reads the clock and the abort flag, so the fast path is a counter
- * increment, and a partner that never answers (or a Ctrl-C) ends the wait within microseconds of the
- * deadline. */
+ * A measuring thread never blocks: it spins. A hot loop counts its failed polls down in a register
+ * and calls corelat_spin_slow() -- out of line, so the loop keeps every value in registers -- once
+ * every CORELAT_SPIN_EVERY polls. The slow path reads the abort flag, the CPU the thread runs on and
+ * the clock: a partner that never answers, a Ctrl-C or a thread moved off its CPU ends the wait
+ * within microseconds. A wait times out when the caller's progress counter has not moved for
+ * timeout_ns, so the fast path never resets anything. */
 #ifndef CORELAT_SPIN_H
 #define CORELAT_SPIN_H
 
@@ -14,52 +16,40 @@
 
 enum corelat_status {
     CORELAT_OK = 0,
-    CORELAT_ETIMEOUT = 1, /* the partner did not answer in time */
-    CORELAT_EABORT = 2,   /* told to stop (Ctrl-C, or the partner failed) */
-    CORELAT_ENOMEM = 3,   /* a buffer could not be mapped */
-    CORELAT_ETHREAD = 4,  /* pthread_create failed (errno kept) */
-    CORELAT_EPIN = 5,     /* a thread could not be pinned to its CPU (errno kept) */
-    CORELAT_EMOVED = 7,   /* a pinned thread found itself on another CPU (that CPU kept) */
-    CORELAT_EINVAL = 6,   /* inconsistent arguments (the binding validates; this is a backstop) */
+    CORELAT_ETIMEOUT = 1,  /* the partner did not answer in time */
+    CORELAT_EABORT = 2,    /* told to stop (Ctrl-C, or the partner failed) */
+    CORELAT_ENOMEM = 3,    /* a buffer could not be allocated or mapped (errno kept) */
+    CORELAT_ETHREAD = 4,   /* pthread_create failed (errno kept) */
+    CORELAT_EPIN = 5,      /* a thread could not be pinned to its CPU (errno kept) */
+    CORELAT_EINVAL = 6,    /* inconsistent arguments (the binding validates; this is a backstop) */
+    CORELAT_EMOVED = 7,    /* a pinned thread found itself on another CPU (that CPU kept in err) */
+    CORELAT_ENOANSWER = 8, /* a thread stopped running (frozen, stopped, starved); the caller left it */
+    CORELAT_ESTOP = 9,     /* internal: the run ended early on purpose (time budget); not a failure */
+    CORELAT_STATUS_COUNT = 10,
 };
 
+/* Values of a team's abort flag. */
+enum { CORELAT_RUN = 0, CORELAT_ABORT = 1, CORELAT_STOP = 2 };
+
+/* Failed polls between two slow checks. */
+#define CORELAT_SPIN_EVERY 1024u
+
 typedef struct {
-    const atomic_int *abort;
+    const atomic_int *abort;     /* the team's flag (enum above) */
+    atomic_uint_fast64_t *beat;  /* bumped by every slow check: the caller sees the thread alive */
     uint64_t timeout_ns;
-    uint64_t deadline;
-    uint32_t spins;
+    uint64_t deadline;           /* 0 until the first slow check of a wait */
+    uint64_t progress;           /* the caller's counter at the last slow check */
+    int cpu;                     /* the CPU the thread is pinned to */
 } corelat_spin;
 
-static inline void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, uint64_t timeout_ns)
-{
-    s->abort = abort;
-    s->timeout_ns = timeout_ns;
-    s->deadline = 0;
-    s->spins = 0;
-}
+void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
+                        uint64_t timeout_ns);
 
-/* 0 to keep spinning, or CORELAT_ETIMEOUT / CORELAT_EABORT. The deadline starts at the first slow
- * check, so a wait that succeeds quickly never reads the clock. Call corelat_spin_reset() after each
- * successful wait. */
-static inline int corelat_spin_check(corelat_spin *s)
-{
-    if ((++s->spins & 1023u) != 0)
-        return 0;
-    if (atomic_load_explicit(s->abort, memory_order_relaxed))
-        return CORELAT_EABORT;
-    uint64_t now = corelat_clock_ns();
-    if (s->deadline == 0)
-        s->deadline = now + s->timeout_ns;
-    else if (now > s->deadline)
-        return CORELAT_ETIMEOUT;
-    return 0;
-}
-
-static inline void corelat_spin_reset(corelat_spin *s)
-{
-    s->spins = 0;
-    s->deadline = 0;
-}
+/* 0 to keep spinning, or CORELAT_ETIMEOUT / EABORT / EMOVED / ESTOP. `progress` is any counter that
+ * changes with every successful wait (a sequence number, a round-trip count): the time-out runs from
+ * the first slow check that sees it unchanged. Cold and out of line on purpose. */
+int corelat_spin_slow(corelat_spin *s, uint64_t progress);
 
 static inline void corelat_cpu_relax(void)
 {
@@ -70,19 +60,31 @@ static inline void corelat_cpu_relax(void)
 #endif
 }
 
-/* Wait (bounded, abort-aware) until another thread sets *flag, e.g. "the shared buffer is ready".
- * Returns 0 or CORELAT_ETIMEOUT / CORELAT_EABORT. */
-static inline int corelat_spin_until_set(atomic_int *flag, const atomic_int *abort, uint64_t timeout_ns)
-{
-    corelat_spin s;
-    corelat_spin_begin(&s, abort, timeout_ns);
-    while (!atomic_load_explicit(flag, memory_order_acquire)) {
-        int rc = corelat_spin_check(&s);
-        if (rc)
-            return rc;
-        corelat_cpu_relax();
+/* The pattern every bounded wait uses: `poll` is a C expression that is true when the wait is over.
+ * `left` is a uint32_t counting down to the next slow check; `rc` receives a failing status and
+ * `fail` is where to go then. */
+#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                          \
+    while (!(poll)) {                                                                                      \
+        if (__builtin_expect(--(left) == 0, 0)) {                                                          \
+            (left) = CORELAT_SPIN_EVERY;                                                                   \
+            (rc) = corelat_spin_slow((s), (progress));                                                     \
+            if (rc)                                                                                        \
+                goto fail;                                                                                 \
+        }                                                                                                  \
     }
-    return CORELAT_OK;
+
+/* One failed poll of a wait that is not a hot loop: 0, or the slow check's status every
+ * CORELAT_SPIN_EVERY calls. `left` starts at CORELAT_SPIN_EVERY. */
+static inline int corelat_spin_tick(corelat_spin *s, uint32_t *left, uint64_t progress)
+{
+    if (__builtin_expect(--*left != 0, 1))
+        return 0;
+    *left = CORELAT_SPIN_EVERY;
+    return corelat_spin_slow(s, progress);
 }
+
+/* Wait (bounded, abort-aware, with a pause hint) until *flag >= value, e.g. "the buffer is ready".
+ * Returns 0 or a status. */
+int corelat_spin_until(const atomic_int *flag, int value, corelat_spin *s);
 
 #endif

@@ -1,6 +1,7 @@
 #include "team.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,49 +11,172 @@
 #include "affinity.h"
 #include "spin.h"
 
+static atomic_int jobs_alive;
+
+int corelat_jobs_alive(void) { return atomic_load(&jobs_alive); }
+
+/* ---- spin.h's slow path ---- */
+
+void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
+                        uint64_t timeout_ns)
+{
+    s->abort = abort;
+    s->beat = beat;
+    s->cpu = cpu;
+    s->timeout_ns = timeout_ns;
+    s->deadline = 0;
+    s->progress = 0;
+}
+
+__attribute__((noinline, cold)) int corelat_spin_slow(corelat_spin *s, uint64_t progress)
+{
+    int a = atomic_load_explicit(s->abort, memory_order_relaxed);
+    if (a != CORELAT_RUN)
+        return a == CORELAT_STOP ? CORELAT_ESTOP : CORELAT_EABORT;
+    if (s->beat) /* one writer: a plain store, no locked instruction */
+        atomic_store_explicit(s->beat, atomic_load_explicit(s->beat, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    /* Two threads moved onto one CPU take turns a scheduler slice at a time: every wait is short,
+     * so no time-out would ever fire. Stop at the first sign. */
+    if (s->cpu >= 0 && !corelat_on_cpu(s->cpu))
+        return CORELAT_EMOVED;
+    uint64_t now = corelat_clock_ns();
+    if (s->deadline == 0 || progress != s->progress) {
+        s->progress = progress;
+        s->deadline = now + s->timeout_ns;
+        return 0;
+    }
+    return now > s->deadline ? CORELAT_ETIMEOUT : 0;
+}
+
+int corelat_spin_until(const atomic_int *flag, int value, corelat_spin *s)
+{
+    uint32_t left = CORELAT_SPIN_EVERY;
+    int rc = 0;
+    for (;;) {
+        CORELAT_SPIN_WHILE_NOT((corelat_cpu_relax(), atomic_load_explicit(flag, memory_order_acquire) >= value),
+                               s, 0, left, rc, fail);
+        return CORELAT_OK;
+    }
+fail:
+    return rc;
+}
+
+/* ---- members ---- */
+
+void corelat_member_spin(corelat_member *m, corelat_spin *s)
+{
+    corelat_spin_begin(s, &m->job->abort, &m->beat, m->cpu, m->job->timeout_ns);
+}
+
+int corelat_member_on_cpu(const corelat_member *m) { return corelat_on_cpu(m->cpu); }
+
 static void *trampoline(void *p)
 {
     corelat_member *m = p;
-    corelat_team *t = m->team;
+    corelat_job *job = m->job;
     /* pthread_attr_setaffinity_np placed us, but verify: a cpuset change in between would make
      * every number a lie. */
     int cpu = corelat_current_cpu();
-    if (cpu >= 0 && cpu != m->cpu) {
+    if (!corelat_on_cpu(m->cpu)) {
         m->status = CORELAT_EMOVED;
         m->err = cpu;
-        atomic_store(&t->abort, 1);
     } else {
-        t->fn(m);
-        if (m->status != CORELAT_OK && m->status != CORELAT_EABORT)
-            atomic_store(&t->abort, 1);
+        job->work(m);
+        if (m->status == CORELAT_ESTOP)
+            m->status = CORELAT_OK; /* stopped on purpose by a partner */
+        if (m->status == CORELAT_EMOVED && m->err == 0)
+            m->err = corelat_current_cpu();
     }
-    pthread_mutex_lock(&t->mu);
-    t->finished++;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
+    if (m->status != CORELAT_OK && m->status != CORELAT_EABORT)
+        atomic_store(&job->abort, CORELAT_ABORT);
+    pthread_mutex_lock(&job->mu);
+    m->done = 1;
+    job->finished++;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    corelat_job_release(job);
     return NULL;
 }
 
-int corelat_team_start(corelat_team *t, int n, const int *cpus, corelat_work_fn fn, void *arg, int *err)
+void corelat_job_init(corelat_job *job, uint64_t timeout_ns, corelat_work_fn work, void (*destroy)(corelat_job *job))
 {
-    *err = 0;
-    t->n = n;
-    t->started = 0;
-    t->fn = fn;
-    t->finished = 0;
-    atomic_init(&t->abort, 0);
-    atomic_init(&t->ready, 0);
-    t->threads = calloc((size_t)n, sizeof *t->threads);
-    t->members = calloc((size_t)n, sizeof *t->members);
-    if (!t->threads || !t->members) {
-        free(t->threads);
-        free(t->members);
-        t->threads = NULL;
-        t->members = NULL;
-        return CORELAT_ENOMEM;
+    job->status = 0;
+    job->failed_cpu = -1;
+    job->failed_index = -1;
+    job->err = 0;
+    job->timeout_ns = timeout_ns;
+    job->work = work;
+    job->destroy = destroy;
+    atomic_init(&job->refs, 1);
+    atomic_init(&job->abort, CORELAT_RUN);
+    atomic_init(&job->ready, 0);
+    atomic_fetch_add(&jobs_alive, 1);
+}
+
+void corelat_job_release(corelat_job *job)
+{
+    if (atomic_fetch_sub_explicit(&job->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (job->sync_init) {
+        pthread_mutex_destroy(&job->mu);
+        pthread_cond_destroy(&job->cv);
     }
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
+    free(job->threads);
+    free(job->members);
+    job->destroy(job);
+    atomic_fetch_sub(&jobs_alive, 1);
+}
+
+/* Measuring threads below the caller: under SCHED_FIFO/RR (chrt) threads of equal priority never
+ * yield, so two spinning workers would keep the caller -- the thread that watches for Ctrl-C and
+ * time-outs -- off both CPUs for good. One priority lower (or SCHED_OTHER at the lowest) keeps the
+ * measurement real-time against everything else while the caller can always preempt it. */
+static int attr_sched(pthread_attr_t *attr)
+{
+    int policy;
+    struct sched_param sp;
+    if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0)
+        return 0;
+    if (policy != SCHED_FIFO && policy != SCHED_RR)
+        return 0;
+    if (sp.sched_priority > sched_get_priority_min(policy)) {
+        sp.sched_priority--;
+    } else {
+        policy = SCHED_OTHER;
+        sp.sched_priority = 0;
+    }
+    int e = pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
+    if (e == 0)
+        e = pthread_attr_setschedpolicy(attr, policy);
+    if (e == 0)
+        e = pthread_attr_setschedparam(attr, &sp);
+    return e;
+}
+
+int corelat_job_start(corelat_job *job, int n, const int *cpus)
+{
+    job->n = n;
+    job->threads = calloc((size_t)n, sizeof *job->threads);
+    job->members = calloc((size_t)n, sizeof *job->members);
+    if (!job->threads || !job->members) {
+        job->err = ENOMEM;
+        return job->status = CORELAT_ENOMEM;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* a stepped wall clock must not bend a wait */
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    job->sync_init = 1;
+    for (int i = 0; i < n; i++) {
+        corelat_member *m = &job->members[i];
+        m->job = job;
+        m->index = i;
+        m->cpu = cpus[i];
+        atomic_init(&m->beat, 0);
+    }
 
     /* New threads inherit the creator's signal mask: block everything around the creation so no
      * worker ever runs a signal handler, then restore ours. */
@@ -61,126 +185,151 @@ int corelat_team_start(corelat_team *t, int n, const int *cpus, corelat_work_fn 
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int rc = CORELAT_OK;
     for (int i = 0; i < n; i++) {
-        corelat_member *m = &t->members[i];
-        m->team = t;
-        m->index = i;
-        m->cpu = cpus[i];
-        m->status = CORELAT_OK;
-        m->err = 0;
-        m->arg = arg;
+        corelat_member *m = &job->members[i];
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         int e = corelat_attr_pin(&attr, cpus[i]);
-        if (e == 0)
-            e = pthread_create(&t->threads[i], &attr, trampoline, m);
-        pthread_attr_destroy(&attr);
         if (e != 0) {
-            *err = e;
-            rc = e == EINVAL ? CORELAT_EPIN : CORELAT_ETHREAD;
+            rc = CORELAT_EPIN;
+        } else if ((e = attr_sched(&attr)) != 0) {
+            rc = CORELAT_EINVAL;
+        } else {
+            atomic_fetch_add(&job->refs, 1);
+            e = pthread_create(&job->threads[i], &attr, trampoline, m);
+            if (e != 0) {
+                atomic_fetch_sub(&job->refs, 1);
+                /* glibc reports a CPU it cannot pin to as EINVAL from pthread_create */
+                rc = e == EINVAL ? CORELAT_EPIN : CORELAT_ETHREAD;
+            }
+        }
+        pthread_attr_destroy(&attr);
+        if (rc != CORELAT_OK) {
             m->status = rc;
             m->err = e;
+            m->done = 1;
+            job->err = e;
+            job->failed_cpu = cpus[i];
+            job->failed_index = i;
             break;
         }
-        t->started++;
+        job->started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != CORELAT_OK) {
-        corelat_team_abort(t);
-        return rc; /* the caller still joins, which reaps the started threads */
+        corelat_job_abort(job);
+        job->status = rc;
     }
-    return CORELAT_OK;
+    return rc;
 }
 
-int corelat_team_wait(corelat_team *t, int timeout_ms)
+void corelat_job_abort(corelat_job *job) { atomic_store(&job->abort, CORELAT_ABORT); }
+
+static int all_finished(corelat_job *job) { return job->finished >= job->started; }
+
+int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
 {
+    if (!job->sync_init)
+        return 1; /* never started */
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += slice_ms / 1000;
+    ts.tv_nsec += (long)(slice_ms % 1000) * 1000000L;
     if (ts.tv_nsec >= 1000000000L) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_mutex_lock(&t->mu);
-    while (t->finished < t->started) {
-        if (pthread_cond_timedwait(&t->cv, &t->mu, &ts) == ETIMEDOUT)
+    pthread_mutex_lock(&job->mu);
+    while (!all_finished(job)) {
+        if (pthread_cond_timedwait(&job->cv, &job->mu, &ts) == ETIMEDOUT)
             break;
     }
-    int done = t->finished >= t->started;
-    pthread_mutex_unlock(&t->mu);
-    return done;
+    int done = all_finished(job);
+    pthread_mutex_unlock(&job->mu);
+    if (done)
+        return 1;
+
+    /* Still running: is anyone alive? */
+    uint64_t now = corelat_clock_ns(), sum = 0;
+    for (int i = 0; i < job->started; i++)
+        sum += atomic_load_explicit(&job->members[i].beat, memory_order_relaxed);
+    if (job->beat_seen_ns == 0 || sum != job->beat_sum) {
+        job->beat_sum = sum;
+        job->beat_seen_ns = now;
+    }
+    if (atomic_load(&job->abort) == CORELAT_ABORT) {
+        if (job->abort_seen_ns == 0)
+            job->abort_seen_ns = now;
+        if (now - job->abort_seen_ns > grace_ns)
+            return -1;
+    }
+    /* A beat comes every CORELAT_SPIN_EVERY failed polls and every sample; none at all for longer
+     * than a thread may wait means every thread has stopped running. */
+    if (now - job->beat_seen_ns > job->timeout_ns + grace_ns)
+        return -1;
+    return 0;
 }
 
-void corelat_team_abort(corelat_team *t) { atomic_store(&t->abort, 1); }
+/* The outcome: a thread left behind ranks first (it is why the others were stopped), then a real
+ * cause, then the aborts it caused; the first member of the highest rank names it. */
+static int rank(int s) { return s == CORELAT_OK ? 0 : s == CORELAT_EABORT ? 1 : s == CORELAT_ENOANSWER ? 3 : 2; }
 
-void corelat_team_join(corelat_team *t)
+static void settle(corelat_job *job)
 {
-    if (!t->members)
-        return; /* never started: nothing to reap */
-    for (int i = 0; i < t->started; i++)
-        pthread_join(t->threads[i], NULL);
-    pthread_mutex_destroy(&t->mu);
-    pthread_cond_destroy(&t->cv);
-    free(t->threads);
-    free(t->members);
-    t->threads = NULL;
-    t->members = NULL;
-}
-
-/* The first failing member's status: a real cause ranks before the aborts it triggered. */
-static int team_status(const corelat_team *t, int *index)
-{
-    int abort_at = -1;
-    for (int i = 0; i < t->n; i++) {
-        int s = t->members[i].status;
-        if (s == CORELAT_OK)
-            continue;
-        if (s != CORELAT_EABORT) {
-            *index = i;
-            return s;
+    int best = -1, best_rank = 0, best_status = CORELAT_OK;
+    for (int i = 0; i < job->started; i++) {
+        corelat_member *m = &job->members[i];
+        int s = m->done ? m->status : CORELAT_ENOANSWER;
+        if (rank(s) > best_rank) {
+            best = i;
+            best_rank = rank(s);
+            best_status = s;
         }
-        if (abort_at < 0)
-            abort_at = i;
     }
-    if (abort_at >= 0) {
-        *index = abort_at;
-        return CORELAT_EABORT;
-    }
-    *index = -1;
-    return CORELAT_OK;
+    if (best < 0)
+        return;
+    job->status = best_status;
+    job->failed_index = best;
+    job->failed_cpu = job->members[best].cpu;
+    if (best_status != CORELAT_ENOANSWER)
+        job->err = job->members[best].err;
 }
 
-int corelat_team_settle(corelat_team *t, int status, int *index, int *cpu, int *err)
+int corelat_job_finish(corelat_job *job)
 {
-    *index = -1;
-    if (!t->members)
-        return status; /* never started */
-    while (!corelat_team_wait(t, 100))
+    if (!job->sync_init)
+        return job->status;
+    int start_status = job->status; /* a failed start keeps its cause */
+    pthread_mutex_lock(&job->mu);
+    for (int i = 0; i < job->started; i++) {
+        if (job->members[i].done) {
+            pthread_join(job->threads[i], NULL); /* it only has to return */
+        } else {
+            pthread_detach(job->threads[i]);
+            job->left_behind++;
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    if (job->left_behind)
+        corelat_job_abort(job); /* if it ever wakes, it stops at once */
+    if (start_status == CORELAT_OK)
+        settle(job);
+    return job->status;
+}
+
+int corelat_job_run(corelat_job *job, uint64_t grace_ns)
+{
+    while (corelat_job_poll(job, 100, grace_ns) == 0)
         ;
-    int idx;
-    int status_found = team_status(t, &idx);
-    if (status_found != CORELAT_OK && idx >= 0) {
-        *index = idx;
-        *cpu = t->members[idx].cpu;
-        if (t->members[idx].err)
-            *err = t->members[idx].err;
-    }
-    return status != CORELAT_OK ? status : status_found;
+    return corelat_job_finish(job);
 }
 
-int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns)
+int corelat_member_barrier(corelat_member *m)
 {
-    corelat_team *t = m->team;
-    atomic_fetch_add(&t->ready, 1);
+    corelat_job *job = m->job;
+    atomic_fetch_add(&job->ready, 1);
     corelat_spin s;
-    corelat_spin_begin(&s, &t->abort, timeout_ns);
-    while (atomic_load_explicit(&t->ready, memory_order_acquire) < t->n) {
-        int rc = corelat_spin_check(&s);
-        if (rc)
-            return rc;
-        corelat_cpu_relax();
-    }
-    return CORELAT_OK;
+    corelat_member_spin(m, &s);
+    return corelat_spin_until(&job->ready, job->n, &s);
 }
 
 void corelat_page_init(corelat_page *p)
@@ -202,9 +351,11 @@ int corelat_page_publish(corelat_page *p, corelat_member *m)
     return CORELAT_OK;
 }
 
-int corelat_page_await(corelat_page *p, corelat_member *m, unsigned long long timeout_ns)
+int corelat_page_await(corelat_page *p, corelat_member *m)
 {
-    return corelat_spin_until_set(&p->ready, &m->team->abort, timeout_ns);
+    corelat_spin s;
+    corelat_member_spin(m, &s);
+    return corelat_spin_until(&p->ready, 1, &s);
 }
 
 void corelat_page_free(corelat_page *p)
@@ -216,7 +367,16 @@ void corelat_page_free(corelat_page *p)
 
 int corelat_member_stall(corelat_member *m)
 {
-    while (!atomic_load_explicit(&m->team->abort, memory_order_relaxed))
+    while (atomic_load_explicit(&m->job->abort, memory_order_relaxed) == CORELAT_RUN)
         corelat_cpu_relax();
+    return CORELAT_EABORT;
+}
+
+int corelat_member_freeze(corelat_member *m, uint64_t ns)
+{
+    (void)m;
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
     return CORELAT_EABORT;
 }

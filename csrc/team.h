@@ -1,61 +1,105 @@
-/* A team of measuring threads, one pinned to each CPU of a set, created and joined per call.
+/* A job: a team of measuring threads, one pinned to each CPU of a set, and the memory they share.
  *
- * The creating thread never measures: it waits in corelat_team_wait() with a short time-out so the
- * binding can check for Ctrl-C between waits and raise the team's abort flag. Worker threads start
- * with every signal blocked, so signals reach the Python thread that can handle them. */
+ * Every kernel's job struct starts with a corelat_job header. The job is reference-counted: the
+ * caller holds one reference and every started thread one, so the caller may give up on a thread
+ * that stopped running (frozen by a cgroup freezer, SIGSTOPped, starved by a real-time task) and
+ * return, while the job's memory stays valid until that thread really exits.
+ *
+ * The creating thread never measures: it polls corelat_job_poll() with a short slice so the binding
+ * can check for Ctrl-C in between. Worker threads start with every signal blocked, so signals reach
+ * the Python thread that can handle them, and below the caller's real-time priority (if it has one),
+ * so the caller always gets a CPU to stop them. */
 #ifndef CORELAT_TEAM_H
 #define CORELAT_TEAM_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
-typedef struct corelat_team corelat_team;
+#include "spin.h"
+
+typedef struct corelat_job corelat_job;
 
 typedef struct {
-    corelat_team *team;
-    int index;   /* 0 .. n-1 */
-    int cpu;     /* the CPU it is pinned to */
-    int status;  /* enum corelat_status, set by the work function */
-    int err;     /* errno detail where the status has one */
-    void *arg;   /* the work's shared argument */
+    corelat_job *job;
+    int index;                  /* 0 .. n-1 */
+    int cpu;                    /* the CPU it is pinned to */
+    int status;                 /* enum corelat_status, set by the work function */
+    int err;                    /* errno or detail where the status has one */
+    int done;                   /* finished; guarded by the job's mutex */
+    atomic_uint_fast64_t beat;  /* bumped by the thread while it runs (see spin.h) */
 } corelat_member;
 
 typedef void (*corelat_work_fn)(corelat_member *m);
 
-struct corelat_team {
-    int n;
-    int started;               /* threads actually created */
+struct corelat_job {
+    /* ---- the outcome, filled by corelat_job_finish() ---- */
+    int status;       /* enum corelat_status */
+    int failed_cpu;   /* the CPU whose thread failed or did not answer, or -1 */
+    int failed_index; /* its member index, or -1 */
+    int err;          /* errno or detail */
+    /* ---- set by the kernel before corelat_job_start() ---- */
+    uint64_t timeout_ns;                /* longest wait of a thread for another */
+    corelat_work_fn work;               /* what each member runs */
+    void (*destroy)(corelat_job *job);  /* frees the kernel's own parts, then the job (free()) */
+    /* ---- private to team.c ---- */
+    atomic_int refs;
+    atomic_int abort;  /* CORELAT_RUN / ABORT / STOP (spin.h) */
+    atomic_int ready;  /* members that reached the starting line */
+    int n, started, finished, sync_init, left_behind;
     pthread_t *threads;
     corelat_member *members;
-    corelat_work_fn fn;
-    atomic_int abort;          /* set to stop every member's spin-waits */
-    atomic_int ready;          /* members that reached the starting line */
-    int finished;              /* guarded by mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    uint64_t abort_seen_ns, beat_seen_ns, beat_sum;
 };
 
-/* Start n threads, member i pinned to cpus[i], each running fn. Returns 0, or a corelat_status
- * (with *err the errno) after stopping and joining what was started. */
-int corelat_team_start(corelat_team *t, int n, const int *cpus, corelat_work_fn fn, void *arg, int *err);
+/* Initialise the header of a job the kernel allocated with calloc (refs = 1, the caller's). */
+void corelat_job_init(corelat_job *job, uint64_t timeout_ns, corelat_work_fn work,
+                      void (*destroy)(corelat_job *job));
 
-/* Wait up to timeout_ms for every member to finish; 1 when all have, 0 otherwise. */
-int corelat_team_wait(corelat_team *t, int timeout_ms);
+/* Start n threads, member i pinned to cpus[i]. Returns 0, or a status (also in job->status; the
+ * threads already created are stopped). Poll and finish the job in both cases. */
+int corelat_job_start(corelat_job *job, int n, const int *cpus);
+
+/* Wait up to slice_ms. Returns 1 when every thread has finished, -1 when the caller should give up
+ * on a thread that does not answer: the team was aborted (a thread failed, or Ctrl-C) and some
+ * thread did not finish within grace_ns, or no thread showed a sign of life for timeout_ns +
+ * grace_ns. 0 otherwise. */
+int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns);
 
 /* Ask every member to stop its spin-waits. */
-void corelat_team_abort(corelat_team *t);
+void corelat_job_abort(corelat_job *job);
 
-/* Join all threads and free the team. Member statuses must be read before this. */
-void corelat_team_join(corelat_team *t);
+/* After poll returned 1 (or -1): join the finished threads, leave the others behind (detached; they
+ * hold their references) and fill the outcome: the first real failure ranks before the aborts it
+ * caused, a thread left behind before all. Returns job->status. */
+int corelat_job_finish(corelat_job *job);
 
-/* Wait until every started member has finished (also after a failed start, when the threads already
- * created are still running), then merge the team's outcome into a job's: returns `status` if it
- * already records a failure, else the first failing member's status; for a failing member sets
- * *index, *cpu and (where it has one) *err. *index is -1 when no member failed. Call before join. */
-int corelat_team_settle(corelat_team *t, int status, int *index, int *cpu, int *err);
+/* Drop a reference; the last one destroys the job. */
+void corelat_job_release(corelat_job *job);
+
+/* Jobs not yet destroyed (a thread left behind keeps its job alive): for tests. */
+int corelat_jobs_alive(void);
+
+/* Poll until done (or left behind), finish and return the status: for callers without signals to
+ * watch (the selftest, benchmarks). */
+int corelat_job_run(corelat_job *job, uint64_t grace_ns);
 
 /* Spin (bounded) until all members reached this point; for a common start. */
-int corelat_team_barrier(corelat_member *m, unsigned long long timeout_ns);
+int corelat_member_barrier(corelat_member *m);
+
+/* A spin-wait set up for this member: its abort flag, heartbeat, CPU and the job's time-out. */
+void corelat_member_spin(corelat_member *m, corelat_spin *s);
+
+/* Is the member's thread where it was pinned (an unknown CPU counts as yes: see affinity.h)? */
+int corelat_member_on_cpu(const corelat_member *m);
+
+/* Show the caller the thread is alive (a plain store: one writer). For loops without spin-waits. */
+static inline void corelat_member_beat(corelat_member *m)
+{
+    atomic_store_explicit(&m->beat, atomic_load_explicit(&m->beat, memory_order_relaxed) + 1, memory_order_relaxed);
+}
 
 /* A page shared by a team, mapped and first touched (zeroed) by one member on its own CPU: it lands
  * on that CPU's NUMA node and no third core ever cached its lines. The others wait until it is
@@ -73,12 +117,16 @@ void corelat_page_init(corelat_page *p);
 int corelat_page_publish(corelat_page *p, corelat_member *m);
 
 /* Spin (bounded, abort-aware) until the page is announced. */
-int corelat_page_await(corelat_page *p, corelat_member *m, unsigned long long timeout_ns);
+int corelat_page_await(corelat_page *p, corelat_member *m);
 
-/* Unmap the page if it was mapped. Call after the team is joined. */
+/* Unmap the page if it was mapped. Call from the job's destroy. */
 void corelat_page_free(corelat_page *p);
 
 /* Test hook: behave like a partner descheduled forever that still obeys abort. */
 int corelat_member_stall(corelat_member *m);
+
+/* Test hook: like a frozen thread, ignore everything (abort included) for `ns`, then return
+ * CORELAT_EABORT. The caller must leave it behind. */
+int corelat_member_freeze(corelat_member *m, uint64_t ns);
 
 #endif

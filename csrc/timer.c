@@ -1,5 +1,7 @@
 #include "timer.h"
 
+#include <stdlib.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -21,16 +23,52 @@ int corelat_timer_hw_invariant(void)
 #endif
 }
 
-static double min_gap(uint64_t (*read)(void))
+#define READS 20000
+
+static int cmp_u64(const void *a, const void *b)
 {
-    uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 2000; i++) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Back-to-back deltas of `read`, sorted; returns the trimmed mean (the cost of one read). */
+static double read_deltas(uint64_t (*read)(void), uint64_t *d)
+{
+    for (int i = 0; i < READS; i++) {
         uint64_t t0 = read();
         uint64_t t1 = read();
-        if (t1 - t0 < best)
-            best = t1 - t0;
+        d[i] = t1 - t0;
     }
-    return (double)best;
+    qsort(d, READS, sizeof *d, cmp_u64);
+    uint64_t cap = d[READS / 2] * 4 + 1; /* an interrupt in between is not the read's cost */
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < READS && d[i] <= cap; i++, n++)
+        sum += (double)d[i];
+    return n ? sum / n : 0.0;
+}
+
+static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint64_t (*read_serial)(void))
+{
+    static uint64_t d[READS]; /* timer_init runs once, before any measuring thread */
+    info->overhead_serial = read_deltas(read_serial, d);
+    info->overhead = read_deltas(read, d);
+    info->resolution = 0;
+    info->hist_len = 0;
+    for (int i = 0; i < READS; i++) {
+        if (info->resolution == 0 && d[i] > 0)
+            info->resolution = (double)d[i];
+        int h = info->hist_len;
+        if (h > 0 && info->hist_delta[h - 1] == d[i]) {
+            info->hist_count[h - 1]++;
+        } else if (h < CORELAT_TIMER_HIST) {
+            info->hist_delta[h] = d[i];
+            info->hist_count[h] = 1;
+            info->hist_len++;
+        }
+    }
+    if (info->resolution == 0)
+        info->resolution = 1; /* never advanced between reads: no better bound than one tick */
 }
 
 static uint64_t read_active(void) { return corelat_ticks(); }
@@ -93,7 +131,6 @@ int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info
         }
         info->ticks_per_ns = rate;
     }
-    info->overhead = min_gap(read_active);
-    info->overhead_serial = min_gap(read_active_serial);
+    measure_reads(info, read_active, read_active_serial);
     return 0;
 }

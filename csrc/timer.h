@@ -23,13 +23,26 @@
 
 enum corelat_timer_kind { CORELAT_TIMER_HW = 1, CORELAT_TIMER_CLOCK = 2 };
 
+/* Distinct back-to-back deltas kept for the record (the smallest ones). */
+#define CORELAT_TIMER_HIST 8
+
 typedef struct {
-    int kind;             /* enum corelat_timer_kind */
-    const char *name;     /* "tsc", "cntvct_el0" or "clock_gettime" */
-    double ticks_per_ns;  /* calibrated against CLOCK_MONOTONIC_RAW */
-    double overhead;      /* minimum ticks between two back-to-back reads */
+    int kind;               /* enum corelat_timer_kind */
+    const char *name;       /* "tsc", "cntvct_el0" or "clock_gettime" */
+    double ticks_per_ns;    /* calibrated against CLOCK_MONOTONIC_RAW */
+    /* The counter's step: the smallest non-zero difference of two back-to-back reads. Some counters
+     * advance in steps of many ticks (~24 ticks = 10 ns on some AMD hosts), so the smallest
+     * difference is a step, not a cost, and any interval shorter than a few steps is unresolved. */
+    double resolution;      /* ticks */
+    /* Cost of one read: the mean back-to-back difference (over a random phase, a stepped counter's
+     * mean difference is the true one), outliers (interrupts) left out. */
+    double overhead;        /* ticks */
     double overhead_serial; /* the same for the serializing read */
-    int hw_invariant;     /* the hardware says its counter runs at a constant rate */
+    int hw_invariant;       /* the hardware says its counter runs at a constant rate */
+    /* The smallest distinct back-to-back deltas of the plain read and how often each came. */
+    int hist_len;
+    uint64_t hist_delta[CORELAT_TIMER_HIST];
+    uint64_t hist_count[CORELAT_TIMER_HIST];
 } corelat_timer_info;
 
 extern int corelat_timer_kind_active;

@@ -4,7 +4,7 @@ KERNELS := $(filter-out csrc/module.c csrc/selftest.c,$(wildcard csrc/*.c))
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Icsrc -g -pthread
 PY ?= python3
 
-.PHONY: build test sanitize valgrind cross-aarch64 lint clean
+.PHONY: build test sanitize tsan valgrind cross-aarch64 lint clean
 build:
 	$(PY) setup.py build_ext --inplace
 
@@ -16,6 +16,11 @@ sanitize:
 	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
 	    -o build/selftest-asan csrc/selftest.c $(KERNELS)
 	./build/selftest-asan
+
+# The same under ThreadSanitizer: every shared word is atomic or ordered by a join.
+tsan:
+	$(CC) $(CFLAGS_COMMON) -O1 -fsanitize=thread -o build/selftest-tsan csrc/selftest.c $(KERNELS)
+	TSAN_OPTIONS=halt_on_error=1 CORELAT_SELFTEST_SLOW=1 ./build/selftest-tsan
 
 valgrind:
 	$(CC) $(CFLAGS_COMMON) -O1 -o build/selftest csrc/selftest.c $(KERNELS)

@@ -1,7 +1,10 @@
-/* Plain-C self-test of the kernels, without Python: for ASan/UBSan and valgrind runs (see Makefile).
- * Exercises the success, time-out, abort and bad-CPU paths of the ping-pong kernels. */
+/* Plain-C self-test of the kernels, without Python: for ASan/UBSan, TSan, valgrind and qemu runs
+ * (see Makefile). Exercises the success, time-out, abort, moved-thread, frozen-partner, budget and
+ * bad-CPU paths. No assertion depends on how fast anything runs. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "locks.h"
 #include "oneway.h"
@@ -10,92 +13,7 @@
 #include "team.h"
 #include "timer.h"
 
-static int run(int kernel, int a, int b, int stall, double timeout_s, int abort_early)
-{
-    enum { SAMPLES = 20 };
-    uint64_t ticks[SAMPLES];
-    uint8_t migrated[SAMPLES];
-    corelat_pp_job job = {
-        .kernel = kernel, .cpu_a = a, .cpu_b = b, .round_trips = 50, .samples = SAMPLES, .warmup = 2,
-        .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall, .ticks = ticks,
-        .migrated = migrated,
-    };
-    corelat_team team;
-    if (corelat_pp_start(&job, &team) == CORELAT_OK) {
-        if (abort_early)
-            corelat_team_abort(&team);
-        while (!corelat_team_wait(&team, 100))
-            ;
-    }
-    corelat_pp_finish(&job, &team);
-    return job.status;
-}
-
-/* One-way messages both ways; with a skewed "clock" on b the bracket must move by the skew. */
-static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_ab, int64_t *min_ba)
-{
-    enum { SAMPLES = 10 };
-    int64_t sum_ab[SAMPLES], sum_ba[SAMPLES];
-    uint8_t migrated[SAMPLES];
-    corelat_ow_job job = {
-        .cpu_a = 0, .cpu_b = 1, .messages = 50, .samples = SAMPLES, .warmup = 1,
-        .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall, .offset_ticks = offset,
-        .sum_ab = sum_ab, .sum_ba = sum_ba, .migrated = migrated,
-    };
-    corelat_team team;
-    if (corelat_ow_start(&job, &team) == CORELAT_OK)
-        while (!corelat_team_wait(&team, 100))
-            ;
-    corelat_ow_finish(&job, &team);
-    *min_ab = job.min_ab;
-    *min_ba = job.min_ba;
-    return job.status;
-}
-
-/* Every lock test in shared mode on CPUs 0 and 1: the protected counter equals the calls made. */
-static int run_locks(double seconds, double ticks_per_ns)
-{
-    enum { N = 2, T = CORELAT_LK_NONE }; /* every public test; lock-none is broken on purpose */
-    int cpus[N] = {0, 1}, tests[T];
-    uint64_t calls[T * N], ticks[T * N], sermin[T * N], sercalls[T * N], counter[T];
-    for (int t = 0; t < T; t++)
-        tests[t] = t;
-    uint64_t phase = (uint64_t)(seconds * 1e9 * ticks_per_ns);
-    corelat_lock_job job = {
-        .n = N, .cpus = cpus, .ntests = T, .tests = tests, .shared = 1, .serial_ticks = phase / 4,
-        .duration_ticks = phase, .lead_ticks = phase / 10, .timeout_ns = 60000000000ull,
-        .calls = calls, .ticks = ticks, .sermin = sermin, .sercalls = sercalls, .counter = counter,
-    };
-    corelat_team team;
-    if (corelat_locks_start(&job, &team) == CORELAT_OK)
-        while (!corelat_team_wait(&team, 100))
-            ;
-    corelat_locks_finish(&job, &team);
-    if (job.status != CORELAT_OK)
-        return -1;
-    int bad = 0;
-    for (int t = CORELAT_LK_CAS_SPIN; t < T; t++) {
-        uint64_t sum = 0;
-        for (int i = 0; i < N; i++)
-            sum += calls[t * N + i] + sercalls[t * N + i];
-        if (sum != counter[t]) {
-            fprintf(stderr, "%s: counter %llu != calls %llu\n", corelat_lock_names[t],
-                    (unsigned long long)counter[t], (unsigned long long)sum);
-            bad++;
-        }
-    }
-    return bad;
-}
-
-int main(void)
-{
-    corelat_timer_info info;
-    if (corelat_timer_init(CORELAT_TIMER_HW, 10000000, &info) != 0)
-        corelat_timer_init(CORELAT_TIMER_CLOCK, 10000000, &info);
-    /* Under valgrind threads take turns, so a partner answers slowly: allow a longer wait. */
-    const char *slow = getenv("CORELAT_SELFTEST_SLOW");
-    double ok_wait = slow ? 60.0 : 1.0;
-    int failures = 0;
+static int failures;
 #define EXPECT(cond)                                                                                       \
     do {                                                                                                   \
         if (!(cond)) {                                                                                     \
@@ -103,19 +21,199 @@ int main(void)
             failures++;                                                                                    \
         }                                                                                                  \
     } while (0)
-    EXPECT(run(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0) == CORELAT_OK);
-    EXPECT(run(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0) == CORELAT_OK);
-    EXPECT(run(CORELAT_PP_CAS, 0, 1, 1, 0.05, 0) == CORELAT_ETIMEOUT);
-    EXPECT(run(CORELAT_PP_RW, 0, 1, 1, 10.0, 1) == CORELAT_EABORT);
-    EXPECT(run(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0) == CORELAT_EPIN);
-    EXPECT(run(7, 0, 1, 0, 1.0, 0) == CORELAT_EINVAL);
+
+static double ok_wait = 1.0; /* longest wait for a partner that does answer */
+static uint64_t grace_ns = 200000000u;
+
+static double now_s(void) { return (double)corelat_clock_ns() / 1e9; }
+
+static corelat_pp_params pp(int kernel, int a, int b, double timeout_s)
+{
+    corelat_pp_params p = {.kernel = kernel, .cpu_a = a, .cpu_b = b, .round_trips = 50, .samples = 20, .warmup = 2,
+                           .timeout_ns = (uint64_t)(timeout_s * 1e9)};
+    return p;
+}
+
+/* Run a ping-pong job to its end; returns the status, and the samples kept and failing CPU. */
+static int run_pp(const corelat_pp_params *p, int abort_early, int64_t *kept, int *failed_cpu)
+{
+    int status;
+    corelat_pp_job *job = corelat_pp_new(p, &status);
+    if (!job)
+        return status;
+    if (corelat_pp_start(job) == CORELAT_OK && abort_early)
+        corelat_job_abort(&job->head);
+    status = corelat_job_run(&job->head, grace_ns);
+    if (kept && status == CORELAT_OK)
+        *kept = job->kept;
+    if (failed_cpu)
+        *failed_cpu = job->head.failed_cpu;
+    corelat_job_release(&job->head);
+    return status;
+}
+
+static int pp_status(int kernel, int a, int b, int stall, double timeout_s, int abort_early)
+{
+    corelat_pp_params p = pp(kernel, a, b, timeout_s);
+    p.stall_responder = stall;
+    return run_pp(&p, abort_early, NULL, NULL);
+}
+
+/* One-way messages both ways; with a skewed "clock" on b the bracket moves by the skew. */
+static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_ab, int64_t *min_ba)
+{
+    corelat_ow_params p = {.cpu_a = 0, .cpu_b = 1, .messages = 50, .samples = 10, .warmup = 1,
+                           .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall,
+                           .offset_ticks = offset};
+    int status;
+    corelat_ow_job *job = corelat_ow_new(&p, &status);
+    if (!job)
+        return status;
+    corelat_ow_start(job);
+    status = corelat_job_run(&job->head, grace_ns);
+    *min_ab = job->min_ab;
+    *min_ba = job->min_ba;
+    corelat_job_release(&job->head);
+    return status;
+}
+
+/* Every lock test in shared mode on CPUs 0 and 1: the protected counter equals the calls made. */
+static int run_locks(double seconds, const corelat_timer_info *info)
+{
+    enum { N = 2, T = CORELAT_LK_NONE }; /* every public test; lock-none is broken on purpose */
+    int cpus[N] = {0, 1}, tests[T];
+    for (int t = 0; t < T; t++)
+        tests[t] = t;
+    uint64_t phase = (uint64_t)(seconds * 1e9 * info->ticks_per_ns);
+    corelat_lock_params p = {.n = N, .cpus = cpus, .ntests = T, .tests = tests, .shared = 1,
+                             .serial_ticks = phase / 4, .duration_ticks = phase, .lead_ticks = phase / 10,
+                             .bracket_ticks = (uint64_t)(20 * info->resolution), .timeout_ns = 60000000000ull};
+    int status, bad = 0;
+    corelat_lock_job *job = corelat_locks_new(&p, &status);
+    if (!job)
+        return -1;
+    corelat_locks_start(job);
+    status = corelat_job_run(&job->head, grace_ns);
+    corelat_locks_collect(job);
+    if (status != CORELAT_OK)
+        bad = -1;
+    for (int t = CORELAT_LK_CAS_SPIN; bad >= 0 && t < T; t++) {
+        uint64_t sum = 0;
+        for (int i = 0; i < N; i++) {
+            sum += job->calls[t * N + i] + job->sercalls[t * N + i];
+            if (job->serk[t * N + i] < 1)
+                bad++;
+        }
+        if (sum != job->counter[t]) {
+            fprintf(stderr, "%s: counter %llu != calls %llu\n", corelat_lock_names[t],
+                    (unsigned long long)job->counter[t], (unsigned long long)sum);
+            bad++;
+        }
+    }
+    corelat_job_release(&job->head);
+    return bad;
+}
+
+/* A responder that sleeps deaf to everything, like a frozen thread: the caller must give up on it
+ * within time-out + grace, name its CPU, and its memory must stay valid until it wakes. */
+static void frozen_partner(void)
+{
+    corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 0.05);
+    p.freeze_ns = 3000000000u;
+    int failed_cpu = -2;
+    double t0 = now_s();
+    EXPECT(run_pp(&p, 0, NULL, &failed_cpu) == CORELAT_ENOANSWER);
+    EXPECT(failed_cpu == 1);
+    EXPECT(now_s() - t0 < 2.5); /* long before the partner wakes */
+    EXPECT(corelat_jobs_alive() == 1); /* the frozen thread still holds the job */
+    for (int i = 0; i < 200 && corelat_jobs_alive() > 0; i++) {
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    EXPECT(corelat_jobs_alive() == 0); /* it woke, saw the abort, freed the job */
+}
+
+/* The responder moved off its CPU in mid-run (as by taskset -p or a cpuset change): the call ends
+ * with CORELAT_EMOVED long before it would have finished. */
+static void moved_partner(void)
+{
+    corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 10.0);
+    p.round_trips = 1000000;
+    p.samples = 1000; /* hours if it ran to its end */
+    int status;
+    corelat_pp_job *job = corelat_pp_new(&p, &status);
+    EXPECT(job && corelat_pp_start(job) == CORELAT_OK);
+    if (!job)
+        return;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(job->head.threads[1], sizeof one, &one);
+    double t0 = now_s();
+    status = corelat_job_run(&job->head, grace_ns);
+    EXPECT(status == CORELAT_EMOVED);
+    EXPECT(job->head.failed_cpu == 1 && job->head.err == 0);
+    EXPECT(now_s() - t0 < 30.0);
+    corelat_job_release(&job->head);
+}
+
+int main(void)
+{
+    corelat_timer_info info;
+    if (corelat_timer_init(CORELAT_TIMER_HW, 10000000, &info) != 0)
+        corelat_timer_init(CORELAT_TIMER_CLOCK, 10000000, &info);
+    /* Under valgrind or qemu threads run slowly or take turns: allow longer waits. */
+    const char *slow = getenv("CORELAT_SELFTEST_SLOW");
+    if (slow) {
+        ok_wait = 60.0;
+        grace_ns = 1000000000u;
+    }
+    EXPECT(info.resolution >= 1 && info.hist_len >= 1 && info.overhead >= 0);
+
+    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0) == CORELAT_OK);
+    EXPECT(pp_status(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0) == CORELAT_OK);
+    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1, 1, 0.05, 0) == CORELAT_ETIMEOUT);
+    EXPECT(pp_status(CORELAT_PP_RW, 0, 1, 1, 10.0, 1) == CORELAT_EABORT);
+    EXPECT(pp_status(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0) == CORELAT_EPIN);
+    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1500, 0, 1.0, 0) == CORELAT_EPIN); /* above CPU_SETSIZE: clean */
+    EXPECT(pp_status(7, 0, 1, 0, 1.0, 0) == CORELAT_EINVAL);
+
+    /* Single round trips with no warm-up: every sample is a real hand-off (the responder cannot
+     * answer before the initiator unparks the flag), so the protocol must still complete. */
+    for (int kernel = CORELAT_PP_CAS; kernel <= CORELAT_PP_RW; kernel++) {
+        corelat_pp_params p = pp(kernel, 0, 1, ok_wait);
+        p.round_trips = 1;
+        p.warmup = 0;
+        EXPECT(run_pp(&p, 0, NULL, NULL) == CORELAT_OK);
+    }
+
+    /* A budget ends a long chunk early, without error, with the samples taken so far. */
+    corelat_pp_params b = pp(CORELAT_PP_RW, 0, 1, ok_wait);
+    b.round_trips = 1000;
+    b.samples = 1000000;
+    b.budget_ns = 20000000;
+    int64_t kept = -1;
+    EXPECT(run_pp(&b, 0, &kept, NULL) == CORELAT_OK);
+    EXPECT(kept >= 1 && kept < b.samples);
+
     int64_t ab, ba, ab2, ba2;
+    /* An offset far beyond any latency, even under valgrind: b's clock ahead makes a->b look
+     * slower and b->a faster, deterministically (a 1 ms offset need not dominate there). */
+    const int64_t skew = 1000000000000ll;
     EXPECT(run_oneway(0, ok_wait, 0, &ab, &ba) == CORELAT_OK);
-    EXPECT(run_oneway(0, ok_wait, 1000000, &ab2, &ba2) == CORELAT_OK);
-    EXPECT(ab2 > ab && ba2 < ba); /* b's clock ahead: a->b looks slower, b->a faster */
+    EXPECT(run_oneway(0, ok_wait, skew, &ab2, &ba2) == CORELAT_OK);
+    EXPECT(ab2 > ab && ba2 < ba);
+    EXPECT(ab2 - skew < skew / 2 && ba2 + skew > -skew / 2);
     EXPECT(run_oneway(1, 0.05, 0, &ab, &ba) == CORELAT_ETIMEOUT);
-    EXPECT(run_locks(slow ? 0.05 : 0.01, info.ticks_per_ns) == 0);
-    printf("selftest: %s (timer %s, %.1f MHz)\n", failures ? "FAILED" : "ok", info.name,
-           info.ticks_per_ns * 1e3);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info) == 0);
+
+    frozen_partner();
+    moved_partner();
+    EXPECT(corelat_jobs_alive() == 0);
+
+    printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks)\n", failures ? "FAILED" : "ok", info.name,
+           info.ticks_per_ns * 1e3, info.resolution);
     return failures ? 1 : 0;
 }

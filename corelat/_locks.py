@@ -3,9 +3,11 @@
 One thread pinned to each CPU of the set runs every selected test twice, all threads starting
 together at a common deadline:
 
-* **sermin**: many single calls, each between two serializing timer reads (``lfence; rdtsc;
-  lfence`` on x86); the minimum is kept, then the timer's own cost and the baseline's sermin are
-  subtracted. It is the cost of one call with nothing in flight.
+* **sermin**: many short brackets of calls, each between two serializing timer reads (``lfence;
+  rdtsc; lfence`` on x86), the calls per bracket chosen so a bracket spans at least 20 steps of the
+  timer (some counters advance ~24 ticks at a time); the fastest bracket per call is kept, then the
+  timer's own cost and the baseline's sermin are subtracted. It is the cost of one call with nothing
+  in flight. A value below two timer steps per call is unresolved: it is shown as ``<`` that bound.
 * **avg**: an unrolled, unserialized loop of calls for ``duration`` seconds; the call count gives the
   throughput (Mcalls/s per thread), converted to timer ticks and ns per call, the baseline's
   subtracted. Under contention this is where the cost of fighting over a cache line shows.
@@ -38,7 +40,7 @@ TESTS = {
     "baseline": "call of an empty function (subtracted from the others)",
     "inc-atomic-relaxed": "atomic fetch-add, relaxed order",
     "inc-atomic-seqcst": "atomic fetch-add, sequentially consistent",
-    "lock-cas-spin": "test-and-test-and-set spinlock with pause, inc, unlock",
+    "lock-cas-spin": "test-and-test-and-compare-exchange spinlock with pause, inc, unlock",
     "lock-ticket-spin": "ticket spinlock, inc, unlock",
     "lock-pthread-spin": "pthread_spin_lock, inc, unlock",
     "lock-pthread-mutex": "pthread_mutex_lock, inc, unlock",
@@ -52,8 +54,9 @@ HIDDEN_TESTS = {
     "lock-none": "no lock at all, inc: broken on purpose, its counter loses updates when shared",
 }
 
-#: Tests whose body does not touch the counter (nothing to check).
-_UNCHECKED = {"baseline"}
+#: Tests whose exclusion the counter cannot show: the baseline does not touch it; readers of a
+#: rwlock share it by design (their increment is atomic).
+_UNCHECKED = {"baseline", "lock-pthread-rwlock-rd"}
 
 MIN_DURATION, MAX_DURATION = 0.001, 60.0
 MIN_TIMEOUT, MAX_TIMEOUT = 0.01, 3600.0
@@ -73,9 +76,10 @@ ROW_DTYPE = np.dtype(
         ("sermin_ticks_raw", "f8"),  # timer overhead subtracted, mean over threads
         ("sermin_ticks", "f8"),
         ("sermin_ns", "f8"),
+        ("sermin_floor_ns", "f8"),  # two timer steps per call: smaller sermin values are unresolved
         ("sections", "u8"),  # completed calls of both phases, all threads
         ("counter", "u8"),  # the protected counter(s) at the end
-        ("checked", "?"),  # the test increments the counter once per call
+        ("checked", "?"),  # exclusion could be tested: shared objects, 2+ threads, an exclusive lock
         ("exclusive", "?"),  # not checked, or counter == sections
     ]
 )
@@ -172,13 +176,14 @@ def _seconds(name, value, lo, hi):
     return value
 
 
-def summarise(names, cpus, raw, ticks_per_ns, overhead_serial):
+def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=1.0, shared=True):
     """Turn the C kernel's raw counts into ``(data, threads)`` structured arrays.
 
-    ``raw`` holds uint64 arrays ``calls``, ``ticks``, ``sermin``, ``sercalls`` of shape
-    ``(len(names), len(cpus))`` and ``counter`` of shape ``(len(names),)``; ``names[0]`` must be
-    ``baseline``. Per thread: Mcalls/s = calls / seconds; avg ticks = elapsed ticks / calls; sermin
-    ticks = minimum - ``overhead_serial``; then the same thread's baseline is subtracted. Per test:
+    ``raw`` holds uint64 arrays ``calls``, ``ticks``, ``sermin``, ``sercalls`` (and optionally
+    ``serk``, calls per serialized bracket, default 1) of shape ``(len(names), len(cpus))`` and
+    ``counter`` of shape ``(len(names),)``; ``names[0]`` must be ``baseline``. Per thread: Mcalls/s =
+    calls / seconds; avg ticks = elapsed ticks / calls; sermin ticks = (fastest bracket -
+    ``overhead_serial``) / serk; then the same thread's baseline is subtracted. Per test:
     Mcalls/s is the mean over threads, avg ticks = MHz / (Mcalls/s) (as cpuperf), sermin the mean
     over threads; the baseline row keeps its raw values.
     """
@@ -189,13 +194,15 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial):
     ticks = np.asarray(raw["ticks"], dtype=np.uint64).reshape(nt, n)
     sermin = np.asarray(raw["sermin"], dtype=np.uint64).reshape(nt, n)
     sercalls = np.asarray(raw["sercalls"], dtype=np.uint64).reshape(nt, n)
+    serk = np.asarray(raw["serk"], dtype=np.float64).reshape(nt, n) if "serk" in raw else np.ones((nt, n))
+    serk = np.maximum(serk, 1.0)
     counter = np.asarray(raw["counter"], dtype=np.uint64).reshape(nt)
     mhz = ticks_per_ns * 1e3
 
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = calls / (ticks / (ticks_per_ns * 1e9)) / 1e6  # Mcalls/s per thread
         avg_raw = ticks / calls.astype(np.float64)
-    ser_raw = sermin.astype(np.float64) - overhead_serial
+    ser_raw = (sermin.astype(np.float64) - overhead_serial) / serk
     is_base = np.array([nm == "baseline" for nm in names])[:, None]
     avg = np.where(is_base, avg_raw, avg_raw - avg_raw[0])
     ser = np.where(is_base, ser_raw, ser_raw - ser_raw[0])
@@ -229,9 +236,11 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial):
     data["sermin_ticks_raw"] = ser_raw.mean(axis=1)
     data["sermin_ticks"] = ser.mean(axis=1)
     data["sermin_ns"] = data["sermin_ticks"] / ticks_per_ns
+    data["sermin_floor_ns"] = 2.0 * resolution_ticks / serk.min(axis=1) / ticks_per_ns
     data["sections"] = (calls + sercalls).sum(axis=1)
     data["counter"] = counter
-    data["checked"] = [nm not in _UNCHECKED for nm in names]
+    # Each thread's own lock (uncontended) or one thread: nobody else could enter, nothing to show.
+    data["checked"] = [bool(shared) and n > 1 and nm not in _UNCHECKED for nm in names]
     data["exclusive"] = ~data["checked"] | (data["counter"] == data["sections"])
     return data, threads
 
@@ -369,12 +378,26 @@ class LockResult(Result):
             f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal), baseline subtracted "
             "except on its own line"
         )
+        def ser(r, key, scale, w, digits):
+            # Below two timer steps per call the figure is a floor, not a cost: show the bound.
+            floor = r["sermin_floor_ns"] if "sermin_floor_ns" in r.dtype.names else 0.0
+            if np.isfinite(r[key]) and r["name"] != "baseline" and r["sermin_ns"] < floor:
+                return f"{'<' + format(floor * scale, f'.{digits}f'):>{w}}"
+            return fmt(r[key], w, digits)
+
+        tested = [str(r["name"]) for r in self.data if r["checked"]]
+        untested = [str(r["name"]) for r in self.data if not r["checked"] and r["name"] != "baseline"]
         lines = [comment, top, sub]
+        if untested:
+            why = ("each thread had its own lock" if not self.shared else
+                   "one thread" if len(self.cpus) < 2 else "readers share the lock by design")
+            lines.insert(1, f"# mutual exclusion: {'checked for ' + ', '.join(tested) + '; ' if tested else ''}"
+                            f"not tested for {', '.join(untested)} ({why})")
         for r in self.data:
             name = str(r["name"])
             cells = [fmt(r["mhz"], 6, 0), fmt(r["calls"] / 1e6, 10, 2), fmt(r["mcalls_per_s"], 9, 2),
-                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2), fmt(r["sermin_ticks"], 8, 1),
-                     fmt(r["sermin_ns"], 8, 2)]
+                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2), ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1),
+                     ser(r, "sermin_ns", 1.0, 8, 2)]
             flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
             lines.append((f"{'-':>{cpuw}}  " if per_thread else "") + " ".join(cells)
                          + f"  {name:<{namew}}  {_describe(name)}{flag}")
@@ -428,7 +451,8 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
     codes = [ext.LOCK_TESTS.index(n) for n in names]
     meta = _sysinfo.collect()
     raw = ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout)
-    data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"])
+    data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"],
+                              timer.get("resolution_ticks", 1.0), shared)
     meta.update(
         {
             "kind": "locks",

@@ -8,9 +8,35 @@ import os
 
 import numpy as np
 
+from ._cstatus import ThreadMoved
 from ._errors import InputError, MeasurementError
 from ._timer import extension, timer_info
 from ._validate import KERNELS, resolve_cpus
+
+
+def _test_hooks(stall, freeze):
+    """Test hooks, also reachable from a subprocess through the environment: a partner that never
+    answers but obeys abort (``CORELAT_TEST_STALL_PARTNER``), and one that sleeps deaf to everything
+    for some seconds, like a frozen thread (``CORELAT_TEST_FREEZE_PARTNER=seconds``)."""
+    if stall is None:
+        stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER"))
+    if freeze is None:
+        freeze = float(os.environ.get("CORELAT_TEST_FREEZE_PARTNER") or 0.0)
+    return bool(stall), float(freeze)
+
+
+def _once_more_if_moved(call, cpu_a, cpu_b):
+    """Run ``call()``; if a thread was moved off its CPU, re-pin (a new call pins new threads) and
+    retry once; if that fails too, say plainly that the affinity changed under the measurement."""
+    try:
+        return call()
+    except ThreadMoved as first:
+        try:
+            return call()
+        except MeasurementError as again:
+            raise MeasurementError(
+                f"CPUs {cpu_a} and {cpu_b}: the CPU affinity changed during the measurement and measuring "
+                f"again failed: {again} (first: {first})") from again
 
 
 class PairMeasurer:
@@ -19,29 +45,32 @@ class PairMeasurer:
     Tests and benchmarks substitute their own object with the same ``__call__`` to drive the sweep
     logic without hardware. A measurer returns ``samples`` one-way latencies in ns (NaN for dropped
     samples); one with ``symmetric = False`` returns both directions, shape ``(2, samples)``: row 0
-    from ``cpu_a`` to ``cpu_b``, row 1 back.
+    from ``cpu_a`` to ``cpu_b``, row 1 back. A measurer with ``budgeted = True`` also takes
+    ``budget=`` seconds and may return fewer samples when that time ran out inside the call.
     """
 
     symmetric = True
+    budgeted = True
 
-    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None):
+    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None, _freeze=None):
         ext = extension()
         self.code = getattr(ext, KERNELS[kernel][0])
         self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
         self._pingpong = ext.pingpong
-        # Test hook: a partner that never answers, to exercise the time-out path end to end.
-        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
+        self._stall, self._freeze = _test_hooks(_stall, _freeze)
 
-    def __call__(self, cpu_a, cpu_b, samples):
-        """One-way latencies in ns (float64, ``samples`` long; NaN where a thread migrated)."""
-        ticks, migrated = self._pingpong(
-            cpu_a, cpu_b, self.code, self.round_trips, samples, self.warmup, self.timeout,
-            stall_responder=self._stall,
-        )
-        ns = ticks / (self.ticks_per_ns * self.round_trips * 2.0)
-        ns[migrated] = np.nan
-        return ns
+    def __call__(self, cpu_a, cpu_b, samples, budget=None):
+        """One-way latencies in ns (float64, ``samples`` long, fewer if ``budget`` seconds ran out).
+
+        A thread moved off its CPU ends the call at once; the pair is measured once more, then
+        MeasurementError says the affinity changed."""
+        def call():
+            return self._pingpong(cpu_a, cpu_b, self.code, self.round_trips, samples, self.warmup, self.timeout,
+                                  stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze)
+
+        ticks = _once_more_if_moved(call, cpu_a, cpu_b)
+        return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
 
 
 class OneWayMeasurer:
@@ -56,8 +85,9 @@ class OneWayMeasurer:
     """
 
     symmetric = False
+    budgeted = True
 
-    def __init__(self, messages, warmup, timeout, *, _stall=None, _offset_ns=0.0):
+    def __init__(self, messages, warmup, timeout, *, _stall=None, _offset_ns=0.0, _freeze=None):
         ext = extension()
         info = timer_info()
         if not info.get("invariant", False):
@@ -68,31 +98,33 @@ class OneWayMeasurer:
         self.messages, self.warmup, self.timeout = messages, warmup, timeout
         self.ticks_per_ns = info["ticks_per_ns"]
         self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
-        # Slack for the checks: two timer ticks and a nanosecond of rounding.
-        self.tolerance_ns = 2.0 / self.ticks_per_ns + 1.0
+        # Slack for the checks: two steps of the timer (its measured resolution, which on some hosts
+        # is ~24 ticks, not one) and a nanosecond of rounding.
+        step_ticks = max(float(info.get("resolution_ticks", 1.0)), 1.0)
+        self.tolerance_ns = 2.0 * step_ticks / self.ticks_per_ns + 1.0
         self._oneway = ext.oneway
-        self._stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER")) if _stall is None else _stall
+        self._stall, self._freeze = _test_hooks(_stall, _freeze)
         self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
         self.last_bracket = None
 
-    def _run(self, cpu_a, cpu_b, messages, samples, warmup):
-        ab, ba, migrated, min_ab, min_ba = self._oneway(
-            cpu_a, cpu_b, messages, samples, warmup, self.timeout,
-            stall_responder=self._stall, offset_ticks=self._offset_ticks,
-        )
+    def _run(self, cpu_a, cpu_b, messages, samples, warmup, budget=None):
+        def call():
+            return self._oneway(cpu_a, cpu_b, messages, samples, warmup, self.timeout, stall_responder=self._stall,
+                                offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze)
+
+        ab, ba, min_ab, min_ba = _once_more_if_moved(call, cpu_a, cpu_b)
         # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
         # b -> a messages give offset >= -min_ba.
         lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
         self.last_bracket = (lo, hi)
         check_clock_bracket(cpu_a, cpu_b, lo, hi, self.tolerance_ns)
-        return ab, ba, migrated
+        return ab, ba
 
-    def __call__(self, cpu_a, cpu_b, samples):
-        """Latencies in ns, shape ``(2, samples)``: row 0 ``cpu_a`` → ``cpu_b``, row 1 back."""
-        ab, ba, migrated = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup)
-        ns = np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
-        ns[:, migrated] = np.nan
-        return ns
+    def __call__(self, cpu_a, cpu_b, samples, budget=None):
+        """Latencies in ns, shape ``(2, samples)``: row 0 ``cpu_a`` → ``cpu_b``, row 1 back (fewer
+        samples if ``budget`` seconds ran out)."""
+        ab, ba = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup, budget)
+        return np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
 
     def check_clocks(self, cpus, messages=200, samples=5):
         """Bracket every CPU's timer offset against ``cpus[0]`` before a sweep; raise if one is off.

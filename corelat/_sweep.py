@@ -68,9 +68,16 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
     t_start = clock()
     bracket = None
 
-    def call(k):
+    # A measurer that takes a budget stops inside a chunk when the pair's time is spent, so one slow
+    # chunk (a loaded or shrunken CPU set) cannot overrun the pair's budget by its whole length.
+    budgeted = bool(getattr(measurer, "budgeted", False))
+
+    def call(k, budget=None):
         nonlocal bracket
-        v = _rows(measurer(cpu_a, cpu_b, k))
+        if budgeted and budget is not None:
+            v = _rows(measurer(cpu_a, cpu_b, k, budget=max(budget, 1e-6)))
+        else:
+            v = _rows(measurer(cpu_a, cpu_b, k))
         b = getattr(measurer, "last_bracket", None)
         if b is not None:
             bracket = b if bracket is None else (max(bracket[0], b[0]), min(bracket[1], b[1]))
@@ -83,9 +90,10 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
     met = False
     while True:
         t0 = clock()
-        chunks.append(call(k))
-        pace = max(clock() - t0, 0.0) / k  # seconds per sample, chunk overhead included
-        taken += k
+        chunks.append(call(k, plan.max_time_per_pair - (t0 - t_start)))
+        got = chunks[-1].shape[1]
+        pace = max(clock() - t0, 0.0) / max(got, 1)  # seconds per sample, chunk overhead included
+        taken += got
         values = chunks[0] if len(chunks) == 1 else np.concatenate(chunks, axis=1)
         width = float(np.max(_quality.relative_ci(values)))
         if width <= plan.precision:
@@ -93,8 +101,8 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
             break
         left_samples = plan.samples - taken
         left_time = plan.max_time_per_pair - (clock() - t_start)
-        if left_samples <= 0 or left_time <= 0:
-            break
+        if left_samples <= 0 or left_time <= 0 or got < k:
+            break  # got < k: the budget ran out inside the chunk
         # The half-width shrinks as 1/sqrt(n): aim 20 % past the predicted need, so one more chunk
         # usually suffices.
         want = taken * ((width / plan.precision) ** 2 * 1.2 - 1.0) if math.isfinite(width) else taken

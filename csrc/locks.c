@@ -449,7 +449,7 @@ static void lock_work(corelat_member *m)
     corelat_lock_job *job = (corelat_lock_job *)m->job;
     const corelat_lock_params *p = &job->p;
     char *buf = NULL;
-    job->at_test[m->index] = -1;
+    atomic_store_explicit(&job->at_test[m->index], -1, memory_order_relaxed);
     int rc = objects(job, m, &buf);
     kctx c = {.obj = NULL, .m = m, .err = 0};
     int phase = 0;
@@ -459,7 +459,7 @@ static void lock_work(corelat_member *m)
         kernel_fn fn = kernels[test];
         size_t at = (size_t)t * (size_t)p->n + (size_t)m->index;
         c.obj = slot(buf, test);
-        job->at_test[m->index] = test;
+        atomic_store_explicit(&job->at_test[m->index], test, memory_order_relaxed);
         rc = bracket_size(fn, &c, p->bracket_ticks, &k, &cal);
         if (rc == CORELAT_OK)
             rc = phase_sync(job, m, phase++, &start);
@@ -474,7 +474,7 @@ static void lock_work(corelat_member *m)
             rc = run_avg(fn, &c, start, start + p->duration_ticks, &job->calls[at], &job->ticks[at]);
     }
     if (rc == CORELAT_OK)
-        job->at_test[m->index] = -1;
+        atomic_store_explicit(&job->at_test[m->index], -1, memory_order_relaxed);
     m->status = rc;
     if (!m->err)
         m->err = c.err;
@@ -558,7 +558,7 @@ void corelat_locks_collect(corelat_lock_job *job)
 {
     int idx = job->head.failed_index;
     if (idx >= 0 && idx < job->head.started)
-        job->failed_test = job->at_test[idx];
+        job->failed_test = atomic_load_explicit(&job->at_test[idx], memory_order_relaxed);
     if (job->head.left_behind)
         return; /* a thread may still touch the objects */
     for (int i = 0; i < job->p.n; i++) {

@@ -61,7 +61,8 @@ typedef struct {
     int failed_test;         /* output: the test a failing thread was in, or -1 */
     /* private */
     char **bufs;                    /* n pages (uncontended), or bufs[0] only (shared) */
-    int *at_test;                   /* per thread: the test it is in, -1 when none */
+    atomic_int *at_test;            /* per thread: the test it is in, -1 (atomic: a thread left
+                                     * behind may still write it) */
     atomic_int buf_ready;           /* shared mode: the leader's page is initialised */
     atomic_uint_fast64_t arrived;   /* phase barrier: arrivals so far, over all phases */
     atomic_int phase_go;            /* phases the leader has started */

@@ -423,7 +423,8 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0)
         goto error;
-    if (n < 1 || n > 4096 || !(duration > 0 && duration <= 3600) || !(timeout > 0 && timeout < 1e6)) {
+    if (n < 1 || n > 4096 || !(duration > 0 && duration <= 3600) || !(timeout > 0 && timeout < 1e6) ||
+        mem_bytes < CORELAT_SMT_MEM_MIN || mem_bytes > CORELAT_SMT_MEM_MAX || mem_bytes % 64 != 0) {
         new_failed(CORELAT_EINVAL, "throughput run");
         goto error;
     }

@@ -22,6 +22,16 @@ static int failures;
         }                                                                                                  \
     } while (0)
 
+/* A status check that says what came instead. */
+#define EXPECT_STATUS(expr, want)                                                                          \
+    do {                                                                                                   \
+        int got_ = (expr);                                                                                 \
+        if (got_ != (want)) {                                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s: status %d, want %d\n", __FILE__, __LINE__, #expr, got_, want);    \
+            failures++;                                                                                    \
+        }                                                                                                  \
+    } while (0)
+
 static double ok_wait = 1.0; /* longest wait for a partner that does answer */
 static uint64_t grace_ns = 200000000u;
 
@@ -122,7 +132,7 @@ static void frozen_partner(void)
     p.freeze_ns = 3000000000u;
     int failed_cpu = -2;
     double t0 = now_s();
-    EXPECT(run_pp(&p, 0, NULL, &failed_cpu) == CORELAT_ENOANSWER);
+    EXPECT_STATUS(run_pp(&p, 0, NULL, &failed_cpu), CORELAT_ENOANSWER);
     EXPECT(failed_cpu == 1);
     EXPECT(now_s() - t0 < 2.5); /* long before the partner wakes */
     EXPECT(corelat_jobs_alive() == 1); /* the frozen thread still holds the job */
@@ -153,7 +163,7 @@ static void moved_partner(void)
     pthread_setaffinity_np(job->head.threads[1], sizeof one, &one);
     double t0 = now_s();
     status = corelat_job_run(&job->head, grace_ns);
-    EXPECT(status == CORELAT_EMOVED);
+    EXPECT_STATUS(status, CORELAT_EMOVED);
     EXPECT(job->head.failed_cpu == 1 && job->head.err == 0);
     EXPECT(now_s() - t0 < 30.0);
     corelat_job_release(&job->head);
@@ -171,14 +181,22 @@ int main(void)
         grace_ns = 1000000000u;
     }
     EXPECT(info.resolution >= 1 && info.hist_len >= 1 && info.overhead >= 0);
+    /* The step from back-to-back deltas: a stepping AMD counter (24.45 ticks: reads in one step
+     * differ by 0), the same with reads longer than a step, a tick counter, and an outlier. */
+    const uint64_t amd[] = {0, 0, 0, 0, 24, 24, 25, 25, 49, 2000};
+    const uint64_t amd_slow[] = {48, 48, 49, 49, 73, 73, 74, 97, 98, 98};
+    const uint64_t ticks[] = {26, 27, 27, 28, 28, 28, 29, 30, 30, 31};
+    EXPECT(corelat_timer_step(amd, 10) == 24);
+    EXPECT(corelat_timer_step(amd_slow, 10) == 24);
+    EXPECT(corelat_timer_step(ticks, 10) == 1);
 
-    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0) == CORELAT_OK);
-    EXPECT(pp_status(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0) == CORELAT_OK);
-    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1, 1, 0.05, 0) == CORELAT_ETIMEOUT);
-    EXPECT(pp_status(CORELAT_PP_RW, 0, 1, 1, 10.0, 1) == CORELAT_EABORT);
-    EXPECT(pp_status(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0) == CORELAT_EPIN);
-    EXPECT(pp_status(CORELAT_PP_CAS, 0, 1500, 0, 1.0, 0) == CORELAT_EPIN); /* above CPU_SETSIZE: clean */
-    EXPECT(pp_status(7, 0, 1, 0, 1.0, 0) == CORELAT_EINVAL);
+    EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0), CORELAT_OK);
+    EXPECT_STATUS(pp_status(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0), CORELAT_OK);
+    EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 1, 1, 0.05, 0), CORELAT_ETIMEOUT);
+    EXPECT_STATUS(pp_status(CORELAT_PP_RW, 0, 1, 1, 10.0, 1), CORELAT_EABORT);
+    EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 4095, 0, 1.0, 0), CORELAT_EPIN);
+    EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 1500, 0, 1.0, 0), CORELAT_EPIN); /* above CPU_SETSIZE: clean */
+    EXPECT_STATUS(pp_status(7, 0, 1, 0, 1.0, 0), CORELAT_EINVAL);
 
     /* Single round trips with no warm-up: every sample is a real hand-off (the responder cannot
      * answer before the initiator unparks the flag), so the protocol must still complete. */
@@ -186,7 +204,7 @@ int main(void)
         corelat_pp_params p = pp(kernel, 0, 1, ok_wait);
         p.round_trips = 1;
         p.warmup = 0;
-        EXPECT(run_pp(&p, 0, NULL, NULL) == CORELAT_OK);
+        EXPECT_STATUS(run_pp(&p, 0, NULL, NULL), CORELAT_OK);
     }
 
     /* A budget ends a long chunk early, without error, with the samples taken so far. */
@@ -195,18 +213,18 @@ int main(void)
     b.samples = 1000000;
     b.budget_ns = 20000000;
     int64_t kept = -1;
-    EXPECT(run_pp(&b, 0, &kept, NULL) == CORELAT_OK);
+    EXPECT_STATUS(run_pp(&b, 0, &kept, NULL), CORELAT_OK);
     EXPECT(kept >= 1 && kept < b.samples);
 
     int64_t ab, ba, ab2, ba2;
     /* An offset far beyond any latency, even under valgrind: b's clock ahead makes a->b look
      * slower and b->a faster, deterministically (a 1 ms offset need not dominate there). */
     const int64_t skew = 1000000000000ll;
-    EXPECT(run_oneway(0, ok_wait, 0, &ab, &ba) == CORELAT_OK);
-    EXPECT(run_oneway(0, ok_wait, skew, &ab2, &ba2) == CORELAT_OK);
+    EXPECT_STATUS(run_oneway(0, ok_wait, 0, &ab, &ba), CORELAT_OK);
+    EXPECT_STATUS(run_oneway(0, ok_wait, skew, &ab2, &ba2), CORELAT_OK);
     EXPECT(ab2 > ab && ba2 < ba);
     EXPECT(ab2 - skew < skew / 2 && ba2 + skew > -skew / 2);
-    EXPECT(run_oneway(1, 0.05, 0, &ab, &ba) == CORELAT_ETIMEOUT);
+    EXPECT_STATUS(run_oneway(1, 0.05, 0, &ab, &ba), CORELAT_ETIMEOUT);
     EXPECT(run_locks(slow ? 0.05 : 0.01, &info) == 0);
 
     frozen_partner();

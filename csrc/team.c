@@ -292,6 +292,8 @@ static void settle(corelat_job *job)
     job->failed_cpu = job->members[best].cpu;
     if (best_status != CORELAT_ENOANSWER)
         job->err = job->members[best].err;
+    else
+        job->err = 0;
 }
 
 int corelat_job_finish(corelat_job *job)
@@ -299,6 +301,7 @@ int corelat_job_finish(corelat_job *job)
     if (!job->sync_init)
         return job->status;
     int start_status = job->status; /* a failed start keeps its cause */
+    /* Under the mutex: a thread left behind may still finish while we look. */
     pthread_mutex_lock(&job->mu);
     for (int i = 0; i < job->started; i++) {
         if (job->members[i].done) {
@@ -308,11 +311,11 @@ int corelat_job_finish(corelat_job *job)
             job->left_behind++;
         }
     }
+    if (start_status == CORELAT_OK)
+        settle(job);
     pthread_mutex_unlock(&job->mu);
     if (job->left_behind)
         corelat_job_abort(job); /* if it ever wakes, it stops at once */
-    if (start_status == CORELAT_OK)
-        settle(job);
     return job->status;
 }
 

@@ -48,16 +48,47 @@ static double read_deltas(uint64_t (*read)(void), uint64_t *d)
     return n ? sum / n : 0.0;
 }
 
+double corelat_timer_step(const uint64_t *d, int n)
+{
+    if (d[0] == 0) {
+        for (int i = 0; i < n; i++)
+            if (d[i] > 0)
+                return (double)d[i];
+        return 1.0; /* never advanced: no better bound than one tick */
+    }
+    uint64_t prev_start = 0, gap = 0, last = 0;
+    int clusters = 0, values = 0, i = 0;
+    while (i < n) {
+        int j = i;
+        while (j < n && d[j] == d[i])
+            j++;
+        if (j - i >= n / 1000 + 1) { /* a value seen often enough to count */
+            if (clusters == 0 || d[i] > last + 1) {
+                if (clusters > 0 && (gap == 0 || d[i] - prev_start < gap))
+                    gap = d[i] - prev_start;
+                prev_start = d[i];
+                clusters++;
+            }
+            last = d[i];
+            values++;
+        }
+        i = j;
+    }
+    if (clusters >= 2)
+        return (double)gap;
+    if (values >= 3)
+        return 1.0;
+    return (double)d[0]; /* one or two values: the step is at most the smallest delta */
+}
+
 static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint64_t (*read_serial)(void))
 {
     static uint64_t d[READS]; /* timer_init runs once, before any measuring thread */
     info->overhead_serial = read_deltas(read_serial, d);
     info->overhead = read_deltas(read, d);
-    info->resolution = 0;
+    info->resolution = corelat_timer_step(d, READS);
     info->hist_len = 0;
     for (int i = 0; i < READS; i++) {
-        if (info->resolution == 0 && d[i] > 0)
-            info->resolution = (double)d[i];
         int h = info->hist_len;
         if (h > 0 && info->hist_delta[h - 1] == d[i]) {
             info->hist_count[h - 1]++;
@@ -67,8 +98,6 @@ static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint
             info->hist_len++;
         }
     }
-    if (info->resolution == 0)
-        info->resolution = 1; /* never advanced between reads: no better bound than one tick */
 }
 
 static uint64_t read_active(void) { return corelat_ticks(); }

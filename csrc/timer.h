@@ -30,9 +30,9 @@ typedef struct {
     int kind;               /* enum corelat_timer_kind */
     const char *name;       /* "tsc", "cntvct_el0" or "clock_gettime" */
     double ticks_per_ns;    /* calibrated against CLOCK_MONOTONIC_RAW */
-    /* The counter's step: the smallest non-zero difference of two back-to-back reads. Some counters
-     * advance in steps of many ticks (~24 ticks = 10 ns on some AMD hosts), so the smallest
-     * difference is a step, not a cost, and any interval shorter than a few steps is unresolved. */
+    /* The counter's step (see corelat_timer_step): some counters advance in steps of many ticks
+     * (~24 ticks = 10 ns on some AMD hosts), so their smallest back-to-back difference is a step,
+     * not a cost, and any interval shorter than a few steps is unresolved. */
     double resolution;      /* ticks */
     /* Cost of one read: the mean back-to-back difference (over a random phase, a stepped counter's
      * mean difference is the true one), outliers (interrupts) left out. */
@@ -101,6 +101,13 @@ int corelat_timer_hw_invariant(void);
 /* Choose the timer (kind = CORELAT_TIMER_HW or CORELAT_TIMER_CLOCK) and calibrate it for
  * calibrate_ns of wall time. Returns 0, or -1 when the hardware timer does not exist here. */
 int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info);
+
+/* The counter's step in ticks from n sorted back-to-back deltas. Some deltas 0: the counter did not
+ * advance between two reads, so a step is longer than a read and the smallest non-zero delta is one
+ * step. Otherwise deltas fall in clusters one step apart (a fractional step such as 24.45 ticks
+ * shows as neighbours 24/25, 48/49), or in a run of consecutive values for a counter that counts
+ * single ticks. Values seen in fewer than 0.1 % of the reads (interrupts) are ignored. */
+double corelat_timer_step(const uint64_t *sorted, int n);
 
 /* Cost in ticks of a clock_gettime(CLOCK_MONOTONIC) call, measured with the active timer. */
 double corelat_timer_clock_cost(void);

@@ -46,7 +46,7 @@ def test_pingpong_success_path_flat():
     a, b = CPUS[:2]
 
     def call():
-        ticks, _mig = _corelat.pingpong(a, b, _corelat.KERNEL_CAS, 5, 4, 0, 1.0)
+        ticks = _corelat.pingpong(a, b, _corelat.KERNEL_CAS, 5, 4, 0, 1.0)
         assert sys.getrefcount(ticks) == 2  # our name + the argument
 
     _assert_flat(call)

@@ -1,5 +1,5 @@
 # C extension warnings (-Wall -Wextra must be silent), x86-64 and aarch64; the C kernels alone under
-# ASan/UBSan and valgrind; the aarch64 selftest under qemu-user.
+# ASan/UBSan, ThreadSanitizer and valgrind; the aarch64 selftest under qemu-user.
 inc_py=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 inc_np=$("$venv/bin/python" -c 'import numpy; print(numpy.get_include())')
 for f in csrc/*.c; do
@@ -8,10 +8,10 @@ for f in csrc/*.c; do
   # The binding (module.c) needs aarch64 Python headers, which the venv's (the system's, as the README's
   # command makes it) do not have; 60-wheels builds it for aarch64 (-Werror) against Debian's arm64 ones.
   if [ "$f" = csrc/module.c ]; then continue; fi
-  aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -DNPY_NO_DEPRECATED_API=NPY_1_23_API_VERSION -Wall -Wextra \
-      -Werror -fsyntax-only -Icsrc -I"$inc_py" -I"$inc_np" "$f"
+  aarch64-linux-gnu-gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fsyntax-only -Icsrc "$f"
 done
 mkdir -p build
 make -s sanitize
+make -s tsan
 if command -v valgrind >/dev/null; then make -s valgrind; fi
 make -s cross-aarch64

@@ -17,9 +17,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 import corelat
-from conftest import run_cli
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 
@@ -36,7 +36,7 @@ def _load_in_subprocess(path, timeout=60):
             "except corelat.InputError as e:\n    print('InputError:', e)\n")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     try:
-        p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-c", code, str(path)], check=False, capture_output=True, text=True,
                            timeout=timeout, preexec_fn=_capped, env=env)
     except subprocess.TimeoutExpired:
         pytest.fail(f"loading {path} did not finish within {timeout} s")
@@ -98,7 +98,7 @@ def test_read_is_bounded_and_interruptible(tmp_path):
     sparse = tmp_path / "sparse"
     with open(sparse, "wb") as f:
         f.truncate(1 << 40)  # a terabyte of zeros: minutes to read
-    p = subprocess.run([sys.executable, "-c", code, str(sparse)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code, str(sparse)], check=False, capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "interrupted", p.stderr
 
 
@@ -117,7 +117,7 @@ def test_topology_dump_with_links_to_dev_zero_and_fifos(tmp_path):
     _dump(tmp_path, "/dev/zero")
     code = ("import sys, warnings, corelat\nwarnings.simplefilter('ignore')\n"
             "t = corelat.topology(sys.argv[1])\nprint(len(t.cpus))\n")
-    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False, capture_output=True, text=True, timeout=60,
                        preexec_fn=_capped)
     assert p.returncode == 0, p.stderr[-500:]
     with warnings.catch_warnings(record=True) as seen:
@@ -197,7 +197,7 @@ def test_file_size_limit_mid_save_keeps_the_old_file(tmp_path):
     target = tmp_path / "out.npz"
     _result(name="old").save(target)
     before = target.read_bytes()
-    p = subprocess.run([sys.executable, "-c", _SAVE_UNDER_FSIZE, str(target)], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", _SAVE_UNDER_FSIZE, str(target)], check=False, capture_output=True, text=True,
                        timeout=120)
     assert p.stdout.split() == ["OSError", str(errno.EFBIG), "True"], (p.stdout, p.stderr)
     assert target.read_bytes() == before and _leftovers(tmp_path) == []
@@ -208,7 +208,7 @@ def tiny_tmpfs(tmp_path):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+                                           check=False, capture_output=True).returncode != 0:
         pytest.skip("cannot mount a 64 KB tmpfs here (needs root and mount rights); "
                     "test_file_size_limit_mid_save_keeps_the_old_file covers the same path with RLIMIT_FSIZE")
     yield mnt

@@ -4,9 +4,16 @@
 :class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
 """
 
-from ._check import CheckItem, check
+from ._check import CheckItem, CheckReport, check
 from ._compare import Comparison, compare, example_files
-from ._errors import CorelatError, InputError, MeasurementError, MeasurementTimeout
+from ._errors import (
+    CorelatError,
+    InputError,
+    InputFileNotFoundError,
+    InputTypeError,
+    MeasurementError,
+    MeasurementTimeout,
+)
 from ._fleet import FleetResult, fleet
 from ._fleet_run import measure_fleet
 from ._io import load
@@ -25,10 +32,13 @@ __all__ = [
     "ALL_KERNELS",
     "KERNELS",
     "CheckItem",
+    "CheckReport",
     "Comparison",
     "CorelatError",
     "FleetResult",
     "InputError",
+    "InputFileNotFoundError",
+    "InputTypeError",
     "LatencyResult",
     "LockResult",
     "MeasurementError",

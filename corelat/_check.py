@@ -15,7 +15,8 @@ import re
 import time
 from dataclasses import asdict, dataclass
 
-from . import _cpulist, _files
+from . import _cpulist, _files, _sysinfo
+from ._protocol import Result, from_file, jsonable
 
 #: Item statuses: fine, worth knowing, likely to distort results, could not tell.
 OK, INFO, WARN, UNKNOWN = "ok", "info", "warn", "unknown"
@@ -42,6 +43,86 @@ class CheckItem:
     def to_dict(self):
         """A plain dict (for JSON)."""
         return asdict(self)
+
+
+_MARK = {OK: "ok", INFO: "--", WARN: "!!", UNKNOWN: "??"}
+
+
+class CheckReport(Result):
+    """What :func:`check` found: a sequence of :class:`CheckItem` (iterate, index, ``len``).
+
+    ``warnings`` are the items likely to distort measurements, ``notes`` those worth knowing.
+    """
+
+    __slots__ = ("items", "metadata", "name")
+    _KIND = "check"
+    _FIELDS = ("items", "metadata", "name")
+
+    def __init__(self, items, *, metadata=None, name=""):
+        # Values as JSON has them (lists, not tuples or sets), so a saved report reads back equal.
+        items = (i.to_dict() if isinstance(i, CheckItem) else dict(i) for i in items)
+        self.items = tuple(CheckItem(**{**i, "value": jsonable(i.get("value"))}) for i in items)
+        self.metadata = dict(metadata or {})
+        self.name = str(name)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+    @property
+    def warnings(self):
+        """``"name: found"`` of every item likely to distort measurements."""
+        return tuple(f"{i.name}: {i.found}" for i in self.items if i.status == WARN)
+
+    @property
+    def notes(self):
+        """``"name: found"`` of every item worth knowing."""
+        return tuple(f"{i.name}: {i.found}" for i in self.items if i.status == INFO)
+
+    def records(self):
+        """One dict per item: ``name``, ``status``, ``found``, ``why``, ``value``."""
+        return [i.to_dict() for i in self.items]
+
+    def summary(self):
+        """How many items have each status, and ``matters``: the names of the items to fix first."""
+        out = {st: sum(i.status == st for i in self.items) for st in (OK, INFO, WARN, UNKNOWN)}
+        out["matters"] = [i.name for i in self.items if i.matters]
+        return out
+
+    def table(self):
+        """The report as text: one line per item with its mark, then why it matters."""
+        width = max([len(i.name) for i in self.items] + [1])
+        lines = ["corelat check: what can distort latency measurements here",
+                 "(ok: fine, --: worth knowing, !!: likely to distort results, ??: could not tell)", ""]
+        for i in self.items:
+            lines.append(f"{_MARK[i.status]} {i.name:<{width}}  {i.found}")
+            lines.append(f"   {'':<{width}}  {i.why}")
+        bad = [i.name for i in self.items if i.matters]
+        lines.append("")
+        lines.append(f"{len(bad)} item(s) likely to distort results: {', '.join(bad)}" if bad
+                     else "nothing found that is likely to distort results")
+        return "\n".join(lines)
+
+    def to_dict(self):
+        """JSON-able: ``kind``, ``name``, ``summary``, ``records``, ``warnings``, ``notes``, ``metadata``."""
+        return jsonable({"kind": self._KIND, "name": self.name, "summary": self.summary(), "records": self.records(),
+                         "warnings": list(self.warnings), "notes": list(self.notes), "metadata": self.metadata})
+
+    def __repr__(self):
+        s = self.summary()
+        return self._repr(f"{len(self)} items, {s[WARN]} likely to distort results")
+
+    def _to_npz(self):
+        return {"name": self.name, "metadata": jsonable(self.metadata), "records": jsonable(self.records())}, {}
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        return from_file(path, lambda: cls(header["records"], metadata=header.get("metadata"), name=header["name"]))
 
 
 def _path(root, *parts):
@@ -359,7 +440,7 @@ def check_timer_skew(cpus=None):
 
 
 def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.sleep):
-    """The report: a list of :class:`CheckItem`, one per thing that can distort measurements.
+    """The report: a :class:`CheckReport` of :class:`CheckItem`, one per thing that can distort measurements.
 
     Args:
         root: ``"/"`` for this machine, or a folder holding another machine's ``sys`` and ``proc``.
@@ -383,4 +464,6 @@ def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.s
         measure_skew = os.path.abspath(root) == "/"
     if measure_skew:
         items.append(check_timer_skew(cpus))
-    return items
+    live = os.path.abspath(root) == "/"
+    return CheckReport(items, metadata={"root": os.fspath(root)}, name=_sysinfo.hostname() if live else
+                       os.path.basename(os.path.normpath(os.fspath(root))))

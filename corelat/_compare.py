@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import InputError
+from ._protocol import Result, jsonable
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
 _ROWS = (
@@ -76,8 +77,8 @@ def _fmt(v):
     return str(v)
 
 
-@dataclass(frozen=True)
-class Comparison:
+@dataclass(frozen=True, eq=False, repr=False)
+class Comparison(Result):
     """Several results side by side; see :func:`compare`.
 
     Attributes:
@@ -91,6 +92,36 @@ class Comparison:
     names: tuple
     structures: tuple
     statistic: str
+
+    _FIELDS = ("results", "names", "structures", "statistic")
+
+    @property
+    def name(self):
+        """The compared names joined by ``" vs "``."""
+        return " vs ".join(self.names)
+
+    @property
+    def metadata(self):
+        """``statistic`` and each result's ``names`` -> metadata."""
+        return {"statistic": self.statistic, "results": dict(zip(self.names, (r.metadata for r in self.results)))}
+
+    @property
+    def warnings(self):
+        """Every compared result's warnings, each prefixed with the result's name."""
+        return tuple(f"{n}: {w}" for n, r in zip(self.names, self.results) for w in r.warnings)
+
+    @property
+    def notes(self):
+        """Every compared result's notes, each prefixed with the result's name."""
+        return tuple(f"{n}: {w}" for n, r in zip(self.names, self.results) for w in r.notes)
+
+    def summary(self):
+        """``statistic``, ``names`` and the median over pairs of each result (ns; None if unknown)."""
+        return {"statistic": self.statistic, "names": list(self.names),
+                "median": {rec["name"]: rec["median"] for rec in self.records()}}
+
+    def __repr__(self):
+        return self._repr(f"{len(self.results)} results by {self.statistic}")
 
     def records(self):
         """One dict per result: plain numbers (ns; None where unknown) and ratios to the first.
@@ -132,8 +163,10 @@ class Comparison:
         return rows
 
     def to_dict(self):
-        """JSON-serialisable: ``{"statistic", "results": records()}``."""
-        return {"statistic": self.statistic, "results": self.records()}
+        """JSON-able: ``kind``, ``name``, ``statistic``, ``summary``, ``records``, ``warnings``, ``notes``."""
+        return jsonable({"kind": "comparison", "name": self.name, "statistic": self.statistic,
+                         "summary": self.summary(), "records": self.records(),
+                         "warnings": list(self.warnings), "notes": list(self.notes)})
 
     def table(self, structure=True):
         """Results as columns, measures as rows; ratios to the first result in parentheses.

@@ -14,6 +14,14 @@ class InputError(CorelatError, ValueError):
     """A bad argument: unknown or disallowed CPU, nonsense size, unknown kernel, corrupt file."""
 
 
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong type (a CPU id that is not an integer, a topology that is not one)."""
+
+
+class InputFileNotFoundError(InputError, FileNotFoundError):
+    """A file or folder that an argument names does not exist."""
+
+
 class MeasurementError(CorelatError, RuntimeError):
     """A measurement started but failed (a thread could not be created or pinned, ...)."""
 

@@ -8,14 +8,16 @@ and are read by that result's class; anything else is tried as another tool's te
 import os
 
 from . import _formats, _npz
+from ._check import CheckReport
 from ._errors import InputError
 from ._fleet import FleetResult
 from ._locks import LockResult
 from ._result import LatencyResult
 from ._smt import SMTResult
+from ._topology import Topology
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
-KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult)}
+KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport)}
 
 
 def load(path):

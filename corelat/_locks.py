@@ -299,7 +299,7 @@ class LockResult(Result):
         """The :data:`ROW_DTYPE` record of one test."""
         hits = np.flatnonzero(self.data["name"] == name)
         if not len(hits):
-            raise KeyError(name)
+            raise InputError(f"no test {name!r} in this result; it has {', '.join(self.tests)}")
         return self.data[hits[0]]
 
     @property

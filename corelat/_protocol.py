@@ -47,6 +47,8 @@ def jsonable(obj):
         return jsonable(obj.tolist())
     if isinstance(obj, (tuple, list)):
         return [jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(jsonable(v) for v in obj)
     if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):

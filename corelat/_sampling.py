@@ -43,7 +43,7 @@ def _records(cpus, topology):
             topology = read_topology()
         except Exception:  # noqa: BLE001 - no topology only means coarser classes
             return None
-    rows = topology.table() if hasattr(topology, "table") else list(topology)
+    rows = topology.records() if hasattr(topology, "records") else list(topology)
     by_cpu = {r.get("cpu"): r for r in rows}
     if not all(c in by_cpu for c in cpus):
         return None

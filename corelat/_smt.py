@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _cpulist, _sysinfo, _text
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 from ._measurers import PairMeasurer
 from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, _frozen_array, thaw
@@ -321,12 +321,12 @@ def nearest_partner(topo, cpu, cpus=None):
     if cpu not in cpus:
         cpus.append(cpu)
     ordered, _ = topo.order(cpus)
-    rows = {r["cpu"]: r for r in topo.table()}
+    rows = {r["cpu"]: r for r in topo.records()}
     return _nearest(rows, list(ordered), cpu)
 
 
 def _no_pairs_reason(topo, cpus):
-    table = topo.table()
+    table = topo.records()
     if all(r["core"] is None for r in table):
         return "the topology does not say which CPUs share a core"
     multi = [r for r in table if r["siblings"] and len(r["siblings"]) > 1]
@@ -490,14 +490,14 @@ def smt(
         topo = topology
         cpus = _resolve_in(cpus, topo.allowed)
     else:
-        raise TypeError(f"topology must be a corelat Topology, not {type(topology).__name__}")
+        raise InputTypeError(f"topology must be a corelat Topology, not {type(topology).__name__}")
     cpus = tuple(sorted(cpus))
     loops = tuple(LOOPS)
 
     meta = _sysinfo.collect()
     meta.update({
         "topology": topo.to_dict(),
-        "topology_summary": topo.summary(),
+        "topology_summary": topo.describe(),
         "kernel": kernel,
         "kernel_description": KERNELS[kernel][1],
         "parameters": {"round_trips": round_trips, "samples": samples, "warmup": warmup, "timeout": timeout,
@@ -516,7 +516,7 @@ def smt(
                          alone=np.zeros((0, 2, len(loops))), together=np.zeros((0, 2, len(loops))),
                          metadata=meta, reason=_no_pairs_reason(topo, cpus), **common)
 
-    rows = {r["cpu"]: r for r in topo.table()}
+    rows = {r["cpu"]: r for r in topo.records()}
     ordered = list(topo.order(cpus)[0])
     found = [_nearest(rows, ordered, a) for a, _ in pairs]
     partners = [p for p, _ in found]

@@ -218,7 +218,7 @@ def structure(result, statistic="median", topology=None):
     """Infer SMT siblings and latency groups from a :class:`~corelat._result.LatencyResult`.
 
     Works on measured results and on imported single-value matrices alike. ``topology`` overrides the
-    OS topology to compare with: a ``Topology`` (anything with ``.table()``), a list of its records, or
+    OS topology to compare with: a ``Topology`` (anything with ``.records()``), a list of its records, or
     None to use ``result.metadata["topology"]`` when present.
     """
     cpus = tuple(result.cpus)
@@ -444,8 +444,8 @@ def _order(cpus, cores, levels):
 def _topology_records(result, topology):
     """(records, note): the OS topology's per-CPU records, or None and why there are none."""
     if topology is not None:
-        if hasattr(topology, "table"):
-            return list(topology.table()), ""
+        if hasattr(topology, "records"):
+            return list(topology.records()), ""
         return list(topology), ""
     md = result.metadata.get("topology") if hasattr(result, "metadata") else None
     if not md:
@@ -457,7 +457,7 @@ def _topology_records(result, topology):
     try:
         from ._result import thaw
 
-        return list(Topology.from_dict(thaw(md)).table()), ""
+        return list(Topology.from_dict(thaw(md)).records()), ""
     except (ValueError, TypeError, KeyError) as e:
         return None, f"The result's OS topology is unreadable ({e})."
 
@@ -489,7 +489,7 @@ def _relation(lat, topo):
 
 
 def compare_topology(st, records):
-    """Compare a :class:`Structure` with OS topology records (``Topology.table()``)."""
+    """Compare a :class:`Structure` with OS topology records (``Topology.records()``)."""
     cpus = st.cpus
     whole = frozenset([frozenset(cpus)])
     singles = frozenset(frozenset([c]) for c in cpus)

@@ -88,6 +88,11 @@ def tsc_flags_ok(flags):
     return {"constant_tsc", "nonstop_tsc"} <= set(flags)
 
 
+def hostname():
+    """This machine's host name (the default name of what it measures)."""
+    return socket.gethostname()
+
+
 def collect():
     """Metadata about this machine and process, as a JSON-serialisable dict."""
     import numpy
@@ -96,7 +101,7 @@ def collect():
     return {
         "corelat_version": __version__,
         "cpu_model": model,
-        "hostname": socket.gethostname(),
+        "hostname": hostname(),
         "kernel_release": platform.release(),
         "os": platform.system(),
         "machine": platform.machine(),

@@ -30,7 +30,9 @@ import os
 import re
 import warnings
 
-from . import _cpulist, _files
+from . import _cpulist, _files, _sysinfo
+from ._errors import InputError, InputFileNotFoundError, InputTypeError
+from ._protocol import Result, from_file, jsonable
 
 __all__ = ["Topology", "TopologyWarning", "topology"]
 
@@ -341,7 +343,7 @@ def topology(root="/"):
     """
     root_str = os.fspath(root)
     if not isinstance(root_str, str):
-        raise TypeError(f"root must be a str or path, not {type(root).__name__}")
+        raise InputTypeError(f"root must be a str or path, not {type(root).__name__}")
     live = os.path.realpath(root_str) == os.path.realpath(os.sep)
     reader = _Reader(root_str)
     try:
@@ -356,7 +358,7 @@ def topology(root="/"):
                 TopologyWarning,
                 stacklevel=2,
             )
-    return Topology(rows, root=root_str, offline=offline)
+    return Topology(rows, root=root_str, offline=offline, problems=problems)
 
 
 def _read(reader, live):
@@ -365,7 +367,7 @@ def _read(reader, live):
     names = reader.listdir(cpu_root)
     if names is None:
         if not live:
-            raise FileNotFoundError(f"{cpu_root} not found: is the root a Linux sysfs dump?")
+            raise InputFileNotFoundError(f"{cpu_root} not found: is the root a Linux sysfs dump?")
         reader.problems.append(f"{cpu_root} not found; CPU topology unknown")
         cpu_names = {}
         online = set(range(os.cpu_count() or 1))
@@ -477,7 +479,7 @@ def _sort_key(row):
     return tuple(key)
 
 
-class Topology:
+class Topology(Result):
     """The CPU topology of one machine: a record per online logical CPU.
 
     Build one with :func:`topology` or :meth:`Topology.from_dict`. A ``Topology`` is a value: it
@@ -485,15 +487,21 @@ class Topology:
     round-trips through JSON with :meth:`to_dict` / :meth:`from_dict`.
     """
 
-    __slots__ = ("_by_cpu", "_l3_index", "_offline", "_root", "_rows")
+    __slots__ = ("_by_cpu", "_l3_index", "_name", "_offline", "_problems", "_root", "_rows")
+    _KIND = "topology"
 
-    def __init__(self, rows, *, root, offline=()):
+    def __init__(self, rows, *, root, offline=(), problems=(), name=None):
         """Wrap rows as produced by :func:`topology` (use that or :meth:`from_dict` instead)."""
         self._root = str(root)
+        self._problems = tuple(str(p) for p in problems)
+        if name is None:
+            name = _sysinfo.hostname() if os.path.realpath(self._root) == os.path.realpath(os.sep) else \
+                os.path.basename(os.path.normpath(self._root)) or self._root
+        self._name = str(name)
         self._rows = tuple(dict(r) for r in sorted(rows, key=lambda r: r["cpu"]))
         self._by_cpu = {r["cpu"]: r for r in self._rows}
         if len(self._by_cpu) != len(self._rows):
-            raise ValueError("duplicate CPU ids in topology rows")
+            raise InputError("duplicate CPU ids in topology rows")
         self._offline = tuple(sorted(offline))
         self._l3_index = {}  # L3 label -> its index in topological order, for describe_cpu
         for r in sorted(self._rows, key=_sort_key):
@@ -501,6 +509,16 @@ class Topology:
                 self._l3_index.setdefault(r["l3"], len(self._l3_index))
 
     # -- basic properties -------------------------------------------------------------------
+
+    @property
+    def name(self):
+        """A label: the host name for the running system, the folder's name for a dump."""
+        return self._name
+
+    @property
+    def metadata(self):
+        """``root`` and ``warnings`` (the files that could not be read or parsed)."""
+        return {"root": self._root, "warnings": self._problems}
 
     @property
     def root(self):
@@ -526,7 +544,7 @@ class Topology:
         """The number of online CPUs."""
         return len(self._rows)
 
-    def table(self):
+    def records(self):
         """One dict per online CPU, sorted by CPU id.
 
         Keys: ``cpu``, ``package``, ``die``, ``cluster``, ``core``, ``core_id`` (sysfs value),
@@ -539,20 +557,20 @@ class Topology:
 
     def _row(self, cpu):
         if isinstance(cpu, bool):
-            raise TypeError(f"CPU ids must be integers, got {cpu!r}")
+            raise InputTypeError(f"CPU ids must be integers, got {cpu!r}")
         try:
             cpu = operator.index(cpu)  # int, NumPy integers, ...
         except TypeError:
-            raise TypeError(f"CPU ids must be integers, got {cpu!r}") from None
+            raise InputTypeError(f"CPU ids must be integers, got {cpu!r}") from None
         try:
             return self._by_cpu[cpu]
         except KeyError:
-            raise ValueError(f"CPU {cpu} is not an online CPU of this topology") from None
+            raise InputError(f"CPU {cpu} is not an online CPU of this topology") from None
 
     def _check_cpus(self, cpus):
         out = [self._row(cpu)["cpu"] for cpu in cpus]
         if len(set(out)) != len(out):
-            raise ValueError("duplicate CPU ids")
+            raise InputError("duplicate CPU ids")
         return out
 
     # -- derived views ----------------------------------------------------------------------
@@ -612,6 +630,22 @@ class Topology:
         )
 
     def summary(self):
+        """Counts: ``packages``, ``cores``, ``cpus``, ``nodes``, ``l3``, ``offline``, ``allowed``,
+        ``smt`` (largest number of threads on a core; None if unknown) and ``text`` (:meth:`describe`)."""
+        rows = self._rows
+        cores = {}
+        for r in rows:
+            if r["core"] is not None:
+                cores.setdefault(r["core"], []).append(r["cpu"])
+
+        def count(level):
+            return len({r[level] for r in rows if r[level] is not None})
+
+        return {"packages": count("package"), "cores": len(cores), "cpus": len(rows), "nodes": count("node"),
+                "l3": count("l3"), "offline": len(self._offline), "allowed": len(self.allowed),
+                "smt": max(map(len, cores.values())) if cores else None, "text": self.describe()}
+
+    def describe(self):
         """One line describing the machine.
 
         For example ``"2 packages × 8 cores × 2 threads, 2 NUMA nodes, 2 L3"``, or for a
@@ -666,12 +700,12 @@ class Topology:
             parts.append(f"{allowed} of {len(rows)} CPUs allowed")
         return ", ".join(parts)
 
-    def __str__(self):
+    def table(self):
         """An indented tree: package, NUMA node, L3, (L2 shared by several cores,) core, CPUs.
 
         CPUs this process may not run on are shown in parentheses.
         """
-        lines = [f"Topology of {self._root}: {self.summary()}"]
+        lines = [f"Topology of {self._root}: {self.describe()}"]
         ordered, _ = self.order(self.cpus)
         members = {"l2": {}, "l3": {}}
         l2_cores = {}
@@ -718,7 +752,7 @@ class Topology:
         return "\n".join(lines)
 
     def __repr__(self):
-        return f"<Topology root={self._root!r}: {self.summary()}>"
+        return self._repr(f"root {self._root!r}, {self.describe()}")
 
     def __eq__(self, other):
         if not isinstance(other, Topology):
@@ -732,17 +766,28 @@ class Topology:
     def to_dict(self):
         """A JSON-serialisable dict holding everything (see :meth:`from_dict`).
 
-        Keys: ``format``, ``version``, ``root``, ``summary``, ``offline`` and ``cpus`` (the
-        :meth:`table` rows, tuples as lists).
+        Keys: ``kind``, ``format``, ``version``, ``name``, ``root``, ``summary``, ``offline``,
+        ``warnings``, ``notes`` and ``cpus`` (the :meth:`records`, tuples as lists).
         """
-        return {
+        return jsonable({
+            "kind": self._KIND,
             "format": _FORMAT,
             "version": _VERSION,
+            "name": self._name,
             "root": self._root,
             "summary": self.summary(),
             "offline": list(self._offline),
-            "cpus": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()} for r in self._rows],
-        }
+            "warnings": list(self._problems),
+            "notes": [],
+            "cpus": [dict(r) for r in self._rows],
+        })
+
+    def _to_npz(self):
+        return {"topology": self.to_dict()}, {}
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        return from_file(path, lambda: cls.from_dict(header["topology"]))
 
     @classmethod
     def from_dict(cls, d):
@@ -751,20 +796,21 @@ class Topology:
         Raises ValueError if ``d`` is not such a dict.
         """
         if not isinstance(d, dict) or d.get("format") != _FORMAT:
-            raise ValueError("not a corelat topology dict")
+            raise InputError("not a corelat topology dict")
         if d.get("version") != _VERSION:
-            raise ValueError(f"unsupported topology dict version {d.get('version')!r}")
+            raise InputError(f"unsupported topology dict version {d.get('version')!r}")
         try:
             rows = []
             for item in d["cpus"]:
                 row = {k: item.get(k) for k in _ROW_KEYS}
                 if not isinstance(row["cpu"], int):
-                    raise TypeError(f"bad CPU id {row['cpu']!r}")
+                    raise InputTypeError(f"bad CPU id {row['cpu']!r}")
                 row["nodes"] = tuple(row["nodes"] or ())
                 if row["siblings"] is not None:
                     row["siblings"] = tuple(row["siblings"])
                 row["allowed"] = bool(row["allowed"])
                 rows.append(row)
-            return cls(rows, root=d["root"], offline=d.get("offline", ()))
+            return cls(rows, root=d["root"], offline=d.get("offline", ()), problems=d.get("warnings", ()),
+                       name=d.get("name"))
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed topology dict: {exc!r}") from None
+            raise InputError(f"malformed topology dict: {exc!r}") from None

@@ -173,7 +173,7 @@ def test_cli(bare):
     assert "governor" in p.stdout and "nothing found that is likely to distort results" in p.stdout
     p = run_cli("check", "--root", str(bare), "--interval", "0.01", "--json")
     assert p.returncode == 0
-    records = json.loads(p.stdout)
+    records = json.loads(p.stdout)["records"]
     assert {r["name"] for r in records} >= {"governor", "tsc", "busy"}
     p = run_cli("check", "--interval", "-1")
     assert p.returncode == 2 and "interval" in p.stderr

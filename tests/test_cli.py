@@ -148,7 +148,7 @@ def test_topology_command():
     assert p.returncode == 0
     import json
 
-    rows = json.loads(p.stdout)
+    rows = json.loads(p.stdout)["cpus"]
     assert {r["cpu"] for r in rows} >= set(CPUS)
     p = run_cli("topology", "--root", "/nonexistent")
     assert p.returncode == 2 and "Traceback" not in p.stderr

@@ -44,7 +44,7 @@ def test_records_and_ratios():
     assert ra["ratio"]["median"] == 1.0
     assert ra["groups"] == rb["groups"] == "2×8"
     assert "2 groups of 8 CPUs" in ra["structure"]
-    assert json.loads(json.dumps(c.to_dict()))["results"][1]["name"] == "b"
+    assert json.loads(json.dumps(c.to_dict()))["records"][1]["name"] == "b"
 
 
 def test_table_is_side_by_side():
@@ -93,7 +93,7 @@ def test_cli_compare(tmp_path, capsys, shared_dir):
     assert "AWS Graviton3" in out and "Intel Core i9-12900K" in out and "median (ns)" in out
     assert main(["compare", *files, "--json", "--names", "g3", "adl"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in data["results"]] == ["g3", "adl"]
+    assert [r["name"] for r in data["records"]] == ["g3", "adl"]
 
 
 def test_cli_compare_bad_input_exits_2_without_traceback(tmp_path):

@@ -43,15 +43,27 @@ def lock_result():
                       metadata={"timer": {"name": "tsc"}, "timer_mhz": 2000.0}, name="locks")
 
 
-MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True), "locks": lock_result}
+def check_report():
+    return corelat.check(interval=0.01, measure_skew=False)
 
 
-@pytest.mark.parametrize("kind", sorted(MEASURED))
+MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True), "locks": lock_result,
+            "topology": corelat.topology, "check": check_report}
+
+
+def comparison():
+    m = np.array([[np.nan, 10.0, 20.0], [10.0, np.nan, 30.0], [20.0, 30.0, np.nan]])
+    return corelat.compare(LatencyResult.from_matrix(m, name="a"), LatencyResult.from_matrix(m * 2, name="b"))
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED) + ["comparison"])
 def test_protocol_shape(kind):
-    r = MEASURED[kind]()
+    r = comparison() if kind == "comparison" else MEASURED[kind]()
     assert isinstance(r.name, str) and r.name
     assert isinstance(r.warnings, tuple) and isinstance(r.notes, tuple)
-    assert r.cpus and all(isinstance(c, int) for c in r.cpus)
+    assert hasattr(r.metadata, "get")
+    if kind not in ("comparison", "check"):
+        assert r.cpus and all(isinstance(c, int) for c in r.cpus)
     assert isinstance(r.summary(), dict)
     recs = r.records()
     assert isinstance(recs, list) and all(isinstance(x, dict) for x in recs)
@@ -82,8 +94,9 @@ def test_values_differ_and_results_are_unhashable():
     s[0, 1, 0] += 1
     assert LatencyResult(cpus=b.cpus, kernel=b.kernel, samples=s, metadata=b.metadata, name=b.name) != a
     assert smt_result() != smt_result(True)
+    assert comparison() == comparison() and check_report() != comparison()
     assert a != lock_result() and a != "lat"
-    for r in (a, smt_result(), lock_result()):
+    for r in (a, smt_result(), lock_result(), corelat.topology(), check_report(), comparison()):
         with pytest.raises(TypeError):
             hash(r)
 
@@ -95,6 +108,22 @@ def test_loading_the_wrong_kind_says_so(tmp_path):
         LatencyResult.load(path)
 
 
+def test_check_report_is_still_a_sequence_of_items():
+    report = check_report()
+    items = list(report)
+    assert items and len(report) == len(items) and report[0] is items[0]
+    assert all(isinstance(i, corelat.CheckItem) for i in report)
+    assert report.summary()["matters"] == [i.name for i in items if i.matters]
+
+
+def test_topology_views():
+    topo = corelat.topology()
+    assert topo.records()[0]["cpu"] == topo.cpus[0]
+    assert topo.table().startswith(f"Topology of {topo.root}: {topo.describe()}")
+    s = topo.summary()
+    assert s["cpus"] == len(topo) and s["text"] == topo.describe()
+
+
 def test_bad_construction_is_a_corelat_error():
     with pytest.raises(corelat.InputError):
         LatencyResult(cpus=(0, 1), kernel="cas", samples=np.zeros((3, 3, 1)))
@@ -104,6 +133,19 @@ def test_bad_construction_is_a_corelat_error():
         latency().with_cpus_order([99])
     with pytest.raises(corelat.InputError):
         smt_result().__class__(**{**smt_fields(), "partners": np.zeros(5)})
+    with pytest.raises(corelat.InputError):
+        lock_result().row("nothing")
+    topo = corelat.topology()
+    with pytest.raises(corelat.InputTypeError):  # also a TypeError, as before
+        topo.order(["0"])
+    with pytest.raises(corelat.InputError):
+        topo.order([10**6])
+    with pytest.raises(corelat.InputError):
+        corelat.Topology.from_dict({"format": "x"})
+    with pytest.raises(corelat.InputFileNotFoundError):  # also a FileNotFoundError, as before
+        corelat.topology("/nonexistent")
+    with pytest.raises(corelat.InputTypeError):
+        corelat.smt(topology="/")
 
 
 def smt_fields():

@@ -35,7 +35,7 @@ class FakeMeasurer:
     """Latency double: records (cpu_a, cpu_b, samples); siblings 5 ns, others 50 ns + a/1000."""
 
     def __init__(self, topo):
-        self.core = {r["cpu"]: r["core"] for r in topo.table()}
+        self.core = {r["cpu"]: r["core"] for r in topo.records()}
         self.calls = []
 
     def __call__(self, a, b, samples):
@@ -143,7 +143,7 @@ def test_32intel64_siblings_n_and_n_plus_16(dump):
     assert np.all(r.slowdown == 2.0)
     assert isinstance(r, SMTResult)
     assert r.reason is None and not r.empty and len(r) == 16 and r.warnings == ()
-    assert r.metadata["topology_summary"] == topo.summary()
+    assert r.metadata["topology_summary"] == topo.describe()
 
 
 def test_256ppc_smt4_all_pairs_within_a_core(dump):
@@ -234,7 +234,7 @@ def test_selection_properties(dump, chosen):
     """For any CPU selection: exactly the sibling pairs inside it; partners on another core,
     inside it, and none nearer than the level reported."""
     topo = dump("32intel64-2p8co2t+8ve")
-    rows = {x["cpu"]: x for x in topo.table()}
+    rows = {x["cpu"]: x for x in topo.records()}
     r, _, _ = run_fake(topo, sorted(chosen), samples=1)
     want = {(a, b) for a in chosen for b in chosen if a < b and rows[a]["core"] == rows[b]["core"]}
     assert {tuple(p) for p in r.pairs.tolist()} == want

@@ -130,7 +130,7 @@ def test_dump_matches_hwloc(name, shared_dir, dump_topology):
     """Package, core, L2, L3 and NUMA partitions agree with hwloc's answer for every CPU."""
     expected = _expected(shared_dir, name)
     topo = dump_topology(name)
-    rows = {r["cpu"]: r for r in topo.table()}
+    rows = {r["cpu"]: r for r in topo.records()}
 
     # hwloc lists the online (and, in a dump, allowed) CPUs: exactly ours.
     assert set(expected) <= set(topo.cpus)
@@ -172,16 +172,16 @@ def test_dump_matches_hwloc(name, shared_dir, dump_topology):
 @pytest.mark.parametrize("name", DUMPS)
 def test_dump_summary_and_views(name, dump_topology):
     topo = dump_topology(name)
-    assert topo.summary() == SUMMARIES[name]
+    assert topo.describe() == SUMMARIES[name]
     text = str(topo)
-    assert text.startswith(f"Topology of {topo.root}: {topo.summary()}")
-    assert text.count("core ") >= len({r["core"] for r in topo.table()})
+    assert text.startswith(f"Topology of {topo.root}: {topo.describe()}")
+    assert text.count("core ") >= len({r["core"] for r in topo.records()})
     ordered, boundaries = topo.order(reversed(topo.cpus))
     assert sorted(ordered) == list(topo.cpus)
     assert set(boundaries) == {"package", "node", "l3", "core"}
     # Every level's groups are contiguous in the order.
     for level in boundaries:
-        labels = [topo.table()[topo.cpus.index(c)][level] for c in ordered]
+        labels = [topo.records()[topo.cpus.index(c)][level] for c in ordered]
         runs = [labels[i] for i in range(len(labels)) if i == 0 or labels[i] != labels[i - 1]]
         if level != "l3":  # an L3 may span NUMA nodes (sub-NUMA clustering)
             assert len(runs) == len(set(runs)), level
@@ -224,7 +224,7 @@ def test_order_32intel64(dump_topology):
 def test_hybrid_clusters(dump_topology):
     """E-cores share an L2 in clusters of 4; P-cores have their own L2 and two threads."""
     topo = dump_topology("20em64t-hybrid-1p6c2t+2ca4co1t")
-    rows = {r["cpu"]: r for r in topo.table()}
+    rows = {r["cpu"]: r for r in topo.records()}
     assert _partition({c: r["l2"] for c, r in rows.items()} ) == {
         frozenset({0, 1}), frozenset({2, 3}), frozenset({4, 5}), frozenset({6, 7}),
         frozenset({8, 9}), frozenset({10, 11}), frozenset(range(12, 16)), frozenset(range(16, 20)),
@@ -237,16 +237,16 @@ def test_hybrid_clusters(dump_topology):
 
 def test_package_id_minus_one_grouped_by_lists(dump_topology):
     topo = dump_topology("256ppc-8n8s4t")
-    rows = topo.table()
+    rows = topo.records()
     assert [r["package"] for r in rows] == [c // 4 for c in range(256)]
     assert all(r["die"] is None for r in rows)
 
 
 def test_sparse_ids(dump_topology):
     arm = dump_topology("128arm-2pa2n8cluster4co")
-    assert {r["package"] for r in arm.table()} == {36, 8442}
+    assert {r["package"] for r in arm.records()} == {36, 8442}
     amd = dump_topology("48amd64-4pa2n6c-sparse")
-    assert {r["node"] for r in amd.table()} == {0, 1, 2, 33, 34, 45, 72, 73}
+    assert {r["node"] for r in amd.records()} == {0, 1, 2, 33, 34, 45, 72, 73}
     ordered, boundaries = amd.order(amd.cpus)
     assert ordered == tuple(range(48))
     assert boundaries["package"] == [12, 24, 36]
@@ -258,7 +258,7 @@ def test_offline_node_uses_cpu_link(dump_topology):
     topo = dump_topology("offline-cpu0-node0")
     assert topo.cpus == tuple(range(4, 21))
     assert topo.offline == (0, 1, 2, 3, 21, 22, 23)
-    assert {r["cpu"]: r["node"] for r in topo.table()} == {c: c % 2 for c in range(4, 21)}
+    assert {r["cpu"]: r["node"] for r in topo.records()} == {c: c % 2 for c in range(4, 21)}
 
 
 def test_json_round_trip(dump_topology):
@@ -268,7 +268,7 @@ def test_json_round_trip(dump_topology):
         assert d["root"] == topo.root and d["summary"] == topo.summary()
         again = Topology.from_dict(d)
         assert again == topo
-        assert again.table() == topo.table()
+        assert again.records() == topo.records()
         assert str(again) == str(topo)
     with pytest.raises(ValueError):
         Topology.from_dict({"format": "something else"})
@@ -284,7 +284,7 @@ def test_json_round_trip(dump_topology):
 def test_live_machine():
     topo = topology()
     assert topo.root == "/"
-    assert topo.cpus and topo.summary()
+    assert topo.cpus and topo.describe()
     assert set(topo.allowed) <= set(topo.cpus)
     online = set(topo.cpus)
     try:
@@ -357,15 +357,15 @@ def _machine(cores, end="\n", lists=True, masks=False, node=True, online=True):
 
 
 def _core_partition(topo):
-    return _partition({r["cpu"]: r["core"] for r in topo.table()})
+    return _partition({r["cpu"]: r["core"] for r in topo.records()})
 
 
 def test_nul_terminated_lists(tmp_path):
     _write(tmp_path, _machine([(0, 2), (1, 3)], end="\n\0"))
     topo = topology(tmp_path)
     assert _core_partition(topo) == {frozenset({0, 2}), frozenset({1, 3})}
-    assert [r["siblings"] for r in topo.table()] == [(0, 2), (1, 3), (0, 2), (1, 3)]
-    assert topo.summary() == "1 package × 2 cores × 2 threads, 1 NUMA node, 1 L3"
+    assert [r["siblings"] for r in topo.records()] == [(0, 2), (1, 3), (0, 2), (1, 3)]
+    assert topo.describe() == "1 package × 2 cores × 2 threads, 1 NUMA node, 1 L3"
     assert topo.allowed == (0, 1, 2, 3)  # a dump: every online CPU is allowed
 
 
@@ -384,7 +384,7 @@ def test_hex_masks_only(tmp_path):
     _write(tmp_path, files)
     topo = topology(tmp_path)
     assert topo.cpus == (0, 1, 2, 3, 4, 33)
-    rows = {r["cpu"]: r for r in topo.table()}
+    rows = {r["cpu"]: r for r in topo.records()}
     assert _core_partition(topo) == {frozenset({0, 1}), frozenset({2, 3}), frozenset({4, 33})}
     assert rows[33]["siblings"] == (4, 33) and rows[33]["thread"] == 1
     assert rows[33]["l2"] == rows[4]["l2"] != rows[0]["l2"]
@@ -398,7 +398,7 @@ def test_malformed_core_id_warns(tmp_path):
     _write(tmp_path, files)
     with pytest.warns(TopologyWarning, match=r"cpu1/topology/core_id.*malformed"):
         topo = topology(tmp_path)
-    rows = topo.table()
+    rows = topo.records()
     assert rows[1]["core_id"] is None
     assert rows[1]["core"] == 1  # the sibling list still identifies the core
     assert rows[0]["core_id"] == 0
@@ -418,7 +418,7 @@ def test_unreadable_and_malformed_lists_fall_back(tmp_path):
     assert "cpu0/topology/thread_siblings_list" in messages
     assert "cpu1/topology/thread_siblings_list" in messages
     assert "cpu1/topology/physical_package_id" in messages
-    rows = topo.table()
+    rows = topo.records()
     assert rows[0]["siblings"] == rows[1]["siblings"] == (0, 1)  # from cpu0's mask
     # cpu1's package id is unreadable, but its core_siblings_list still places it.
     assert rows[0]["package"] == rows[1]["package"] is not None
@@ -427,14 +427,14 @@ def test_unreadable_and_malformed_lists_fall_back(tmp_path):
 def test_no_node_folder_means_one_node(tmp_path):
     _write(tmp_path, _machine([(0,), (1,)], node=False))
     topo = topology(tmp_path)
-    assert [(r["node"], r["nodes"]) for r in topo.table()] == [(0, (0,)), (0, (0,))]
+    assert [(r["node"], r["nodes"]) for r in topo.records()] == [(0, (0,)), (0, (0,))]
 
 
 def test_cpu_in_no_node_is_unknown(tmp_path):
     files = _machine([(0,), (1,)])
     files["sys/devices/system/node/node0/cpulist"] = "0,5\n"  # node lists may name offline CPUs
     _write(tmp_path, files)
-    rows = topology(tmp_path).table()
+    rows = topology(tmp_path).records()
     assert rows[0]["node"] == 0 and rows[1]["node"] is None and rows[1]["nodes"] == ()
 
 
@@ -469,7 +469,7 @@ def test_l3_found_by_level_not_index(tmp_path):
         files[f"{d}/index2/type"] = "Unified\n"
         files[f"{d}/index2/shared_cpu_list"] = "0-1\n"
     _write(tmp_path, files)
-    rows = topology(tmp_path).table()
+    rows = topology(tmp_path).records()
     assert [r["l2"] for r in rows] == [None, None]
     assert rows[0]["l3"] == rows[1]["l3"] is not None
 
@@ -484,9 +484,9 @@ def test_package_minus_one_and_core_id_not_unique(tmp_path):
         del files[f"{t}/thread_siblings_list"]  # core identity from package + core_id
     _write(tmp_path, files)
     topo = topology(tmp_path)
-    assert [r["package"] for r in topo.table()] == [0, 0, 1, 1]
+    assert [r["package"] for r in topo.records()] == [0, 0, 1, 1]
     assert _core_partition(topo) == {frozenset({c}) for c in range(4)}
-    assert topo.summary() == "2 packages × 2 cores × 1 thread, 1 NUMA node, 1 L3"
+    assert topo.describe() == "2 packages × 2 cores × 1 thread, 1 NUMA node, 1 L3"
 
 
 def test_unknown_info_sorts_last(tmp_path):
@@ -494,14 +494,14 @@ def test_unknown_info_sorts_last(tmp_path):
     files["sys/devices/system/cpu/online"] = "0-4\n"  # cpu4 online, but no folder at all
     _write(tmp_path, files)
     topo = topology(tmp_path)
-    assert topo.table()[4] == {
+    assert topo.records()[4] == {
         "cpu": 4, "package": None, "die": None, "cluster": None, "core": None, "core_id": None,
         "l2": None, "l3": None, "node": None, "nodes": (), "siblings": None, "thread": None,
         "allowed": True,
     }  # fmt: skip
     assert topo.order([4, 3, 2, 1, 0])[0] == (0, 2, 1, 3, 4)
     assert topo.describe_cpu(4) == "P? N? L3#? C? T?"
-    assert "1 package, 2 cores × 2 threads, 5 CPUs" in topo.summary()
+    assert "1 package, 2 cores × 2 threads, 5 CPUs" in topo.describe()
     assert Topology.from_dict(json.loads(json.dumps(topo.to_dict()))) == topo
 
 
@@ -521,4 +521,4 @@ def test_many_problems_are_summarised(tmp_path):
     assert len(record) == 21
     assert "10 more unreadable or malformed sysfs files" in str(record[-1].message)
     assert all(w.filename == __file__ for w in record)  # attributed to the caller
-    assert len(topo.cpus) == 30 and all(r["core_id"] is None for r in topo.table())
+    assert len(topo.cpus) == 30 and all(r["core_id"] is None for r in topo.records())

@@ -41,14 +41,14 @@ def _groups(rows, key):
 
 def test_topology():
     topo = corelat.topology()
-    rows = topo.table()
+    rows = topo.records()
     assert topo.cpus == tuple(range(8)) and topo.allowed == tuple(range(8))
     assert _groups(rows, "package") == PACKAGES
     assert _groups(rows, "node") == PACKAGES
     assert _groups(rows, "core") == [set(p) for p in SIBLINGS]
     assert all(r["siblings"] == p for p in SIBLINGS for r in rows if r["cpu"] in p)
     assert topo.smt_groups() == SIBLINGS
-    assert topo.summary().startswith(SUMMARY)
+    assert topo.describe().startswith(SUMMARY)
     ordered, boundaries = topo.order([7, 3, 5, 1, 6, 2, 4, 0])
     assert ordered == tuple(range(8))
     assert boundaries["package"] == boundaries["node"] == [4]

@@ -9,7 +9,7 @@ from .._topology import topology
 
 def add_arguments(p):
     p.add_argument("--root", default="/", help="file-system root to read sysfs from (a dump; default /)")
-    p.add_argument("--json", action="store_true", help="print the per-CPU table as JSON")
+    p.add_argument("--json", action="store_true", help="print the topology as JSON (its per-CPU records under \"cpus\")")
 
 
 def run(args):
@@ -17,7 +17,7 @@ def run(args):
         raise InputError(f"{args.root!r} has no sys/devices/system/cpu to read a topology from")
     topo = topology(args.root)
     if args.json:
-        print(json.dumps(topo.table(), indent=1))
+        print(json.dumps(topo.to_dict(), indent=1))
     else:
         print(topo)
     return 0

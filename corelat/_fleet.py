@@ -86,7 +86,7 @@ def summarize(result, node=None, file=""):
         try:
             from ._topology import Topology
 
-            got = classes.from_topology(Topology.from_dict(thaw(topo)).table(), result.cpus)
+            got = classes.from_topology(Topology.from_dict(thaw(topo)).records(), result.cpus)
         except (ValueError, TypeError, KeyError):
             got = None
         if got is not None:

@@ -47,7 +47,7 @@ def _labels(values):
 
 
 def from_topology(records, cpus):
-    """(codes, TOPOLOGY_CLASSES) from ``Topology.table()`` records, or None where they do not say
+    """(codes, TOPOLOGY_CLASSES) from ``Topology.records()``, or None where they do not say
     which package every CPU is in."""
     by_cpu = {r.get("cpu"): r for r in records}
     rows = [by_cpu.get(c) for c in cpus]

@@ -77,3 +77,13 @@ def test_file_layers():
     assert graph["corelat._npz"] <= {"corelat._errors", "corelat._files"}  # the container is a leaf
     assert graph["corelat._formats"] <= {"corelat._errors", "corelat._files", "corelat._result"}
     assert "corelat._io" not in graph["corelat._result"] | graph["corelat._formats"]
+
+
+def test_docs_api_table_lists_every_public_name():
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    shown = set(re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)", text))
+    missing = [n for n in corelat.__all__ if n not in shown]
+    assert not missing, f"docs/api.md does not list {missing}"

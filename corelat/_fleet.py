@@ -16,7 +16,9 @@ import json
 import math
 import os
 import types
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +26,7 @@ import numpy as np
 from . import _fleet_classes as classes
 from . import _npz, _text
 from ._errors import InputError
-from ._fleet_stats import RunningMedian, robust, weighted_median
+from ._fleet_stats import RunningMedian, nan_median, robust
 from ._hostlist import expected_nodes
 from ._protocol import Result, from_file, jsonable, same
 from ._result import LatencyResult, thaw
@@ -45,6 +47,8 @@ FORMAT_VERSION = 1
 KIND = "fleet"
 ERROR_SUFFIX = ".error.json"
 REPORT_NAME = "fleet.json"
+#: Threads reading a fleet folder's files.
+READERS = min(4, os.cpu_count() or 1)
 
 _MAD_SCALE = 1.4826  # MAD of a normal distribution × this = its standard deviation
 
@@ -73,24 +77,27 @@ def _microcode(md):
     return fleet_md.get("microcode", md.get("microcode"))
 
 
-def summarize(result, node=None, file=""):
-    """The :class:`NodeData` of a :class:`~corelat.result.LatencyResult`."""
-    if list(result.cpus) != sorted(result.cpus):
-        result = result.with_cpus_order(sorted(result.cpus))  # matrices of a group line up by CPU id
-    md = result.metadata
-    if node is None:
-        node = (md.get("fleet") or {}).get("node") or result.name or md.get("hostname") or "node"
-    codes = None
-    topo = md.get("topology")
-    if topo:
-        try:
-            from ._topology import Topology
+def _topology_rows(topo):
+    """Per-CPU rows of a result's ``metadata["topology"]`` (the Topology's dict form), or None."""
+    if not isinstance(topo, Mapping) or topo.get("format") != "corelat.topology":
+        return None
+    rows = topo.get("cpus")
+    if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Mapping) for r in rows):
+        return None
+    return rows
 
-            got = classes.from_topology(Topology.from_dict(thaw(topo)).records(), result.cpus)
-        except (ValueError, TypeError, KeyError):
-            got = None
-        if got is not None:
-            codes = got[0]
+
+def node_data(node, cpus, kernel, median, md, file=""):
+    """A :class:`NodeData` from a result's parts (CPUs sorted so the matrices of a group line up)."""
+    cpus = [int(c) for c in cpus]
+    median = np.asarray(median, dtype=np.float64)
+    if cpus != sorted(cpus):
+        order = np.argsort(cpus, kind="stable")
+        median = median[np.ix_(order, order)]
+        cpus = sorted(cpus)
+    rows = _topology_rows(md.get("topology"))
+    got = classes.from_topology(rows, cpus) if rows is not None else None
+    codes = None if got is None else got[0]
     settings = {k: thaw(md.get(k)) for k in SETTINGS}
     settings["microcode"] = _microcode(md)
     meta = {
@@ -98,11 +105,42 @@ def summarize(result, node=None, file=""):
         "topology_summary": md.get("topology_summary") if codes is not None else None,
         "hostname": md.get("hostname"),
         "date": md.get("date"),
-        "warnings": len(result.warnings),
+        "warnings": len(md.get("warnings") or ()),
         "settings": settings,
     }
-    return NodeData(node=str(node), cpus=tuple(result.cpus), kernel=result.kernel,
-                    median=np.array(result.median, dtype=np.float64), meta=meta, codes=codes, file=file)
+    return NodeData(node=str(node), cpus=tuple(cpus), kernel=str(kernel), median=median, meta=meta,
+                    codes=codes, file=file)
+
+
+def summarize(result, node=None, file=""):
+    """The :class:`NodeData` of a :class:`~corelat.LatencyResult`."""
+    md = result.metadata
+    if node is None:
+        node = (md.get("fleet") or {}).get("node") or result.name or md.get("hostname") or "node"
+    return node_data(node, result.cpus, result.kernel, result.median, md, file)
+
+
+def read_node_file(path, node):
+    """The :class:`NodeData` of a corelat latency file, read straight from its arrays and header
+    (None when the file holds another kind of result); InputError when it is unreadable or
+    inconsistent."""
+    header, arrays = _npz.read(path)
+    if header["kind"] != LatencyResult._KIND:
+        return None
+
+    def build():
+        cpus = [int(c) for c in arrays["cpus"]]
+        samples = arrays["samples"]
+        n = len(cpus)
+        if samples.ndim != 3 or samples.shape[:2] != (n, n) or samples.dtype.kind != "f" or n < 2:
+            raise ValueError(f"samples of shape {samples.shape} for {n} CPUs")
+        md = header.get("metadata") or {}
+        if not isinstance(md, Mapping):
+            raise TypeError("metadata is not a mapping")
+        name = (md.get("fleet") or {}).get("node") if isinstance(md.get("fleet"), Mapping) else None
+        return node_data(name or node, cpus, header.get("kernel", "?"), nan_median(samples), md, path)
+
+    return from_file(path, build)
 
 
 # -- the result -----------------------------------------------------------------------------------------
@@ -478,13 +516,18 @@ class _Group:
         else:
             self.codes, self.names, self.source = None, (), "the latency structure"
 
+    def index(self):
+        if getattr(self, "_index", None) is None:
+            self._index = classes.index(self.codes, self.names)
+        return self._index
+
     def label(self):
         topo = self.topology_summary or "no OS topology"
         return f"{self.cpu_model}; {topo}; {len(self.cpus)} CPUs; kernel {self.kernel}"
 
     def classify_pending(self):
-        stack = np.stack([nd.median.ravel() for nd in self.pending])
-        med = weighted_median(stack, np.ones(len(stack))).reshape(self.pending[0].median.shape)
+        stack = np.stack([nd.median for nd in self.pending])
+        med = nan_median(stack, axis=0)
         self.codes, self.names = classes.from_structure(med, self.cpus)
 
 
@@ -548,7 +591,7 @@ class FleetBuilder:
         self._records[nd.node] = {
             "node": nd.node, "group": g.id, "file": nd.file, "hostname": nd.meta.get("hostname"),
             "date": nd.meta.get("date"), "result_warnings": nd.meta.get("warnings", 0),
-            "classes": classes.class_medians(nd.median, g.codes, g.names),
+            "classes": classes.class_medians(nd.median, g.index()),
             "settings": dict(nd.meta.get("settings") or {}),
         }
 
@@ -658,27 +701,50 @@ def read_error_file(path):
     return str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
 
 
-def _add_path(builder, path):
+def _read_path(path):
+    """("node", NodeData) | ("error", (node, text)) | ("note", text) for one file of a fleet folder."""
+    node = _node_from_file(path)
     if path.endswith(ERROR_SUFFIX):
         try:
-            node, error = read_error_file(path)
+            return "error", read_error_file(path)
         except (OSError, ValueError, UnicodeDecodeError) as e:
-            builder.add_error(_node_from_file(path), f"unreadable error file ({e})", path)
-            return
-        builder.add_error(node, error, path)
-        return
+            return "error", (node, f"unreadable error file ({e})")
     try:
-        header, arrays = _npz.read(path)
-        if header["kind"] != LatencyResult._KIND:
-            builder.note(f"{os.path.basename(path)} holds a {header['kind']!r} result, not a node's latency; "
-                         "left out")
-            return
-        result = LatencyResult._from_npz(header, arrays, path)
+        nd = read_node_file(path, node)
     except InputError as e:
-        builder.add_error(_node_from_file(path), str(e), path)
+        return "error", (node, str(e))
+    if nd is None:
+        return "note", f"{os.path.basename(path)} holds another kind of result than a node's latency; left out"
+    return "node", nd
+
+
+def _add(builder, path, got):
+    what, value = got
+    if what == "node":
+        builder.add(value)
+    elif what == "error":
+        builder.add_error(value[0], value[1], path)
+    else:
+        builder.note(value)
+
+
+def _add_paths(builder, paths):
+    """Read files on a few threads (zlib and numpy let go of the GIL) a few files ahead, and add
+    them in order, so that memory holds a handful of matrices whatever the number of files."""
+    if len(paths) < 2:
+        for p in paths:
+            _add(builder, p, _read_path(p))
         return
-    md_node = (result.metadata.get("fleet") or {}).get("node")
-    builder.add(summarize(result, node=md_node or _node_from_file(path), file=path))
+    window = deque()
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        for p in paths:
+            window.append((p, pool.submit(_read_path, p)))
+            if len(window) > 2 * READERS:
+                q, fut = window.popleft()
+                _add(builder, q, fut.result())
+        while window:
+            q, fut = window.popleft()
+            _add(builder, q, fut.result())
 
 
 def fleet(paths_or_results, expect=None, *, name=None):
@@ -717,10 +783,9 @@ def fleet(paths_or_results, expect=None, *, name=None):
             path = os.fspath(item)
             if os.path.isdir(path):
                 folders.append(path)
-                for p in node_files(path):
-                    _add_path(builder, p)
+                _add_paths(builder, node_files(path))
             elif os.path.exists(path):
-                _add_path(builder, path)
+                _add_paths(builder, [path])
             else:
                 raise InputError(f"{path}: no such file or folder")
         else:

@@ -46,9 +46,30 @@ def _labels(values):
     return np.array([ids.setdefault(v, len(ids)) if v is not None else -1 - i for i, v in enumerate(values)])
 
 
+def records_of(topology):
+    """A Topology's per-CPU dicts (``records()``; ``table()`` before the result protocol reached it)."""
+    rec = getattr(topology, "records", None)
+    return list(rec() if rec is not None else topology.table())
+
+
+_CACHE = {}
+_CACHE_SIZE = 32
+
+
 def from_topology(records, cpus):
-    """(codes, TOPOLOGY_CLASSES) from ``Topology.records()``, or None where they do not say
-    which package every CPU is in."""
+    """(codes, TOPOLOGY_CLASSES) from the topology's per-CPU records, or None where they do not say
+    which package every CPU is in. The nodes of a fleet share their topology: answers are cached."""
+    key = (tuple(cpus), tuple((r.get("cpu"), r.get("package"), r.get("l3"), r.get("l2"), r.get("core"))
+                              for r in records))
+    got = _CACHE.get(key, False)  # readers run on threads: one lookup, no check-then-get
+    if got is False:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        got = _CACHE[key] = _from_topology(records, cpus)
+    return None if got is None else (got[0].copy(), got[1])
+
+
+def _from_topology(records, cpus):
     by_cpu = {r.get("cpu"): r for r in records}
     rows = [by_cpu.get(c) for c in cpus]
     if not rows or any(r is None or r.get("package") is None for r in rows):
@@ -93,11 +114,18 @@ def from_structure(median, cpus):
     return codes, tuple(names)
 
 
-def class_medians(median, codes, names):
+def index(codes, names):
+    """[(class, flat indices of its cells)] for :func:`class_medians` (computed once per group)."""
+    flat = codes.ravel()
+    return [(name, np.flatnonzero(flat == k)) for k, name in enumerate(names)]
+
+
+def class_medians(median, idx):
     """{class: median latency over its pairs} (NaN for a class with no measured pair)."""
+    flat = np.asarray(median).ravel()
     out = {}
-    for k, name in enumerate(names):
-        v = median[codes == k]
+    for name, cells in idx:
+        v = flat[cells]
         v = v[~np.isnan(v)]
         out[name] = float(np.median(v)) if v.size else float("nan")
     return out

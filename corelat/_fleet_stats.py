@@ -40,6 +40,19 @@ def weighted_median(values, weights):
     return out
 
 
+def nan_median(a, axis=-1):
+    """Median along ``axis`` ignoring NaN (NaN where all are NaN), as ``np.nanmedian`` but by one
+    sort: numpy's nanmedian takes a slow masked-array path for short axes (a few samples per pair,
+    a few buffered matrices), and warns on all-NaN slices."""
+    s = np.sort(np.moveaxis(np.asarray(a, dtype=np.float64), axis, -1), axis=-1)  # NaN sorts last
+    if s.shape[-1] == 1:
+        return s[..., 0].copy()
+    count = np.sum(~np.isnan(s), axis=-1)
+    lo = np.take_along_axis(s, np.maximum((count - 1) // 2, 0)[..., None], axis=-1)[..., 0]
+    hi = np.take_along_axis(s, np.maximum(count // 2, 0)[..., None], axis=-1)[..., 0]
+    return np.where(count > 0, (lo + hi) / 2.0, np.nan)
+
+
 def robust(values):
     """(median, MAD) of the finite values (NaN, NaN when there are none)."""
     v = np.asarray(values, dtype=np.float64)
@@ -72,7 +85,7 @@ class RunningMedian:
             self._fill[level] += 1
             if self._fill[level] < self.base:
                 break
-            v = weighted_median(self._buffers[level], np.ones(self.base))
+            v = nan_median(self._buffers[level], axis=0)
             self._fill[level] = 0
             level += 1
         self.count += 1

@@ -1,0 +1,142 @@
+"""Fleet analysis at scale, and how often it is wrong.
+
+1. **Scale.** Writes ``--nodes`` result files of a ``--cpus``-CPU machine with an OS topology
+   (2 packages, L3 per 8 cores, SMT2; what ``corelat fleet`` leaves in its folder, one value per pair
+   by default or ``--samples`` raw samples per pair), then times ``corelat.fleet(folder)`` in a fresh
+   process and reports its peak memory (RSS): the analysis streams the files, keeping per node its
+   class medians and per group a running median matrix.
+2. **Errors.** Over ``--fleets`` random fleets of 50 nodes per shared peer result file (each pair
+   jittered within the file's own spread, each node by a 2 % overall factor): the false-positive rate
+   (node-class flags with no node slowed) and the detection rate of one node slowed by 25 % in one
+   class (flagged, and nothing else flagged).
+
+    python benchmarks/fleet.py [--nodes 1000] [--cpus 192] [--samples 1] [--fleets 100]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import corelat
+from corelat import _fleet_classes, _fleet_synth
+
+SHARED = os.environ.get("CORELAT_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+PEERS = os.path.join(SHARED, "fixtures", "peer-results", "core-to-core-latency")
+
+
+def machine(n):
+    """A Topology of ``n`` CPUs: 2 packages, L3 per 8 cores, 2 threads per core (siblings c, c + n/2)."""
+    half = n // 2
+    rows = []
+    for cpu in range(n):
+        core = cpu % half
+        package = core // (half // 2)
+        l3 = core // 8
+        rows.append({"cpu": cpu, "package": package, "die": 0, "cluster": None, "core": core, "core_id": core,
+                     "l2": core, "l3": l3 * 8, "node": package, "nodes": (package,),
+                     "siblings": (core, core + half), "thread": cpu // half, "allowed": True})
+    return corelat.Topology(rows, root="/synthetic")
+
+
+def write_fleet(folder, nodes, n, samples, seed=0):
+    topo = machine(n)
+    codes, names = _fleet_classes.from_topology(_fleet_classes.records_of(topo), topo.cpus)
+    typical = {"smt": 8.0, "l2": 12.0, "l3": 35.0, "package": 60.0, "packages": 140.0}
+    base = np.zeros((n, n))
+    for k, name in enumerate(names):
+        base[codes == k] = typical[name]
+    summary = topo.describe() if hasattr(topo, "describe") else topo.summary()
+    md = {"cpu_model": "Synthetic 2-socket CPU", "topology": topo.to_dict(), "topology_summary": summary,
+          "governor": "performance"}
+    rng = np.random.default_rng(seed)
+    low = np.tril(np.ones((n, n), dtype=bool), -1)
+    for i in range(nodes):
+        m = base * np.exp(0.03 * rng.standard_normal((n, n)) + 0.02 * rng.standard_normal())
+        m = np.where(low, m, m.T)
+        np.fill_diagonal(m, np.nan)
+        name = f"node{i:04d}"
+        if samples == 1:
+            r = corelat.LatencyResult.from_matrix(m, topo.cpus, kernel="cas", name=name, metadata=md)
+        else:
+            s = m[:, :, None] * np.exp(0.05 * rng.standard_normal((n, n, samples)))
+            r = corelat.LatencyResult(cpus=topo.cpus, kernel="cas", samples=s, metadata=md, name=name)
+        r.save(os.path.join(folder, name + ".npz"))
+
+
+ANALYSE = """
+import resource, sys, time
+import corelat
+t = time.perf_counter()
+r = corelat.fleet(sys.argv[1])
+dt = time.perf_counter() - t
+print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, r.summary()["nodes"], len(r.groups))
+"""
+
+BASELINE = "import resource, corelat; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+
+
+def scale(nodes, n, samples):
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-") as folder:
+        t = time.perf_counter()
+        write_fleet(folder, nodes, n, samples)
+        gen = time.perf_counter() - t
+        size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 2**20
+        base_rss = float(subprocess.check_output([sys.executable, "-c", BASELINE]))
+        out = subprocess.check_output([sys.executable, "-c", ANALYSE, folder]).split()
+        dt, rss, got, groups = float(out[0]), float(out[1]), int(out[2]), int(out[3])
+    print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair: {size:.0f} MiB of files (written in {gen:.0f} s)")
+    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} MiB "
+          f"(import corelat alone: {base_rss:.0f} MiB); {got} nodes in {groups} group(s)")
+
+
+def errors(fleets):
+    files = sorted(f for f in os.listdir(PEERS) if f.endswith(".csv"))
+    print(f"{fleets} random fleets of 50 nodes per peer file ({len(files)} files)")
+    print(f"{'machine':40} {'classes':>7} {'false flags':>11} {'FP rate':>9} {'fleets w/ FP':>12} "
+          f"{'25% found':>9} {'exactly':>8}")
+    tot_tests = tot_fp = 0
+    for f in files:
+        base = corelat.load(os.path.join(PEERS, f))
+        names = _fleet_classes.present(*_fleet_synth._classification(base))
+        fp = fleets_fp = found = exact = 0
+        for seed in range(fleets):
+            clean = corelat.fleet(_fleet_synth.copies(base, 50, seed=seed))
+            fp += len(clean.outliers)
+            fleets_fp += bool(clean.outliers)
+            cls = names[seed % len(names)]
+            slow = corelat.fleet(_fleet_synth.copies(base, 50, seed=10_000 + seed, slow=(seed % 50, cls, 1.25)))
+            flags = [(o.node, o.cls) for o in slow.outliers]
+            found += (f"node{seed % 50:03d}", cls) in flags
+            exact += flags == [(f"node{seed % 50:03d}", cls)]
+        tests = fleets * 50 * len(names)
+        tot_tests += tests
+        tot_fp += fp
+        print(f"{f[:-4][:40]:40} {len(names):>7} {fp:>11} {fp / tests:>9.2%} {fleets_fp:>12} "
+              f"{found / fleets:>9.0%} {exact / fleets:>8.0%}")
+    print(f"overall false-positive rate: {tot_fp} of {tot_tests} node-class tests ({tot_fp / tot_tests:.3%})")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--cpus", type=int, default=192)
+    ap.add_argument("--samples", type=int, default=1, help="raw samples per pair in the generated files")
+    ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
+    ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--skip-errors", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.skip_scale:
+        scale(args.nodes, args.cpus, args.samples)
+    if not args.skip_errors:
+        if not os.path.isdir(PEERS):
+            sys.exit(f"peer result files not found at {PEERS} (set CORELAT_SHARED)")
+        errors(args.fleets)
+
+
+if __name__ == "__main__":
+    main()

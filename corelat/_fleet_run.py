@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _fleet
 from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+from ._hostlist import expected_nodes
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY = 7301, 7302, 7303, 7304
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
@@ -299,8 +300,12 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
     rank, size = comm.Get_rank(), comm.Get_size()
     link = _Link(MPI, comm)
     name = node_name(MPI)
+    folder_error = None
     if directory is not None:
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:  # this node reports it; the job goes on
+            folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
 
     with _watchdog(join_timeout, f"rank {rank}: not every rank joined (MPI_Comm_split_type took more than "
                                  f"{join_timeout:g} s)"):
@@ -347,6 +352,8 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         if role["prev"] is not None and link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
             error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
                      f"within {total_wait:g} s")
+        if error is None and folder_error is not None:
+            error = folder_error
         if error is None:
             nd, error = _measure_node(measure, directory, node, rank)
         if role["next"] is not None:
@@ -384,9 +391,12 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": size, "directory": directory,
                                           "wait_s": total_wait})
-        if directory is not None:
-            result.save(os.path.join(directory, REPORT_NAME))
         print(result.report(), file=out or sys.stdout, flush=True)
+        if directory is not None:
+            try:
+                result.save(os.path.join(directory, REPORT_NAME))
+            except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
+                log(f"corelat fleet: error: {e}")
         if pending:
             _abort(comm, f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
                          "ending the job")
@@ -447,6 +457,7 @@ def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measur
         comm = MPI.COMM_WORLD
     if "name" in measure_kwargs:
         raise TypeError("measure_fleet names each result after its node; do not pass name")
+    expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
     from ._sweep import measure
     from ._validate import allowed_cpus, resolve_cpus
 

@@ -337,3 +337,43 @@ def test_fleet_report_of_a_clean_folder_exits_0(tmp_path, peers):
     p = run_cli("fleet-report", folder)
     assert p.returncode == 0, p.stderr
     assert os.path.basename(folder) in p.stdout
+
+
+# -- pictures ----------------------------------------------------------------------------------------------
+def test_plot_heat_table_and_ratio_heatmap(peers, tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import corelat.plot
+
+    folder = tmp_path / "f"
+    folder.mkdir()
+    nodes = _fleet_synth.copies(peers[RYZEN], 10, seed=2, slow=(6, "across", 1.3))
+    nodes += _fleet_synth.copies(peers[GRAVITON], 3, seed=3, names="arm{}")
+    for r in nodes:
+        r.save(folder / f"{r.name}.npz")
+    result = corelat.fleet(folder)
+    fig = corelat.plot.fleet(result)
+    tables = [ax for ax in fig.axes if ax.images]
+    assert len(tables) == 2  # one heat table per group
+    boxed = [p for ax in tables for p in ax.patches]
+    assert len(boxed) == len(result.outliers) == 1
+    ryzen = next(ax for ax in tables if "Ryzen" in ax.get_title())
+    assert [t.get_text() for t in ryzen.get_yticklabels()][6] == "node006" and ryzen.patches
+    plt.close(fig)
+    fig = corelat.plot.fleet(result, node="node006")  # read from the node's file
+    (ax,) = [a for a in fig.axes if a.images]
+    ratio = ax.images[0].get_array()
+    assert ratio.shape == (32, 32)
+    assert "node006" in ax.get_title()
+    plt.close(fig)
+    fig = corelat.plot.fleet(result, group=result.group("node006").id)
+    assert len([a for a in fig.axes if a.images]) == 1
+    plt.close(fig)
+    with pytest.raises(InputError):
+        corelat.plot.fleet(result, group=9)
+    with pytest.raises(KeyError):
+        corelat.plot.fleet(result, node="nope")

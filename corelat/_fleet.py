@@ -399,7 +399,7 @@ class FleetResult(Result):
             if group is not None and g.id != group:
                 continue
             header = ["node"] + [classes.short_label(c) for c in g.classes]
-            rows = [["(median)"] + [_text.number(g.class_medians[c]) for c in g.classes]]
+            rows = [["(median)"] + [_text.number(g.class_medians[c]) + " " for c in g.classes]]
             for k, node in enumerate(g.nodes):
                 rows.append([node] + [_text.number(v) + ("*" if (node, c) in flagged else " ")
                                       for c, v in zip(g.classes, g.values[k])])
@@ -412,7 +412,8 @@ class FleetResult(Result):
         """The fleet report in words (what ``print(result)`` and ``corelat fleet-report`` show)."""
         s = self.summary()
         nodes = s["nodes"]
-        head = [(f"Fleet {self.name}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
+        title = "Fleet" if self.name in ("", "fleet") else f"Fleet {self.name}"
+        head = [(f"{title}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
                  f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
                  f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing")]
         md = self.metadata

@@ -45,12 +45,12 @@ def machine(n):
 
 def write_fleet(folder, nodes, n, samples, seed=0):
     topo = machine(n)
-    codes, names = _fleet_classes.from_topology(_fleet_classes.records_of(topo), topo.cpus)
+    codes, names = _fleet_classes.from_topology(topo.records(), topo.cpus)
     typical = {"smt": 8.0, "l2": 12.0, "l3": 35.0, "package": 60.0, "packages": 140.0}
     base = np.zeros((n, n))
     for k, name in enumerate(names):
         base[codes == k] = typical[name]
-    summary = topo.describe() if hasattr(topo, "describe") else topo.summary()
+    summary = topo.describe()
     md = {"cpu_model": "Synthetic 2-socket CPU", "topology": topo.to_dict(), "topology_summary": summary,
           "governor": "performance"}
     rng = np.random.default_rng(seed)

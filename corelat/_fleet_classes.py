@@ -46,12 +46,6 @@ def _labels(values):
     return np.array([ids.setdefault(v, len(ids)) if v is not None else -1 - i for i, v in enumerate(values)])
 
 
-def records_of(topology):
-    """A Topology's per-CPU dicts (``records()``; ``table()`` before the result protocol reached it)."""
-    rec = getattr(topology, "records", None)
-    return list(rec() if rec is not None else topology.table())
-
-
 _CACHE = {}
 _CACHE_SIZE = 32
 

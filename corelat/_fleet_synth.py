@@ -19,7 +19,7 @@ NODE_SIGMA = 0.02
 def _classification(result):
     cpus = tuple(result.cpus)
     topo = result.topology
-    got = classes.from_topology(classes.records_of(topo), cpus) if topo is not None else None
+    got = classes.from_topology(topo.records(), cpus) if topo is not None else None
     return got if got is not None else classes.from_structure(result.median, cpus)
 
 

@@ -113,7 +113,7 @@ def test_topology_classes_from_a_two_socket_smt_machine(shared_dir, tmp_path):
         warnings.simplefilter("ignore")  # the dump has offline CPUs: TopologyWarnings are expected
         topo = corelat.topology(root)
     cpus = topo.cpus
-    records = _fleet_classes.records_of(topo)
+    records = topo.records()
     codes, names = _fleet_classes.from_topology(records, cpus)
     rows = {r["cpu"]: r for r in records}
     for i, a in enumerate(cpus):

@@ -181,5 +181,6 @@ def _csv(text, path, name):
         raise InputError(f"{path}: values above the diagonal; expected a lower-triangular matrix")
     if not np.tril(~np.isnan(m), -1).any():
         raise InputError(f"{path}: no values below the diagonal")
-    return LatencyResult.from_matrix(m, None, kernel="cas", name=name,
+    # The CSV does not record which of core-to-core-latency's kernels (cas, rw, one-way) made it.
+    return LatencyResult.from_matrix(m, None, kernel="unknown", name=name,
                        metadata={"source": "core-to-core-latency csv", "statistic": "mean", "path": path})

@@ -13,12 +13,10 @@ def _missing(v):
 
 
 def fmt_ns(v):
-    """A latency in ns without an uncertainty: one decimal below 100 ns (two below 1 ns), else none."""
+    """A latency in ns without an uncertainty, as a matrix cell: one decimal below 10 ns, else none."""
     if _missing(v):
         return ""
-    if abs(v) < 1:
-        return f"{v:.2f}"
-    return f"{v:.1f}" if abs(v) < 100 else f"{v:.0f}"
+    return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"
 
 
 def fmt_value(v, err=None):

@@ -191,12 +191,14 @@ class LatencyResult(Result):
     def summary(self, statistic="median"):
         """Min, max and mean latency over pairs, like core-to-core-latency prints.
 
-        Returns a dict with ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``cpus`` is the
+        Returns a dict with ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``err``: half the
+        median's 95 % CI, the mean's standard error, None for other statistics; ``cpus`` is the
         OS id pair, larger-index first as in the printed lower triangle), ``mean`` (the mean of the
         per-pair values), ``statistic`` and ``pairs`` (how many pairs have a value).
         """
         m = self.statistic(statistic)
-        err = self.err if statistic == "median" else self.sem
+        # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
+        err = {"median": self.err, "mean": self.sem}.get(statistic)
         low = np.tril(np.ones_like(m, dtype=bool), -1)
         # Asymmetric kernels measure both halves: use every measured cell then.
         if self.metadata.get("symmetric", True):
@@ -210,7 +212,7 @@ class LatencyResult(Result):
         out = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
         for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
             i, j = idx[k]
-            e = err[i, j]
+            e = np.nan if err is None else err[i, j]
             out[key] = {
                 "value": float(vals[k]),
                 "err": None if np.isnan(e) or self.value_only else float(e),

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ._errors import InputError
+from ._numbers import fmt_ns as _fmt
 from ._result import PairFlag
 
 #: A cell must be at least this many points wide to carry its value.
@@ -42,10 +43,6 @@ def _plt():
 
         raise ImportError(f"corelat.plot needs matplotlib; install it with: {install_command('plot')}") from None
     return plt
-
-
-def _fmt(v):
-    return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"
 
 
 def _ordered(result, order):
@@ -346,10 +343,9 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
 
 def _count_text(counts):
     """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
-    lo, mid, hi = int(min(counts)), int(np.median(counts)), int(max(counts))
-    if lo == hi:
-        return f"{lo} samples per pair"
-    return f"{lo}-{hi} samples per pair (median {mid})"
+    from ._numbers import fmt_counts
+
+    return f"{fmt_counts(counts)} samples per pair"
 
 
 def _clip(data, clip):

@@ -82,7 +82,7 @@ def test_peer_files(shared_dir):
     r5950, r9900 = c.records()
     assert r5950["groups"] == "2×16" and r9900["groups"] == "none"
     assert r9900["across"] is None and r9900["within"] is not None
-    assert r5950["value_only"] and r5950["kernel"] == "cas"
+    assert r5950["value_only"] and r5950["kernel"] == "unknown"
 
 
 def test_cli_compare(tmp_path, capsys, shared_dir):

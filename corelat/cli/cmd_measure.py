@@ -63,34 +63,26 @@ def header_text(result, statistic):
     md = result.metadata
     params = md.get("parameters", {})
     timer = md.get("timer", {})
-    what = {
-        "median": "median ± half-width of its 95% confidence interval",
-        "mean": "mean ± standard error",
-        "min": "minimum",
-    }[statistic]
     lines = [
         f"CPU: {md.get('cpu_model') or 'unknown'}",
         f"Num cores: {result.n}",
         f"Num round trips per samples: {params.get('round_trips')}",
-        f"Num samples: {_samples_text(md)}",
+        f"Num samples: {common.samples_text(result)}{_sampling_text(md)}",
         f"Kernel: {result.kernel}: {md.get('kernel_description', '')}",
         f"Timer: {timer.get('name')} at {timer.get('frequency_hz', 0) / 1e6:.1f} MHz",
     ]
     if md.get("topology_summary"):
         lines.insert(1, f"Topology: {md['topology_summary']}")
-    if md.get("symmetric", True):
-        lines.append(f"Showing latency = round-trip time / 2 in ns: {what}")
-    else:
-        lines.append(f"Showing one-way latency in ns (row CPU sends, column CPU receives): {what}")
+    lines.append(common.showing_text(result, statistic))
     return "\n".join(lines)
 
 
-def _samples_text(md):
+def _sampling_text(md):
     params, sampling = md.get("parameters", {}), md.get("sampling") or {}
     if sampling.get("mode") != "precision":
-        return f"{params.get('samples')}"
-    return (f"until the median is within ±{params.get('precision', 0):.1%} (at most {params.get('samples')}"
-            f" and {params.get('max_time_per_pair')} s per pair; {sampling.get('samples_taken')} taken)")
+        return f" (fixed: {params.get('samples')} asked)"
+    return (f", sampled until the median is within ±{params.get('precision', 0):.1%} (at most "
+            f"{params.get('samples')} samples and {params.get('max_time_per_pair')} s per pair)")
 
 
 def print_warnings(result, file=None):

@@ -16,7 +16,7 @@ def add_arguments(p):
 
 def report_text(result, st, statistic="median", matrix=False):
     md = result.metadata
-    lines = [f"{result.name or 'result'}: {result.n} CPUs, kernel {result.kernel}"]
+    lines = [f"{result.name or 'result'}: {result.n} CPUs, kernel {common.kernel_text(result)}"]
     for key, label in (("cpu_model", "CPU"), ("topology_summary", "Topology"), ("hostname", "Host"),
                        ("date", "Date"), ("source", "Source")):
         if md.get(key):
@@ -24,8 +24,8 @@ def report_text(result, st, statistic="median", matrix=False):
     if result.value_only:
         lines.append("One value per pair (imported): no samples, no spread.")
     else:
-        lines.append(f"Samples per pair: up to {result.samples.shape[2]}; showing the {statistic} "
-                     "of round-trip time / 2 in ns")
+        lines.append(f"Samples: {common.samples_text(result)}")
+    lines.append(common.showing_text(result, statistic))
     lines.append("")
     lines.append(_text.latency_summary(result, statistic))
     lines.append("")

@@ -4,7 +4,10 @@ import json
 import os
 import sys
 
+import numpy as np
+
 from .._errors import InputError
+from .._numbers import fmt_counts, fmt_value
 
 
 def check_output_path(path, suffixes=(".npz", ".csv")):
@@ -44,6 +47,51 @@ def save(result, path):
     """Save ``result`` to ``path`` and say so on stderr."""
     result.save(path)
     print(f"saved to {path}", file=sys.stderr)
+
+
+#: What the ± after a value is, per statistic shown (statistics without one show no ±).
+PLUS_MINUS = {
+    "median": "median ± half-width of its 95% confidence interval",
+    "mean": "mean ± standard error",
+    "min": "minimum (no ±: the minimum has no interval)",
+}
+
+
+def kernel_text(result):
+    """The kernel, and for imported files whose format does not record it, that it is unknown."""
+    if result.kernel == "unknown" and result.metadata.get("source"):
+        return f"unknown (imported {result.metadata['source']}, which does not record it)"
+    return result.kernel
+
+
+def measured_text(result):
+    """What the values are: round-trip time / 2, or the one-way kernel's timed message."""
+    md = result.metadata
+    if not md.get("symmetric", True):
+        return ("one-way latency in ns: receiver's timer at arrival - sender's timer at sending "
+                "(row CPU sends, column CPU receives)")
+    if result.value_only:
+        return f"one value per pair in ns, as the file holds it ({md.get('statistic') or 'statistic unknown'})"
+    return "latency = round-trip time / 2 in ns"
+
+
+def showing_text(result, statistic):
+    """The header's ``Showing ...`` line: what was measured, and which statistic (and ±) is shown."""
+    if result.value_only:
+        return f"Showing {measured_text(result)}; no samples, so no ±"
+    return f"Showing {measured_text(result)}: {PLUS_MINUS.get(statistic, statistic)}"
+
+
+def samples_text(result):
+    """Samples per pair as the statistics count them: ``98-106 (median 104) per pair``.
+
+    Counted are the samples each measured pair keeps (not warm-ups, not samples dropped because a
+    thread left its CPU, not the first attempts of re-tested pairs), so this is what the ± rests on."""
+    from .._result import PairFlag
+
+    measured = (np.asarray(result.flags) & PairFlag.MEASURED) != 0
+    counts = np.asarray(result.count)[measured]
+    return f"{fmt_counts(counts[counts > 0])} per pair"
 
 
 def stderr_is_tty():

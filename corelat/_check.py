@@ -429,14 +429,41 @@ def check_timer_skew(cpus=None):
     except Exception as e:  # noqa: BLE001 - an item that cannot be measured says so
         return CheckItem("timer_skew", UNKNOWN, f"not measured ({type(e).__name__}: {e})",
                          "cannot tell whether the CPUs' timers agree")
+    return judge_timer_skew(records, name)
+
+
+#: A timer-offset bound is harmless below this share of the latencies it would distort.
+SKEW_SHARE = 0.1
+#: A typical fast transfer (SMT siblings, a shared L3) that one-way results should resolve.
+TYPICAL_FAST_NS = 20.0
+
+
+def judge_timer_skew(records, name=None):
+    """The timer_skew item from the one-way check's records, judged against the latencies it would
+    distort: a bound is fine only below a tenth of the smallest latency measured (and of a typical
+    20 ns transfer), since a smaller offset cannot be told apart from a real direction difference.
+    (The fastest-message bracket's bound is never below the offset-free latency, so it always warns:
+    that method cannot certify the timers that closely.)"""
     bound = max(r["bound_ns"] for r in records)
     ref = records[0]["reference"]
+    # low/high bracket the offset by the two directions' fastest messages: their half-sum is the
+    # offset-free latency of that pair.
+    latencies = [(r["high_ns"] - r["low_ns"]) / 2 for r in records if r["high_ns"] >= r["low_ns"]]
+    smallest = min(latencies) if latencies else None
+    limit = SKEW_SHARE * min([TYPICAL_FAST_NS] + ([smallest] if smallest else []))
+    found = (f"{name or 'the timers'} of {len(records) + 1} CPUs agree with CPU {ref}'s within {bound:.0f} ns"
+             + (f", against one-way latencies from {smallest:.0f} ns" if smallest is not None else ""))
+    details = [dict(r) for r in records]
+    if bound <= limit:
+        return CheckItem("timer_skew", OK, found + " (no message arrived before it was sent)",
+                         "one-way latencies can be trusted up to that bound", details)
     return CheckItem(
-        "timer_skew", OK,
-        f"{name} of {len(records) + 1} CPUs agree with CPU {ref}'s within {bound:.0f} ns (no message "
-        "arrived before it was sent)",
-        "one-way latencies can be trusted up to that bound: a smaller offset cannot be told apart from a "
-        "real difference between the two directions", [dict(r) for r in records])
+        "timer_skew", WARN, found + f": more than {limit:.1f} ns, a tenth of "
+        + ("the smallest latency" if smallest is not None and smallest < TYPICAL_FAST_NS
+           else f"a typical {TYPICAL_FAST_NS:.0f} ns SMT/L3 transfer"),
+        f"one-way direction differences below {2 * bound:.0f} ns cannot be told apart from a timer offset: "
+        "read the one-way kernel's (a→b + b→a) / 2, or use the round-trip kernels (cas, rw), which need no "
+        "common clock", details)
 
 
 def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.sleep):

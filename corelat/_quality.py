@@ -202,11 +202,13 @@ def assess(samples, flags=None, *, spread_threshold=SPREAD_THRESHOLD, **bimodal_
 
 
 def _pairs(flags, bit, cpus, symmetric=True):
+    """CPU pairs (unordered, larger index first) with ``bit`` set on a measured cell. A one-way
+    result measures both directions of a pair in one run: the pair counts once, as for the
+    round-trip kernels, so every message counts one thing."""
     f = np.asarray(flags)
     cells = (f & bit) != 0
     cells &= (f & PairFlag.MEASURED) != 0
-    if symmetric:
-        cells = np.tril(cells, -1) | np.tril(cells.T, -1)
+    cells = np.tril(cells, -1) | np.tril(cells.T, -1)
     idx = np.argwhere(cells)
     return [(cpus[i], cpus[j]) for i, j in idx]
 
@@ -216,22 +218,90 @@ def _example(pairs, limit=3):
     return shown + (f" and {len(pairs) - limit} more" if len(pairs) > limit else "")
 
 
+def _n(count, what="CPU pair"):
+    return f"{count} {what}" + ("" if count == 1 else "s")
+
+
+def cause(hypervisor):
+    """The one cause shared by the bimodal and unstable warnings on a virtual machine, or None."""
+    if not hypervisor:
+        return None
+    who = "a hypervisor" if hypervisor in ("yes", True) else hypervisor
+    return f"running under {who}: the host moves vCPUs between its cores, which makes pairs bimodal or unstable"
+
+
+#: Python words in the messages below, and what the command line calls the same thing. Messages are
+#: stored with a result in the Python API's words; the CLI prints them through :func:`for_cli`.
+CLI_WORDS = (
+    ("pass retest=N to re-measure more", "use --retest N to re-measure more"),
+    ("The first attempts are in result.extras['first_attempt']",
+     "Save the result (-o FILE); 'corelat report FILE --pairs' shows both attempts"),
+    ("(max_time_per_pair=SECONDS)", "(--max-time-per-pair SECONDS)"),
+    ("(flag ESTIMATED; result.extras['estimated_from'] says which)",
+     "('corelat report FILE --pairs' says which)"),
+    ("Run corelat.check()", "Run 'corelat check'"),
+)
+
+
+def for_cli(message):
+    """A message in the command line's words (its options and commands, not Python arguments)."""
+    for python, cli in CLI_WORDS:
+        message = message.replace(python, cli)
+    return message
+
+
+def shared_cause(flags, hypervisor):
+    """What the bimodal and unstable warnings have in common (a hypervisor), said once, or None."""
+    f = np.asarray(flags)
+    affected = ((f & (PairFlag.BIMODAL | PairFlag.UNSTABLE)) != 0) & ((f & PairFlag.MEASURED) != 0)
+    return cause(hypervisor) if affected.any() else None
+
+
+def directions(median, bound, cpus):
+    """A note on a one-way result: do its two directions differ by more than the timers can explain?
+
+    ``median[i, j]`` is cpus[i] → cpus[j]; ``bound[i, j]`` the measured bound on the two CPUs' timer
+    offset. An offset d adds d to one direction and takes it from the other, so a difference of up
+    to 2 × bound may be the offset alone; (a→b + b→a) / 2 is free of it. Returns None when there is
+    nothing to say (no pair with both directions and a bound)."""
+    med, bnd = np.asarray(median, dtype=float), np.asarray(bound, dtype=float)
+    within, beyond = [], []
+    for i in range(len(cpus)):
+        for j in range(i):
+            ab, ba, b = med[i, j], med[j, i], bnd[i, j]
+            if not (np.isfinite(ab) and np.isfinite(ba) and np.isfinite(b)):
+                continue
+            (within if abs(ab - ba) <= 2 * b else beyond).append((abs(ab - ba), i, j, ab, ba, b))
+    if not within and not beyond:
+        return None
+
+    def example(rows):
+        _, i, j, ab, ba, b = max(rows)
+        return (f"e.g. {cpus[i]}→{cpus[j]} {ab:.1f} ns and {cpus[j]}→{cpus[i]} {ba:.1f} ns, timer offset "
+                f"within ±{b:.0f} ns; offset-free (a→b + b→a) / 2 = {(ab + ba) / 2:.1f} ns")
+
+    total = len(within) + len(beyond)
+    if not beyond:
+        which = "the CPU pair" if total == 1 else f"all {_n(total)}"
+        return (f"The two directions of {which} differ by no more than the timers' offset could make them "
+                f"({example(within)}): the asymmetry cannot be told from a timer offset")
+    return (f"The two directions of {len(beyond)} of {_n(total)} differ by more than the timers' offset can explain "
+            f"({example(beyond)}); for the other {len(within)} the difference may be the offset")
+
+
 def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
-             retested=0, estimated=0, hypervisor=None, notes=None):
+             retested=0, estimated=0, notes=None):
     """pyperf-style warnings about a sweep: what looks wrong, why it matters, what to try.
 
     ``flags`` is the result's ``(n, n)`` array; ``samples`` (optional) lets the bimodal warning
     show the two groups of one pair. Lines that report what the sweep did rather than a problem
     (re-tests that came out clean, estimated pairs) go to the list ``notes`` when one is given.
+    Every count is of CPU pairs (a one-way pair's two directions count once). A cause shared by
+    several warnings (a hypervisor) is not repeated in them: :func:`cause` says it once.
     """
     info = notes
     cpus = tuple(cpus)
     out = []
-    if hypervisor:
-        who = "a hypervisor" if hypervisor in ("yes", True) else hypervisor
-        where = f" (running under {who}: the host moves vCPUs between its cores)"
-    else:
-        where = ""
 
     def count(bit):
         return _pairs(flags, bit, cpus, symmetric)
@@ -240,7 +310,7 @@ def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_t
 
     migrated = count(PairFlag.MIGRATED)
     if migrated:
-        out.append(f"{len(migrated)} pair(s) had samples dropped because a thread was not on its CPU "
+        out.append(f"{_n(len(migrated))} had samples dropped because a thread was not on its CPU "
                    f"({_example(migrated)})")
     bimodal = count(PairFlag.BIMODAL)
     if bimodal:
@@ -252,28 +322,30 @@ def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_t
             if bm.bimodal:
                 detail = (f"; e.g. CPUs {a}-{b}: samples near {bm.low:.3g} ns and near {bm.high:.3g} ns, "
                           f"{bm.fraction:.0%} in the smaller group")
-        out.append(f"{len(bimodal)} pair(s) are bimodal: their samples fall in two separate groups "
-                   f"({_example(bimodal)}){detail}. The median shows one group only; look at the raw "
-                   f"samples{where}")
+        out.append(f"{_n(len(bimodal))} {'is' if len(bimodal) == 1 else 'are'} bimodal: samples fall in two "
+                   f"separate groups ({_example(bimodal)}){detail}. The median shows one group only; look at "
+                   f"the raw samples")
     unstable = count(PairFlag.UNSTABLE)
     if unstable:
-        out.append(f"{len(unstable)} pair(s) are unstable: the middle 80 % of their samples spans more "
-                   f"than {SPREAD_THRESHOLD * 100:.0f} % of the median ({_example(unstable)}). Run 'corelat check' "
-                   f"to find what disturbs the machine (load, frequency scaling, hypervisor){where}")
+        out.append(f"{_n(len(unstable))} {'is' if len(unstable) == 1 else 'are'} unstable: the middle 80 % of "
+                   f"the samples spans more than {SPREAD_THRESHOLD * 100:.0f} % of the median "
+                   f"({_example(unstable)}). Run corelat.check() to find what disturbs the machine (load, "
+                   f"frequency scaling, hypervisor)")
     missed = count(PairFlag.TARGET_NOT_MET)
     if missed:
         target = f"±{precision:.1%}" if precision else "the precision"
         budget = f" within {max_time_per_pair:g} s" if max_time_per_pair else ""
-        out.append(f"{len(missed)} of {total} pair(s) did not reach {target}{budget} "
+        out.append(f"{len(missed)} of {_n(total)} did not reach {target}{budget} "
                    f"({_example(missed)}); their ± is wider. Allow more time per pair "
-                   f"(max_time_per_pair / --max-time-per-pair) or accept a looser precision")
+                   f"(max_time_per_pair=SECONDS) or accept a looser precision")
     if retested:
         still = len(set(count(PairFlag.RETESTED)) & set(count(RETEST_FLAGS)))
-        line = (f"{retested} pair(s) looked unstable and were re-measured at the end of the sweep; "
-                f"{still} still look unstable. The first attempts are in result.extras['first_attempt']")
+        line = (f"{_n(retested)} looked unstable and {'was' if retested == 1 else 'were'} re-measured at the "
+                f"end of the sweep; {still} of them still {'looks' if still == 1 else 'look'} unstable. "
+                f"The first attempts are in result.extras['first_attempt']")
         (out if still or info is None else info).append(line)
     if estimated:
-        (out if info is None else info).append(f"{estimated} of {total + estimated} pair(s) were not measured but estimated from "
-                   f"measured pairs of the same topology blocks (flag ESTIMATED; "
-                   f"result.extras['estimated_from'] says which)")
+        (out if info is None else info).append(
+            f"{estimated} of {_n(total + estimated)} were not measured but estimated from measured pairs of "
+            f"the same topology blocks (flag ESTIMATED; result.extras['estimated_from'] says which)")
     return out

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _quality, _sampling, _sysinfo
+from . import _quality, _sampling, _stats, _sysinfo
 from ._errors import InputError
 from ._measurers import make_measurer
 from ._result import LatencyResult, PairFlag
@@ -321,10 +321,14 @@ def measure(
     notes = _quality.warnings(
         flags, cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
-        estimated=len(estimates), hypervisor=meta.get("hypervisor"), notes=info)
+        estimated=len(estimates), notes=info)
     if skipped:
-        notes.append(f"{skipped} more unstable pair(s) were not re-measured (retest limit {limit}; "
-                     "pass retest=N to re-measure more)")
+        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
+                     f"(retest limit {limit}; pass retest=N to re-measure more)")
+    if "skew_bound_ns" in extras:
+        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], cpus)
+        if note:
+            info.append(note)
     meta.update(
         {
             "kernel": kernel,
@@ -355,6 +359,7 @@ def measure(
             "kernel_s": kernel_seconds,
             "warnings": notes,
             "notes": info,
+            "warning_cause": _quality.shared_cause(flags, meta.get("hypervisor")),
         }
     )
     if not symmetric:

@@ -177,3 +177,24 @@ def test_cli(bare):
     assert {r["name"] for r in records} >= {"governor", "tsc", "busy"}
     p = run_cli("check", "--interval", "-1")
     assert p.returncode == 2 and "interval" in p.stderr
+
+
+def test_timer_skew_is_judged_against_the_latencies_it_would_distort():
+    from corelat._check import judge_timer_skew
+
+    def rec(lo, hi):
+        return {"cpu": 1, "reference": 0, "low_ns": lo, "high_ns": hi, "bound_ns": max(abs(lo), abs(hi))}
+
+    # A VM: the bound (281 ns) is as large as the latencies themselves.
+    item = judge_timer_skew([rec(-281.0, 270.0)], "tsc")
+    assert item.status == WARN
+    assert "within 281 ns, against one-way latencies from 276 ns" in item.found
+    assert "a typical 20 ns SMT/L3 transfer" in item.found
+    assert "below 562 ns cannot be told apart from a timer offset" in item.why
+    # Fast pairs: the limit is a tenth of the smallest latency.
+    item = judge_timer_skew([rec(-1.5, 12.0), rec(-0.6, 14.0)])
+    assert item.status == WARN and "more than 0.7 ns, a tenth of the smallest latency" in item.found
+    # The fastest-message bracket's bound is at least the offset-free latency itself, so it can never
+    # certify the timers to a tenth of it: this check always says so, rather than "ok".
+    for lo, hi in ((-5.0, 300.0), (-150.0, 150.0), (-0.2, 40.0)):
+        assert judge_timer_skew([rec(lo, hi)]).status == WARN

@@ -196,14 +196,64 @@ def test_warnings_text():
     rng = np.random.default_rng(1)
     s = np.full((3, 3, 200), np.nan)
     s[1, 0] = mixture(rng, 200, 8, 90, 0.5)
-    w = _quality.warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1,
-                         hypervisor="KVM")
+    w = _quality.warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1)
     text = "\n".join(w)
-    assert "1 pair(s) are bimodal" in text and "1-0" in text and "KVM" in text
-    assert "1 of 3 pair(s) did not reach ±2.0% within 0.2 s" in text
+    assert "1 CPU pair is bimodal" in text and "1-0" in text
+    assert "1 of 3 CPU pairs did not reach ±2.0% within 0.2 s" in text
     assert "samples dropped" in text and "2-1" in text
-    assert "re-measured" in text and "1 still look unstable" in text
+    assert "1 CPU pair looked unstable and was re-measured" in text and "1 of them still looks unstable" in text
     assert _quality.warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == []
+
+
+def test_a_hypervisor_is_named_once_not_on_every_warning():
+    f = np.zeros((3, 3), np.uint32)
+    f[1, 0] = PairFlag.MEASURED | PairFlag.BIMODAL
+    f[2, 0] = PairFlag.MEASURED | PairFlag.UNSTABLE
+    w = _quality.warnings(f, (0, 1, 2))
+    assert len(w) == 2 and not any("KVM" in x or "hypervisor:" in x for x in w)
+    assert "running under KVM" in _quality.shared_cause(f, "KVM")
+    assert _quality.shared_cause(f, None) is None
+    calm = np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0)
+    assert _quality.shared_cause(calm, "KVM") is None  # no bimodal/unstable pair: nothing to explain
+
+
+def test_one_way_counts_pairs_not_directed_cells():
+    """A one-way sweep flags both directions of a pair; every message counts the pair once."""
+    f = np.full((3, 3), PairFlag.MEASURED, np.uint32)
+    np.fill_diagonal(f, 0)
+    for cell in ((1, 0), (0, 1), (2, 0), (0, 2)):  # pairs 1-0 and 2-0, both directions
+        f[cell] |= PairFlag.RETESTED | PairFlag.UNSTABLE
+    text = "\n".join(_quality.warnings(f, (0, 1, 2), symmetric=False, retested=2))
+    assert "2 CPU pairs are unstable" in text
+    assert "2 CPU pairs looked unstable and were re-measured" in text and "2 of them still look unstable" in text
+
+
+def test_cli_words_replace_python_words():
+    f = np.zeros((3, 3), np.uint32)
+    f[1, 0] = PairFlag.MEASURED | PairFlag.BIMODAL | PairFlag.RETESTED
+    f[2, 0] = PairFlag.MEASURED | PairFlag.TARGET_NOT_MET | PairFlag.UNSTABLE
+    f[2, 1] = PairFlag.ESTIMATED
+    notes = []
+    w = _quality.warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1, estimated=1, notes=notes)
+    w.append("1 more unstable CPU pair was not re-measured (retest limit 1; pass retest=N to re-measure more)")
+    python = "\n".join(w + notes)
+    for word in ("result.extras", "retest=N", "max_time_per_pair=", "corelat.check()"):
+        assert word in python  # the Python API names its own arguments
+    cli = _quality.for_cli(python)
+    for word in ("result.", "extras[", "retest=", "max_time_per_pair", "corelat.check()", "ESTIMATED"):
+        assert word not in cli, word
+    for word in ("--retest N", "corelat report FILE --pairs", "--max-time-per-pair", "'corelat check'"):
+        assert word in cli, word
+
+
+def test_one_way_directions_within_the_timer_offset_are_said_so():
+    med = np.array([[np.nan, 89.0], [84.0, np.nan]])
+    note = _quality.directions(med, np.full((2, 2), 90.0), (0, 1))
+    assert "cannot be told from a timer offset" in note
+    assert "1→0 84.0 ns and 0→1 89.0 ns" in note and "(a→b + b→a) / 2 = 86.5 ns" in note
+    note = _quality.directions(np.array([[np.nan, 150.0], [84.0, np.nan]]), np.full((2, 2), 5.0), (0, 1))
+    assert "1 of 1 CPU pair differ by more than the timers' offset can explain" in note
+    assert _quality.directions(med, np.full((2, 2), np.nan), (0, 1)) is None
 
 
 # -- the overcommitted 8-CPU machine ------------------------------------------------------------------

@@ -51,12 +51,24 @@ def add_measure_options(p):
     p.add_argument("--strategy", choices=STRATEGIES, default="full",
                    help="full: every pair (default); sample: enough pairs per topology block pair, "
                         "the rest estimated")
-    p.add_argument("--retest", action=argparse.BooleanOptionalAction, default=True,
-                   help="re-measure unstable pairs at the end of the sweep (default: on)")
+    p.add_argument("--retest", nargs="?", type=_retest_count, const=True, default=True, metavar="N",
+                   help="re-measure unstable pairs at the end of the sweep: at most N pairs (default: a "
+                        "tenth of the pairs, worst first)")
+    p.add_argument("--no-retest", dest="retest", action="store_false", help="do not re-measure unstable pairs")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
     p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
                    help="give up when a partner does not answer for this long (default 1)")
+
+
+def _retest_count(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of pairs") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{n} pairs: give 0 or more")
+    return n
 
 
 def header_text(result, statistic):
@@ -86,15 +98,10 @@ def _sampling_text(md):
 
 
 def print_warnings(result, file=None):
-    """pyperf's way: one WARNING line, then what was seen, each with what to do about it."""
-    file = file or sys.stderr
-    for note in result.notes:
-        print(f"note: {note}", file=file)
-    if not result.warnings:
-        return
-    print("WARNING: this result may be unreliable", file=file)
-    for w in result.warnings:
-        print(f"* {w}", file=file)
+    """pyperf's way: one WARNING line (with a cause the warnings share, said once), then what was
+    seen, each with what to do about it, in the command line's words."""
+    for line in common.warnings_lines(result):
+        print(line, file=file or sys.stderr)
 
 
 def measure_kwargs(args):

@@ -2,8 +2,13 @@
 
 import json
 
+import numpy as np
+
 from .. import _text
+from .._numbers import fmt_value
 from .._result import PairFlag
+from .._stats import median_err
+from . import common
 
 
 def add_arguments(p):
@@ -11,10 +16,68 @@ def add_arguments(p):
     p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
                    help="per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
+    p.add_argument("--pairs", action="store_true",
+                   help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, estimated)")
     p.add_argument("--json", action="store_true", help="print the structure as JSON instead of text")
 
 
-def report_text(result, st, statistic="median", matrix=False):
+#: Flags worth a line in --pairs, in the order they are listed.
+_FLAG_WORDS = ((PairFlag.BIMODAL, "bimodal"), (PairFlag.UNSTABLE, "unstable"),
+               (PairFlag.MIGRATED, "samples dropped (thread off its CPU)"),
+               (PairFlag.TARGET_NOT_MET, "precision not reached"), (PairFlag.RETESTED, "re-tested"),
+               (PairFlag.ESTIMATED, "estimated"))
+
+
+def _flag_counts(result):
+    from .._quality import _pairs
+
+    out = []
+    for bit, what in _FLAG_WORDS[:3]:
+        pairs = _pairs(result.flags, bit, result.cpus)
+        if pairs:
+            out.append(f"{len(pairs)} CPU pair{'s' if len(pairs) != 1 else ''} {what}")
+    return out
+
+
+def _words(flag):
+    return ", ".join(what for bit, what in _FLAG_WORDS if flag & bit)
+
+
+def pairs_text(result, statistic="median"):
+    """One line per pair with a flag worth a look: its value now, and its first attempt if re-tested."""
+    m = result.statistic(statistic)
+    e = {"median": result.err, "mean": result.sem}.get(statistic)
+    first, first_flags = result.extras.get("first_attempt"), result.extras.get("first_flags")
+    source = result.extras.get("estimated_from")
+    symmetric = result.metadata.get("symmetric", True)
+    arrow = "-" if symmetric else "→"
+    lines = []
+    for i in range(result.n):
+        for j in range(result.n):
+            f = int(result.flags[i, j])
+            if i == j or (symmetric and j > i) or not f & sum(bit for bit, _ in _FLAG_WORDS):
+                continue
+            pair = f"{result.cpus[i]}{arrow}{result.cpus[j]}"
+            if f & PairFlag.ESTIMATED:
+                a, b = (int(x) for x in source[i, j]) if source is not None else (-1, -1)
+                lines.append(f"  {pair}: estimated" + (f", copied from {a}{arrow}{b}" if a >= 0 else ""))
+                continue
+            value = fmt_value(float(m[i, j]), None if e is None else float(e[i, j]))
+            line = f"  {pair}: {_words(f)}: {value} ns ({int(result.count[i, j])} samples)"
+            if f & PairFlag.RETESTED and first is not None:
+                s = first[i, j]
+                s = s[~np.isnan(s)]
+                if s.size:
+                    fm, fe = float(np.median(s)), float(median_err(s[np.newaxis])[0])
+                    why = _words(int(first_flags[i, j])) if first_flags is not None else ""
+                    line += f"; first attempt {fmt_value(fm, fe)} ns ({s.size} samples{', ' + why if why else ''})"
+            lines.append(line)
+    if not lines:
+        return "No pair is flagged: none bimodal, unstable, re-tested, estimated or short of its precision."
+    return "Pairs with a flag (" + statistic + "; first attempts of re-tested pairs beside them):\n" + "\n".join(lines)
+
+
+def report_text(result, st, statistic="median", matrix=False, pairs=False):
     md = result.metadata
     lines = [f"{result.name or 'result'}: {result.n} CPUs, kernel {common.kernel_text(result)}"]
     for key, label in (("cpu_model", "CPU"), ("topology_summary", "Topology"), ("hostname", "Host"),
@@ -30,16 +93,11 @@ def report_text(result, st, statistic="median", matrix=False):
     lines.append(_text.latency_summary(result, statistic))
     lines.append("")
     lines.append("Structure: " + str(st))
-    flags = result.flags
-    for bit, what in ((PairFlag.BIMODAL, "bimodal"), (PairFlag.UNSTABLE, "unstable"),
-                      (PairFlag.MIGRATED, "with migrated samples dropped")):
-        count = int(((flags & bit) != 0).sum())
-        if count:
-            lines.append(f"{count} cells {what}")
-    for note in result.notes:
-        lines.append(f"note: {note}")
-    for w in result.warnings:
-        lines.append(f"warning: {w}")
+    lines += _flag_counts(result)
+    lines += common.warnings_lines(result)
+    if pairs:
+        lines.append("")
+        lines.append(pairs_text(result, statistic))
     if matrix:
         lines.append("")
         lines.append(_text.matrix(result, statistic))
@@ -55,5 +113,5 @@ def run(args):
     if args.json:
         print(json.dumps(st.to_dict(), indent=2))
     else:
-        print(report_text(result, st, args.statistic, args.matrix))
+        print(report_text(result, st, args.statistic, args.matrix, args.pairs))
     return 0

@@ -94,6 +94,18 @@ def samples_text(result):
     return f"{fmt_counts(counts[counts > 0])} per pair"
 
 
+def warnings_lines(result):
+    """Notes, then the WARNING block, in the command line's words; a shared cause said once."""
+    from .._quality import for_cli
+
+    lines = [f"note: {for_cli(n)}" for n in result.notes]
+    if result.warnings:
+        cause = result.metadata.get("warning_cause")
+        lines.append("WARNING: this result may be unreliable" + (f" ({cause})" if cause else ""))
+        lines += [f"* {for_cli(w)}" for w in result.warnings]
+    return lines
+
+
 def stderr_is_tty():
     try:
         return sys.stderr.isatty()

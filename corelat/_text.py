@@ -24,14 +24,37 @@ def ratio(v):
 
 
 def value_err(v, err=None):
-    """A matrix cell like ``38±6`` (one decimal below 10 ns, where rounding would hide the value)."""
+    """``value±err`` written to the precision the data has: ``38±6``, ``30.24±0.04``, ``8.4±0.6``.
+
+    The uncertainty keeps one significant digit; the value as many decimals (at most two; at least
+    one below 10 ns, where rounding would hide it). A zero-width interval (samples that repeat
+    exactly, e.g. a coarse timer) is written ``±<0.1``: below what is shown, never a zero width
+    that reads as "exact". Without ``err`` (or NaN): one decimal below 10 ns, none above.
+    """
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
-    digits = 1 if abs(v) < 10 else 0
-    s = f"{v:.{digits}f}"
-    if err is not None and not math.isnan(err):
-        s += f"±{err:.{1 if err < 1 or (digits and err < 10) else 0}f}"
-    return s
+    if err is None or math.isnan(err) or err < 0:
+        return f"{v:.1f}" if abs(v) < 10 else f"{v:.0f}"
+    if err == 0:
+        return f"{v:.1f}±<0.1"
+    err_digits = max(0, -math.floor(math.log10(err)))
+    if err_digits and float(f"{err:.{err_digits}f}") >= 10 ** (1 - err_digits):  # 0.096 -> 0.1
+        err_digits -= 1
+    digits = max(min(err_digits, 2), 1 if abs(v) < 10 else 0)
+    return f"{v:.{digits}f}±{err:.{err_digits}f}"
+
+
+def counts(values):
+    """How many of something each item has, when that differs: ``98-106 (median 104)``, or ``300``."""
+    values = sorted(int(c) for c in values)
+    if not values:
+        return "0"
+    lo, hi = values[0], values[-1]
+    if lo == hi:
+        return str(lo)
+    k = len(values)
+    mid = values[k // 2] if k % 2 else (values[k // 2 - 1] + values[k // 2]) / 2
+    return f"{lo}-{hi} (median {mid:g})"
 
 
 def table(header, rows, *, left=(), sep="  "):
@@ -83,7 +106,11 @@ def latency_summary(result, statistic="median"):
     out = []
     for key, label in (("min", "Min  latency"), ("max", "Max  latency")):
         d = s[key]
-        err = f" ±{d['err']:.1f}" if d["err"] is not None else ""
-        out.append(f"{label}: {d['value']:.1f}ns{err} cores: ({d['cpus'][0]},{d['cpus'][1]})")
+        if d["err"] is None:  # core-to-core-latency's habit: one decimal
+            value, err = f"{d['value']:.1f}", ""
+        else:  # the ± of the statistic shown, to the precision the data has
+            value, _, err = value_err(d["value"], d["err"]).partition("±")
+            err = f" ±{err}"
+        out.append(f"{label}: {value}ns{err} cores: ({d['cpus'][0]},{d['cpus'][1]})")
     out.append(f"Mean latency: {s['mean']:.1f}ns")
     return "\n".join(out)

@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 from ._errors import InputError
-from ._numbers import fmt_ns as _fmt
 from ._result import PairFlag
+from ._text import value_err as _fmt
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -343,7 +343,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
 
 def _count_text(counts):
     """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
-    from ._numbers import fmt_counts
+    from ._text import counts as fmt_counts
 
     return f"{fmt_counts(counts)} samples per pair"
 

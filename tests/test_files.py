@@ -17,9 +17,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 import corelat
-from conftest import run_cli
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 

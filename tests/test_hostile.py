@@ -14,7 +14,7 @@ import pytest
 import corelat
 
 sys.path.insert(0, os.path.dirname(__file__))
-import hostile  # noqa: E402
+import hostile
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_report_cli_one_line_exit_2(cases):
     assert p.returncode == 0, p.stderr[-2000:]
     for path, line in zip(picked, p.stdout.splitlines()):
         rc, err = line.split(" ", 1)
-        err = eval(err)  # noqa: S307 - our own repr() output
+        err = eval(err)
         assert rc == "2" and err.count("\n") == 1 and "internal error" not in err, (path, rc, err)
 
 

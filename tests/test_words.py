@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import LatencyResult
-from corelat._numbers import fmt_counts, fmt_value
+from corelat import LatencyResult, _text
 from corelat._result import PairFlag
+from corelat._text import counts as fmt_counts
+from corelat._text import value_err as fmt_value
 from corelat.cli import _parser, cmd_measure, cmd_report, common, main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -47,13 +48,13 @@ def test_header_counts_samples_per_pair_not_a_sweep_total():
 
 def test_plus_minus_belongs_to_the_statistic_shown():
     r = result()
-    assert "±" not in common.summary_text(r, "min")
+    assert "±" not in _text.latency_summary(r, "min")
     assert "no ±" in common.showing_text(r, "min")
     assert r.summary("min")["min"]["err"] is None and r.summary("max")["max"]["err"] is None
     assert r.summary("mean")["min"]["err"] == pytest.approx(float(r.sem[r.summary("mean")["min"]["cpus"]]))
-    assert "±" in common.summary_text(r, "median") and "95% confidence interval" in common.showing_text(r, "median")
+    assert "±" in _text.latency_summary(r, "median") and "95% confidence interval" in common.showing_text(r, "median")
     assert "standard error" in common.showing_text(r, "mean")
-    assert "±" not in common.matrix_text(r, "min")
+    assert "±" not in _text.matrix(r, "min")
 
 
 @pytest.mark.parametrize("v, err, text", [
@@ -66,7 +67,7 @@ def test_values_carry_the_precision_the_data_has(v, err, text):
 
 def test_tight_matrix_never_shows_a_zero_width():
     r = result(spread=0.0005)  # CI half-width about 0.002 ns
-    cells = common.matrix_text(r).split()
+    cells = _text.matrix(r).split()
     assert not any(c.endswith(("±0.0", "±0")) for c in cells), cells
     assert any("±0.00" in c for c in cells), cells
 

@@ -5,7 +5,6 @@ import json
 import numpy as np
 
 from .. import _text
-from .._numbers import fmt_value
 from .._result import PairFlag
 from .._stats import median_err
 from . import common
@@ -62,7 +61,7 @@ def pairs_text(result, statistic="median"):
                 a, b = (int(x) for x in source[i, j]) if source is not None else (-1, -1)
                 lines.append(f"  {pair}: estimated" + (f", copied from {a}{arrow}{b}" if a >= 0 else ""))
                 continue
-            value = fmt_value(float(m[i, j]), None if e is None else float(e[i, j]))
+            value = _text.value_err(float(m[i, j]), None if e is None else float(e[i, j]))
             line = f"  {pair}: {_words(f)}: {value} ns ({int(result.count[i, j])} samples)"
             if f & PairFlag.RETESTED and first is not None:
                 s = first[i, j]
@@ -70,7 +69,7 @@ def pairs_text(result, statistic="median"):
                 if s.size:
                     fm, fe = float(np.median(s)), float(median_err(s[np.newaxis])[0])
                     why = _words(int(first_flags[i, j])) if first_flags is not None else ""
-                    line += f"; first attempt {fmt_value(fm, fe)} ns ({s.size} samples{', ' + why if why else ''})"
+                    line += f"; first attempt {_text.value_err(fm, fe)} ns ({s.size} samples{', ' + why if why else ''})"
             lines.append(line)
     if not lines:
         return "No pair is flagged: none bimodal, unstable, re-tested, estimated or short of its precision."

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 from .._errors import InputError
-from .._numbers import fmt_counts, fmt_value
+from .._text import counts as fmt_counts
 
 
 def check_output_path(path, suffixes=(".npz", ".csv")):

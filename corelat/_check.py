@@ -410,6 +410,35 @@ def check_tsc(root="/"):
                      "refuses the one-way kernel", have)
 
 
+#: A timer step coarser than this is worth a warning: a 5 ns step is a sizeable part of an SMT
+#: sibling's 5-10 ns, and per-call lock figures need brackets of many calls to resolve it.
+COARSE_TIMER_NS = 5.0
+
+
+def check_timer_resolution(info=None):
+    """The step in which the timer advances, measured at start-up (live machine only)."""
+    if info is None:
+        from ._timer import timer_info
+
+        try:
+            info = timer_info()
+        except Exception as e:  # noqa: BLE001 - an item that cannot be measured says so
+            return CheckItem("timer_resolution", UNKNOWN, f"not measured ({type(e).__name__}: {e})",
+                             "cannot tell how finely the timer resolves an interval")
+    step_ns, ticks = float(info["resolution_ns"]), float(info["resolution_ticks"])
+    found = (f"{info.get('name')} advances in steps of {ticks:.0f} tick{'s' if ticks != 1 else ''} "
+             f"({step_ns:.2f} ns); a read costs {info['overhead_ticks'] / info['ticks_per_ns']:.1f} ns")
+    value = {"resolution_ns": step_ns, "resolution_ticks": ticks,
+             "delta_histogram": [list(map(int, h)) for h in info.get("delta_histogram", ())]}
+    if step_ns > COARSE_TIMER_NS:
+        return CheckItem("timer_resolution", WARN, found,
+                         f"coarser than {COARSE_TIMER_NS:g} ns: a single timed interval is only known to "
+                         "within a step; corelat times batches (round trips, brackets of lock calls) long "
+                         "enough to span many steps, but very small sizes cannot be resolved", value)
+    return CheckItem("timer_resolution", OK, found,
+                     "fine enough: batches of round trips resolve far below a nanosecond", value)
+
+
 def check_timer_skew(cpus=None):
     """Measured bound on the timer offset between CPUs (live machine only; runs the one-way check)."""
     from ._errors import InputError, MeasurementError
@@ -490,6 +519,7 @@ def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.s
     if measure_skew is None:
         measure_skew = os.path.abspath(root) == "/"
     if measure_skew:
+        items.append(check_timer_resolution())
         items.append(check_timer_skew(cpus))
     live = os.path.abspath(root) == "/"
     return CheckReport(items, metadata={"root": os.fspath(root)}, name=_sysinfo.hostname() if live else

@@ -1,0 +1,378 @@
+"""Nothing hangs: frozen, starved and moved measuring threads, run out of threads; each case in a
+subprocess with a hard time limit. Facilities this machine may lack (cgroup v1 freezer, cpuset and
+pids controllers, SCHED_FIFO, two CPUs) are skipped with the precise reason.
+
+The bounds are generous (seconds where the fix needs a fraction of one): they tell "ends" from
+"hangs for minutes", never a speed."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import corelat
+from corelat import _corelat, _cstatus
+from corelat._measurers import PairMeasurer, _once_more_if_moved
+
+CPUS = sorted(os.sched_getaffinity(0))
+needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+CGROUP_V1 = "/sys/fs/cgroup"
+ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+for _k in ("CORELAT_TEST_STALL_PARTNER", "CORELAT_TEST_FREEZE_PARTNER", "CORELAT_DEBUG"):
+    ENV.pop(_k, None)
+
+# A pair measured for hours unless something stops it: 10^6 round trips x 1000 samples.
+LONG = ["-c", f"{CPUS[0]},{CPUS[-1]}", "--kernel", "rw", "1000000", "1000"] if len(CPUS) >= 2 else []
+
+
+def _start(args, env=None, preexec=None):
+    return subprocess.Popen([sys.executable, "-m", "corelat", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=dict(ENV, **(env or {})), preexec_fn=preexec)
+
+
+def _workers(p, timeout=30):
+    """Thread ids of the measuring threads of process p, once they exist (main thread excluded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid)
+        if len(tids) >= 2:
+            return tids
+        assert p.poll() is None, p.communicate()[1]
+        assert time.monotonic() < deadline, "the measuring threads never started"
+        time.sleep(0.02)
+
+
+def _thread_on(p, cpu, timeout=30):
+    """The measuring thread of p pinned to `cpu` (glibc pins a new thread as it starts, so a thread
+    just created may not be pinned yet: wait for it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for t in _workers(p, timeout):
+            try:
+                if os.sched_getaffinity(t) == {cpu}:
+                    return t
+            except OSError:
+                pass  # gone in between
+        assert time.monotonic() < deadline, f"no thread pinned to CPU {cpu}"
+        time.sleep(0.01)
+
+
+def _finish(p, timeout):
+    """Wait at most `timeout` s; returns (status, stderr, seconds). Kills the process if it hangs."""
+    t0 = time.monotonic()
+    try:
+        _, err = p.communicate(timeout=timeout)
+        return p.returncode, err, time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"still running {timeout} s later: it hangs")
+
+
+def _cgroup(controller, why):
+    path = os.path.join(CGROUP_V1, controller)
+    if not os.path.isfile(os.path.join(path, "tasks")):
+        pytest.skip(f"no cgroup v1 {controller} controller at {path} ({why})")
+    if os.geteuid() != 0:
+        pytest.skip(f"creating a cgroup under {path} needs root ({why})")
+    d = os.path.join(path, f"corelat-test-{uuid.uuid4().hex[:8]}")
+    os.mkdir(d)
+    return d
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _remove_cgroup(d, parent_tasks):
+    for tid in _read(os.path.join(d, "tasks")).split():
+        try:
+            with open(parent_tasks, "w") as f:
+                f.write(tid)
+        except OSError:
+            pass
+    for _ in range(50):
+        try:
+            os.rmdir(d)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+# -- a partner that stops running -------------------------------------------------------------
+
+
+@needs2
+def test_frozen_partner_hook_times_out_naming_the_cpu():
+    # The responder sleeps 60 s deaf to everything (as frozen): the caller leaves it behind after
+    # the time-out + grace and says which CPU did not answer.
+    p = _start([*LONG, "--timeout", "0.5"], env={"CORELAT_TEST_FREEZE_PARTNER": "60"})
+    rc, err, took = _finish(p, 20)
+    assert rc == 1, err
+    # the sleeping responder, or (on a machine so loaded that the initiator got no CPU for a second
+    # either) the initiator: a CPU of the pair is named
+    assert re.search(f"thread on CPU ({CPUS[-1]}|{CPUS[0]}) stopped running", err) and "Traceback" not in err
+
+
+@needs2
+def test_frozen_partner_hook_ctrl_c_still_works():
+    p = _start(LONG, env={"CORELAT_TEST_FREEZE_PARTNER": "60"})
+    _workers(p)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    rc, err, _ = _finish(p, 20)
+    assert rc == 130, err
+    assert time.monotonic() - t0 < 5, "Ctrl-C took too long with a frozen partner"
+
+
+def _stderr_until(p, needle, timeout):
+    """Read p's stderr until a line holds `needle`; returns the text read. A process whose thread is
+    frozen by a cgroup freezer cannot finish exiting until it is thawed (the kernel waits for every
+    thread), so what the caller printed is the sign that it returned."""
+    import select
+
+    text, deadline = "", time.monotonic() + timeout
+    while needle not in text:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {needle!r} within {timeout} s: it hangs; stderr so far: {text!r}"
+        ready, _, _ = select.select([p.stderr], [], [], left)
+        if ready:
+            line = p.stderr.readline()
+            assert line, f"stderr closed without {needle!r}: {text!r}"
+            text += line
+    return text
+
+
+def _thaw_and_reap(d, p):
+    with open(os.path.join(d, "freezer.state"), "w") as f:
+        f.write("THAWED")
+    try:
+        p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+    _remove_cgroup(d, os.path.join(CGROUP_V1, "freezer", "tasks"))
+
+
+def _freeze(d, tid):
+    with open(os.path.join(d, "tasks"), "w") as f:
+        f.write(str(tid))
+    with open(os.path.join(d, "freezer.state"), "w") as f:
+        f.write("FROZEN")
+
+
+@needs2
+@pytest.mark.parametrize("which", ["responder", "initiator"])
+def test_cgroup_frozen_thread_times_out(which):
+    d = _cgroup("freezer", "to freeze one measuring thread")
+    p = _start([*LONG, "--timeout", "1"])
+    try:
+        cpu = CPUS[-1] if which == "responder" else CPUS[0]
+        tid = _thread_on(p, cpu)
+        time.sleep(0.3)
+        _freeze(d, tid)
+        err = _stderr_until(p, "stopped running", 20)
+        assert f"thread on CPU {cpu} stopped running" in err, err
+    finally:
+        _thaw_and_reap(d, p)
+    assert p.returncode == 1
+
+
+@needs2
+def test_cgroup_frozen_thread_ctrl_c():
+    d = _cgroup("freezer", "to freeze one measuring thread")
+    p = _start(LONG)
+    try:
+        tid = _thread_on(p, CPUS[-1])
+        time.sleep(0.3)
+        _freeze(d, tid)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        _stderr_until(p, "interrupted", 10)
+        assert time.monotonic() - t0 < 5
+    finally:
+        _thaw_and_reap(d, p)
+    assert p.returncode == 130
+
+
+@needs2
+def test_memory_of_a_left_behind_thread_is_freed_when_it_wakes():
+    corelat.timer_info()
+    a, b = CPUS[0], CPUS[-1]
+    before = _corelat.jobs_alive()
+    with pytest.raises(corelat.MeasurementTimeout, match=f"CPU {b} stopped running"):
+        _corelat.pingpong(a, b, _corelat.KERNEL_RW, 10, 5, 0, 0.1, freeze=2.0)
+    assert _corelat.jobs_alive() == before + 1  # the sleeping thread still holds its job
+    deadline = time.monotonic() + 30
+    while _corelat.jobs_alive() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _corelat.jobs_alive() == before  # it woke, saw the abort and freed the job
+
+
+# -- real-time priority ---------------------------------------------------------------------
+
+
+@needs2
+def test_ctrl_c_under_sched_fifo():
+    # what `chrt -f 10 corelat ...` does, done in the child before exec
+    def fifo():
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+
+    try:
+        p = _start(LONG, preexec=fifo)
+    except (subprocess.SubprocessError, PermissionError) as e:
+        pytest.skip(f"SCHED_FIFO not permitted here (needs root or RLIMIT_RTPRIO): {e}")
+    try:
+        tids = _workers(p)
+        # the measuring threads run below the caller, so the caller can always stop them
+        assert all(os.sched_getscheduler(t) in (os.SCHED_FIFO, os.SCHED_OTHER) for t in tids)
+        assert all(os.sched_getparam(t).sched_priority < 10 for t in tids)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        rc, err, _ = _finish(p, 20)
+        assert rc == 130, err
+        assert time.monotonic() - t0 < 5
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
+# -- a thread moved off its CPU -------------------------------------------------------------
+
+
+@needs2
+def test_moved_thread_ends_the_call_at_once():
+    # sched_setaffinity from outside (what `taskset -p` does) on the responder, in mid-run
+    code = (
+        "import corelat\n"
+        "from corelat import _corelat, _cstatus\n"
+        "corelat.timer_info()\n"
+        "try:\n"
+        f"    _corelat.pingpong({CPUS[0]}, {CPUS[-1]}, _corelat.KERNEL_RW, 1000000, 1000, 0, 10.0)\n"
+        "except _cstatus.ThreadMoved as e:\n"
+        "    print('MOVED', e.cpu, e.now_on, e, flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV)
+    try:
+        tid = _thread_on(p, CPUS[-1])
+        time.sleep(0.2)
+        os.sched_setaffinity(tid, {CPUS[0]})
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=30)
+        assert time.monotonic() - t0 < 10
+        assert out.startswith(f"MOVED {CPUS[-1]} {CPUS[0]}"), (out, err)
+        assert "affinity changed" in out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
+def test_moved_thread_is_retried_once_then_fails_clearly():
+    calls = []
+
+    def moved_then(second):
+        def call():
+            calls.append(1)
+            if len(calls) == 1:
+                raise _cstatus.ThreadMoved("CPUs 0 and 1: the thread pinned to CPU 1 ran on CPU 0", 1, 0)
+            return second()
+        return call
+
+    assert _once_more_if_moved(moved_then(lambda: "ok"), 0, 1) == "ok" and len(calls) == 2
+
+    def pin_fails():
+        raise corelat.MeasurementError("CPUs 0 and 1: cannot pin a thread to CPU 1")
+
+    calls.clear()
+    with pytest.raises(corelat.MeasurementError, match="CPU affinity changed during the measurement.*cannot pin"):
+        _once_more_if_moved(moved_then(pin_fails), 0, 1)
+
+
+@needs2
+def test_cpuset_shrinking_mid_pair_ends_the_sweep_with_a_clear_error():
+    d = _cgroup("cpuset", "to shrink the process's cpuset while it measures")
+    parent = os.path.join(CGROUP_V1, "cpuset")
+    a, b = CPUS[0], CPUS[-1]
+    with open(os.path.join(d, "cpuset.cpus"), "w") as f:
+        f.write(f"{a},{b}")
+    with open(os.path.join(d, "cpuset.mems"), "w") as f:
+        f.write(_read(os.path.join(parent, "cpuset.mems")).strip())
+    # a default-sized sweep of the pair, 35 x 1000 round trips per chunk, as in the report
+    p = _start(["-c", f"{a},{b}", "--kernel", "rw", "1000", "35", "--timeout", "1"])
+    try:
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        _workers(p)
+        with open(os.path.join(d, "cpuset.cpus"), "w") as f:
+            f.write(str(a))
+        t0 = time.monotonic()
+        rc, err, _ = _finish(p, 60)
+        took = time.monotonic() - t0
+        # it may have finished before the change took hold; otherwise it must say why, fast
+        if rc != 0:
+            assert rc == 1 and "affinity changed" in err, err
+            assert took < 20, f"took {took:.0f} s to stop"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        _remove_cgroup(d, os.path.join(parent, "tasks"))
+
+
+# -- a pair's time budget inside one chunk --------------------------------------------------
+
+
+@needs2
+def test_budget_is_enforced_inside_a_chunk():
+    corelat.timer_info()
+    m = PairMeasurer("rw", 1000, 1, 1.0)
+    t0 = time.monotonic()
+    ns = m(CPUS[0], CPUS[-1], 1_000_000, budget=0.05)  # a million samples: minutes without the budget
+    assert time.monotonic() - t0 < 10
+    assert 1 <= ns.size < 1_000_000 and (ns > 0).all()
+
+
+# -- running out of threads -----------------------------------------------------------------
+
+
+@needs2
+def test_thread_creation_failure_names_the_call_the_pair_and_the_cpu():
+    d = _cgroup("pids", "to limit the threads a process may create")
+    code = (
+        "import sys, corelat\n"
+        "corelat.timer_info()\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.readline()\n"
+        "try:\n"
+        f"    corelat.measure([{CPUS[0]}, {CPUS[-1]}], round_trips=10, samples=3)\n"
+        "except corelat.MeasurementError as e:\n"
+        "    print('ERROR', e, flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        with open(os.path.join(d, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        with open(os.path.join(d, "pids.max"), "w") as f:
+            f.write(str(len(os.listdir(f"/proc/{p.pid}/task")) + 1))  # room for one measuring thread
+        out, err = p.communicate("go\n", timeout=60)
+        assert out.startswith("ERROR"), (out, err)
+        assert "pthread_create" in out and f"CPU {CPUS[-1]}" in out and f"CPUs {CPUS[0]} and {CPUS[-1]}" in out
+        assert "ran out of threads" in out and "pids.max" in out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        _remove_cgroup(d, os.path.join(CGROUP_V1, "pids", "tasks"))

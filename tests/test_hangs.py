@@ -7,6 +7,7 @@ The bounds are generous (seconds where the fix needs a fraction of one): they te
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,9 +31,9 @@ for _k in ("CORELAT_TEST_STALL_PARTNER", "CORELAT_TEST_FREEZE_PARTNER", "CORELAT
 LONG = ["-c", f"{CPUS[0]},{CPUS[-1]}", "--kernel", "rw", "1000000", "1000"] if len(CPUS) >= 2 else []
 
 
-def _start(args, env=None, preexec=None):
-    return subprocess.Popen([sys.executable, "-m", "corelat", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(ENV, **(env or {})), preexec_fn=preexec)
+def _start(args, env=None, prefix=()):
+    return subprocess.Popen([*prefix, sys.executable, "-m", "corelat", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(ENV, **(env or {})))
 
 
 def _workers(p, timeout=30):
@@ -113,7 +114,7 @@ def test_frozen_partner_hook_times_out_naming_the_cpu():
     # The responder sleeps 60 s deaf to everything (as frozen): the caller leaves it behind after
     # the time-out + grace and says which CPU did not answer.
     p = _start([*LONG, "--timeout", "0.5"], env={"CORELAT_TEST_FREEZE_PARTNER": "60"})
-    rc, err, took = _finish(p, 20)
+    rc, err, _ = _finish(p, 20)
     assert rc == 1, err
     # the sleeping responder, or (on a machine so loaded that the initiator got no CPU for a second
     # either) the initiator: a CPU of the pair is named
@@ -222,14 +223,13 @@ def test_memory_of_a_left_behind_thread_is_freed_when_it_wakes():
 
 @needs2
 def test_ctrl_c_under_sched_fifo():
-    # what `chrt -f 10 corelat ...` does, done in the child before exec
-    def fifo():
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-
-    try:
-        p = _start(LONG, preexec=fifo)
-    except (subprocess.SubprocessError, PermissionError) as e:
-        pytest.skip(f"SCHED_FIFO not permitted here (needs root or RLIMIT_RTPRIO): {e}")
+    chrt = shutil.which("chrt")
+    if not chrt:
+        pytest.skip("chrt (util-linux) not installed")
+    probe = subprocess.run([chrt, "-f", "10", "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"SCHED_FIFO not permitted here (needs root or RLIMIT_RTPRIO): {probe.stderr.strip()}")
+    p = _start(LONG, prefix=(chrt, "-f", "10"))
     try:
         tids = _workers(p)
         # the measuring threads run below the caller, so the caller can always stop them

@@ -1,0 +1,208 @@
+"""Nested groups of cores whose latency rows look alike: the block model behind ``structure()``.
+
+A group is a set of cores with the same latency to every other core (a block of the matrix), whether
+it is faster inside than across (an L3 cache, a socket) or slower (an E-core cluster bouncing a line
+inside its shared L2). Groups are found by **row-profile similarity**: the distance between two cores
+is the RMS difference of their log-latency rows, over the other cores only (so neither the diagonal
+nor the pair's own latency counts; SMT siblings are merged into cores before this). An average-linkage
+tree over those distances proposes partitions; the finest partition whose every group is clearly
+distinguishable from its nearest group is the finest level. Coarser levels are found the same way on
+the matrix between the groups of the level below, so every level refines the next coarser one.
+
+"Clearly distinguishable" is a block test on the core pairs the level decides (pairs in different
+groups of the finer level): two groups differ when, towards some group, their mean log latencies
+differ by at least :data:`SEP_SIGMA` residual standard deviations, :data:`Z_MIN` standard errors and
+:data:`MIN_REL` in relative terms. A smooth gradient (a mesh, a ring) leaves residuals as large as the
+steps between regions and yields no level.
+"""
+
+import math
+
+import numpy as np
+
+#: A difference between blocks must exceed this many residual standard deviations (robust, pooled).
+SEP_SIGMA = 3.0
+#: ... this many standard errors of the difference between the two block means.
+Z_MIN = 5.0
+#: ... and this relative size (8 %): measurement noise on shared machines is a few percent.
+MIN_REL = math.log(1.08)
+#: Two groups whose rows differ by the same factor everywhere are a class of slower cores only when
+#: the factor is this large (a few percent is one core's clock or its place on a ring).
+CLASS_REL = math.log(1.25)
+#: Singleton groups (one core) are folded into their nearest group when at most this share of the
+#: cores is alone; cuts with more lone cores are not groupings.
+MAX_LONE = 0.25
+#: :func:`noise_ratio` above which a matrix is indistinguishable from noise (noise gives 0.8-1).
+NOISE_RATIO = 0.6
+#: Fewer cores than this cannot tell noise from structure.
+NOISE_MIN_CORES = 6
+
+
+def profile_distance(m):
+    """RMS difference of rows over the columns valid in both (NaN diagonal: a, b never count)."""
+    w = (~np.isnan(m)).astype(np.float64)
+    x = np.where(w > 0, m, 0.0)
+    x2 = x * x
+    s = x2 @ w.T + w @ x2.T - 2.0 * (x @ x.T)
+    cnt = w @ w.T
+    d = np.sqrt(np.maximum(s, 0.0) / np.maximum(cnt, 1.0))
+    if (cnt == 0).any():
+        d[cnt == 0] = d.max() if d.size else 0.0
+    np.fill_diagonal(d, 0.0)
+    return (d + d.T) / 2.0
+
+
+def group_means(x, labels, k):
+    """(k x k means of x over the valid entries by row and column label, counts)."""
+    w = (~np.isnan(x)).astype(np.float64)
+    v = np.where(w > 0, x, 0.0)
+    a = np.zeros((labels.size, k))
+    a[np.arange(labels.size), labels] = 1.0
+    cnt = a.T @ w @ a
+    tot = a.T @ v @ a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(cnt > 0, tot / np.where(cnt > 0, cnt, 1.0), np.nan)
+    return mean, cnt
+
+
+def _relabel(labels):
+    """Labels 0..k-1 in order of first appearance."""
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inv].astype(np.intp)
+
+
+def distinguishable(x, fine, labels, first=True):
+    """True when every group of ``labels`` differs clearly from its nearest group (see module doc).
+
+    ``x`` is the cores' log-latency matrix (NaN diagonal), ``fine`` the finer level's labels: only
+    pairs in different fine groups count (pairs inside one belong to that finer level).
+    """
+    k = int(labels.max()) + 1
+    xs = np.where(fine[:, None] != fine[None, :], x, np.nan)
+    mean, cnt = group_means(xs, labels, k)
+    if not (cnt > 0).any():
+        return False
+    mean2, _ = group_means(xs * xs, labels, k)
+    var = np.maximum(np.nan_to_num(mean2 - mean * mean), 0.0)
+    resid = np.abs(xs - mean[labels[:, None], labels[None, :]])
+    gd = profile_distance(np.where(np.eye(k, dtype=bool), np.nan, mean))
+    np.fill_diagonal(gd, np.inf)
+    for g in range(k):
+        h = int(np.argmin(gd[g]))
+        both = np.flatnonzero((cnt[g] > 0) & (cnt[h] > 0))
+        if both.size == 0:
+            return False
+        diff = mean[g, both] - mean[h, both]
+        # One spread for both groups' rows: a block that is noisy inside cannot be told from its
+        # neighbour by a column where both happen to be quiet. Robust (one odd core, a favoured
+        # ring stop, must not hide a pattern), around the block means (quantised timers put most
+        # values on a few levels: around a median the spread would often be 0).
+        r = resid[(labels == g) | (labels == h)]
+        r = r[~np.isnan(r)]
+        spread = 1.4826 * float(np.median(r)) if r.size else 0.0
+        se = np.sqrt(var[g, both] / cnt[g, both] + var[h, both] / cnt[h, both])
+        # A pattern: the difference changes from one column block to another (the CPUs of one
+        # group are near some CPUs and far from others). A constant difference is each CPU's own
+        # speed (clock, ring stop), real only when large: a class of uniformly slower cores.
+        offset = float(np.median(diff))
+        dev = np.abs(diff - offset)
+        if (dev >= np.maximum(np.maximum(SEP_SIGMA * spread, MIN_REL), Z_MIN * se)).any():
+            continue
+        if abs(offset) >= max(SEP_SIGMA * spread, CLASS_REL if first else MIN_REL) and abs(offset) >= Z_MIN * float(np.median(se)):
+            continue
+        return False
+    return True
+
+
+def _cuts(dist):
+    """Partitions from an average-linkage tree over ``dist``, finest first (label arrays)."""
+    from scipy.cluster.hierarchy import cut_tree, linkage
+    from scipy.spatial.distance import squareform
+
+    u = dist.shape[0]
+    z = linkage(squareform(dist, checks=False), method="average")
+    # cut_tree gives every number of clusters at once: column j has u - j clusters.
+    tree = cut_tree(z)
+    return [tree[:, j] for j in range(1, u - 1)]
+
+
+def _absorb_singletons(labels, dist):
+    """Move each one-unit group into the group it is closest to on average (a lone core is not a group)."""
+    labels = labels.copy()
+    for _ in range(labels.size):
+        sizes = np.bincount(labels)
+        lone = np.flatnonzero(sizes == 1)
+        if lone.size == 0 or (sizes > 1).sum() == 0:
+            break
+        g = lone[0]
+        i = int(np.flatnonzero(labels == g)[0])
+        best, best_d = None, math.inf
+        for h in np.flatnonzero(sizes > 1):
+            dd = float(dist[i, labels == h].mean())
+            if dd < best_d:
+                best, best_d = h, dd
+        labels[i] = best
+    return _relabel(labels)
+
+
+def nested_levels(cd):
+    """Label arrays over cores (finest level first), each a coarsening of the previous one.
+
+    ``cd`` is the m x m core latency matrix (ns, NaN diagonal and NaN for missing pairs).
+    """
+    m = cd.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.log(np.where(cd > 0, cd, np.nan))
+    fine = np.arange(m, dtype=np.intp)  # cores
+    levels = []
+    while True:
+        u = int(fine.max()) + 1
+        if u < 3:
+            break
+        unit, _ = group_means(np.where(fine[:, None] != fine[None, :], x, np.nan), fine, u)
+        np.fill_diagonal(unit, np.nan)
+        if np.isnan(unit).all():
+            break
+        dist = profile_distance(unit)
+        found = None
+        seen = set()
+        for cut in _cuts(dist):
+            if not levels:
+                if (np.bincount(cut) == 1).sum() > MAX_LONE * u:
+                    continue
+                cut = _absorb_singletons(cut, dist)
+            lab = _relabel(cut[fine])
+            key = lab.tobytes()
+            if key in seen or lab.max() < 1 or lab.max() + 1 >= u:
+                continue
+            seen.add(key)
+            if distinguishable(x, fine, lab, first=not levels):
+                found = lab
+                break
+        if found is None:
+            break
+        levels.append(found)
+        fine = found
+    return levels
+
+
+def noise_ratio(cd):
+    """Nearest-row distance over the spread of the matrix: near 1 for noise, far below for structure.
+
+    In pure noise two rows differ by about sqrt(2) times the spread of the entries wherever they
+    are; in a machine with any structure (blocks, a ring, a mesh) every core has a neighbour whose
+    row is nearly its own. Returns NaN when there are too few cores to tell.
+    """
+    m = cd.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.log(np.where(cd > 0, cd, np.nan))
+    off = x[~np.isnan(x)]
+    if m < NOISE_MIN_CORES or off.size < 2:
+        return math.nan
+    spread = float(np.std(off))
+    if spread <= 1e-12:
+        return 0.0
+    d = profile_distance(x)
+    np.fill_diagonal(d, np.inf)
+    return float(np.median(d.min(axis=1))) / (math.sqrt(2.0) * spread)

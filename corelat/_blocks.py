@@ -26,6 +26,9 @@ SEP_SIGMA = 3.0
 Z_MIN = 5.0
 #: ... and this relative size (8 %): measurement noise on shared machines is a few percent.
 MIN_REL = math.log(1.08)
+#: ... and this many ns: below it lie timer steps (a 3-run average of a 5 ns timer moves by 1.7 ns)
+#: and the jitter of shared machines.
+MIN_NS = 2.0
 #: Two groups whose rows differ by the same factor everywhere are a class of slower cores only when
 #: the factor is this large (a few percent is one core's clock or its place on a ring).
 CLASS_REL = math.log(1.25)
@@ -72,19 +75,20 @@ def _relabel(labels):
     return rank[inv].astype(np.intp)
 
 
-def distinguishable(x, fine, labels, first=True):
+def distinguishable(x, fine, labels, first=True, noise=0.0):
     """True when every group of ``labels`` differs clearly from its nearest group (see module doc).
 
     ``x`` is the cores' log-latency matrix (NaN diagonal), ``fine`` the finer level's labels: only
-    pairs in different fine groups count (pairs inside one belong to that finer level).
+    pairs in different fine groups count (pairs inside one belong to that finer level). ``noise``
+    is a floor for the spread of one pair's value (:func:`pair_noise`): the spread around a
+    candidate's own block means is too small when its blocks are small enough to fit the noise.
     """
     k = int(labels.max()) + 1
     xs = np.where(fine[:, None] != fine[None, :], x, np.nan)
     mean, cnt = group_means(xs, labels, k)
     if not (cnt > 0).any():
         return False
-    mean2, _ = group_means(xs * xs, labels, k)
-    var = np.maximum(np.nan_to_num(mean2 - mean * mean), 0.0)
+    pairs = np.maximum(cnt - np.diag(np.diag(cnt)) / 2.0, 1.0)
     resid = np.abs(xs - mean[labels[:, None], labels[None, :]])
     gd = profile_distance(np.where(np.eye(k, dtype=bool), np.nan, mean))
     np.fill_diagonal(gd, np.inf)
@@ -100,16 +104,20 @@ def distinguishable(x, fine, labels, first=True):
         # values on a few levels: around a median the spread would often be 0).
         r = resid[(labels == g) | (labels == h)]
         r = r[~np.isnan(r)]
-        spread = 1.4826 * float(np.median(r)) if r.size else 0.0
-        se = np.sqrt(var[g, both] / cnt[g, both] + var[h, both] / cnt[h, both])
+        spread = max(1.4826 * float(np.median(r)) if r.size else 0.0, noise)
+        # Standard errors from that spread and the number of distinct pairs behind each mean (a
+        # block inside a group of two cores is one pair, seen from both sides).
+        se = spread * np.sqrt(1.0 / pairs[g, both] + 1.0 / pairs[h, both])
         # A pattern: the difference changes from one column block to another (the CPUs of one
         # group are near some CPUs and far from others). A constant difference is each CPU's own
         # speed (clock, ring stop), real only when large: a class of uniformly slower cores.
         offset = float(np.median(diff))
         dev = np.abs(diff - offset)
-        if (dev >= np.maximum(np.maximum(SEP_SIGMA * spread, MIN_REL), Z_MIN * se)).any():
+        ns = dev * np.exp(np.maximum(mean[g, both], mean[h, both]))
+        if ((dev >= np.maximum(np.maximum(SEP_SIGMA * spread, MIN_REL), Z_MIN * se)) & (ns >= MIN_NS)).any():
             continue
-        if abs(offset) >= max(SEP_SIGMA * spread, CLASS_REL if first else MIN_REL) and abs(offset) >= Z_MIN * float(np.median(se)):
+        offset_ns = abs(offset) * math.exp(float(np.median(mean[g, both])))
+        if offset_ns >= MIN_NS and abs(offset) >= max(SEP_SIGMA * spread, CLASS_REL if first else MIN_REL) and abs(offset) >= Z_MIN * float(np.median(se)):
             continue
         return False
     return True
@@ -128,21 +136,27 @@ def _cuts(dist):
 
 
 def _absorb_singletons(labels, dist):
-    """Move each one-unit group into the group it is closest to on average (a lone core is not a group)."""
+    """Fold each one-unit group into the group it is closest to on average (one odd core, a favoured
+    ring stop, is not a group of its own). None when a lone unit's nearest unit is alone too: the
+    tree has not yet formed the group they belong to."""
+    sizes = np.bincount(labels)
+    lone = np.flatnonzero(sizes == 1)
+    if lone.size == 0:
+        return labels
+    if lone.size == sizes.size:
+        return None
     labels = labels.copy()
-    for _ in range(labels.size):
-        sizes = np.bincount(labels)
-        lone = np.flatnonzero(sizes == 1)
-        if lone.size == 0 or (sizes > 1).sum() == 0:
-            break
-        g = lone[0]
+    moves = []
+    for g in lone:
         i = int(np.flatnonzero(labels == g)[0])
-        best, best_d = None, math.inf
-        for h in np.flatnonzero(sizes > 1):
-            dd = float(dist[i, labels == h].mean())
-            if dd < best_d:
-                best, best_d = h, dd
-        labels[i] = best
+        others = dist[i].copy()
+        others[i] = np.inf
+        if sizes[labels[int(np.argmin(others))]] == 1:
+            return None
+        groups = np.flatnonzero(sizes > 1)
+        moves.append((i, groups[int(np.argmin([dist[i, labels == h].mean() for h in groups]))]))
+    for i, h in moves:
+        labels[i] = h
     return _relabel(labels)
 
 
@@ -155,6 +169,9 @@ def nested_levels(cd):
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(np.where(cd > 0, cd, np.nan))
     fine = np.arange(m, dtype=np.intp)  # cores
+    noise = pair_noise(x)
+    if noise_ratio(cd) >= NOISE_RATIO:
+        return []  # no row is nearer another than noise would put it: nothing to group
     levels = []
     while True:
         u = int(fine.max()) + 1
@@ -172,12 +189,14 @@ def nested_levels(cd):
                 if (np.bincount(cut) == 1).sum() > MAX_LONE * u:
                     continue
                 cut = _absorb_singletons(cut, dist)
+                if cut is None:
+                    continue
             lab = _relabel(cut[fine])
             key = lab.tobytes()
             if key in seen or lab.max() < 1 or lab.max() + 1 >= u:
                 continue
             seen.add(key)
-            if distinguishable(x, fine, lab, first=not levels):
+            if distinguishable(x, fine, lab, first=not levels, noise=noise):
                 found = lab
                 break
         if found is None:
@@ -185,6 +204,25 @@ def nested_levels(cd):
         levels.append(found)
         fine = found
     return levels
+
+
+def _nearest_row(x):
+    """Per core, the RMS difference between its log row and the most similar other row."""
+    d = profile_distance(x)
+    np.fill_diagonal(d, np.inf)
+    return d.min(axis=1)
+
+
+def pair_noise(x):
+    """Spread of one pair's log latency: half the typical nearest-row difference squared, rooted.
+
+    Every core of a regular machine has another that is structurally the same (its neighbour in
+    the group), so their rows differ by noise alone: sqrt(2) times a pair's spread. On a mesh the
+    nearest row differs by the gradient too, which only makes the estimate cautious.
+    """
+    if x.shape[0] < 3 or np.isnan(x).all():
+        return 0.0
+    return float(np.median(_nearest_row(x))) / math.sqrt(2.0)
 
 
 def noise_ratio(cd):
@@ -203,6 +241,4 @@ def noise_ratio(cd):
     spread = float(np.std(off))
     if spread <= 1e-12:
         return 0.0
-    d = profile_distance(x)
-    np.fill_diagonal(d, np.inf)
-    return float(np.median(d.min(axis=1))) / (math.sqrt(2.0) * spread)
+    return pair_noise(x) / spread

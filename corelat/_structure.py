@@ -8,18 +8,24 @@ People look at a heatmap and say "2 groups of 8 cores, 17 ns within, 85 ns acros
    :data:`SMT_MAX_NS`: siblings share an L1 cache, so a hand-off between them costs a few ns; the
    40 ns clusters of an Apple M1 are fast *relative* to the rest but are separate cores). Sibling
    groups must be mutual (every member names the same group).
-2. **Levels.** Cores (sibling groups, or single CPUs) are clustered hierarchically with average
-   linkage on their median latency. A level is a cut of that tree at a clear gap between merge
-   heights (:data:`GAP_RATIO`), kept only when the data support it: most cores sit in multi-core
-   groups, and latency across groups is clearly higher than within (:data:`LEVEL_RATIO`, and the
-   bulk of the two distributions do not overlap). A flat or smoothly graded matrix (a mesh, a
-   ring) gives no levels.
-3. **Topology.** When the result carries the OS topology (``metadata["topology"]``), the latency
-   groups are compared with the L3, NUMA and package partitions, and the SMT siblings with the OS's
-   cores.
+2. **Levels.** A group is a set of cores whose rows look alike: the same latency to every other
+   core, whether faster inside than across (an L3, a socket) or slower (an E-core cluster bouncing a
+   line inside its shared L2). Groups are found by row-profile similarity and a block test
+   (:mod:`corelat._blocks`); coarser levels are groups of the finer level's groups, so levels nest
+   and each knows its parent. A level may refine only part of its parent (the E-cores of a hybrid
+   part split into clusters, the P-cores not); groups whose cores differ in kind (SMT or not, L2
+   shared or not) are reported as classes. A flat, smoothly graded (a mesh, a ring) or noise-like
+   matrix gives no levels; noise-like ones say so ("no reliable structure").
+3. **Topology.** When the result carries the OS topology (``metadata["topology"]``), each level is
+   named by the OS object it matches (L2, cluster, L3, die, NUMA node, package) or said to match
+   none, and the SMT siblings are compared with the OS's cores.
+4. **Artifacts.** A part of the machine that is as slow inside as across its boundary while a part
+   of the same shape is fast inside is named for what it usually is: a line homed on one node's
+   memory for the whole run.
 """
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,30 +43,41 @@ SMT_RATIO_WEAK = 1.25
 SMT_GROUP_SPREAD = 2.0
 #: Largest number of hardware threads per core considered (POWER has SMT8).
 SMT_MAX_THREADS = 8
-#: Consecutive merge heights of the core tree must differ by this factor to mark a level.
-GAP_RATIO = 1.25
-#: Typical latency across groups must be this many times the typical latency within them.
-LEVEL_RATIO = 1.3
-#: With fewer pairs than this on either side (3-4 cores), noise alone makes 1.5x gaps: ask for 2x.
-LEVEL_FEW_PAIRS = 4
-LEVEL_RATIO_FEW = 2.0
-#: At least this share of the cores must be in groups of two or more for a level to count.
-LEVEL_COVERAGE = 0.5
-#: The quantile of within-group latencies that must stay below the same lower quantile of across.
-LEVEL_OVERLAP_Q = 0.1
+#: A group's subgroups this close to as far apart as the group is from others are "as slow inside as
+#: across" (the artifact test); a same-shaped group below FAST_INSIDE of it is "fast inside".
+SLOW_INSIDE = 0.9
+FAST_INSIDE = 0.75
+#: Groups of one level whose inside latencies differ by this factor are described one by one.
+LOPSIDED = 1.3
 
 #: Topology keys compared with the latency groups, with their names in sentences.
-TOPOLOGY_KEYS = (("l3", "L3 caches"), ("node", "NUMA nodes"), ("package", "packages"))
+TOPOLOGY_KEYS = (("l2", "L2 caches"), ("cluster", "clusters"), ("l3", "L3 caches"), ("die", "dies"),
+                 ("node", "NUMA nodes"), ("package", "packages"))
+#: Plural names of the OS objects, for the nesting phrase.
+_OS_PLURAL = dict(TOPOLOGY_KEYS)
+_OS_PLURAL["classes"] = "core types"
 
 
 @dataclass(frozen=True)
 class Level:
     """One level of grouping: a partition of all CPUs, with typical latencies in ns.
 
-    ``within`` is the median latency between different cores of the same group; ``across`` the
-    median latency between groups that share the next coarser group (between all groups at the
-    coarsest level). ``cores`` is the number of cores per group, ``threads`` the hardware threads
-    per core where they are uniform (else None).
+    ``within`` is the median latency between different cores of the same group that lie in different
+    groups one level finer (different cores at the finest level); ``across`` the median latency
+    between groups that share the next coarser group (between all groups at the coarsest level).
+    ``cores`` is the number of cores per group, ``threads`` the hardware threads per core where they
+    are uniform (else None).
+
+    Levels nest: ``parent`` is the index in ``Structure.levels`` of the next coarser level (None at
+    the coarsest) and ``group_parent[i]`` the index of group i's group there. ``split[i]`` is False
+    where group i is the whole of its parent group (a level may refine only part of the machine: the
+    E-core clusters of a hybrid part, not its P-cores). ``group_within[i]`` (with its range
+    ``group_range[i]``) and ``group_across[i]`` are the two latencies for group i alone (NaN where
+    it has no subgroups); ``children[i]`` counts its groups one level finer (its cores at the
+    finest level). ``kind`` is ``"classes"`` when the groups differ in kind of core (threads per
+    core, or L2 sharing in the OS topology), with ``names`` such as ``("P-cores", "E-cores")`` where
+    the OS topology tells; ``os`` names the OS objects the level matches (``("l3",)``,
+    ``("node", "package")``, ``("classes",)``), empty when none or unknown.
     """
 
     groups: tuple
@@ -68,16 +85,80 @@ class Level:
     across: float
     cores: tuple
     threads: object = None
+    parent: object = None
+    group_parent: tuple = ()
+    split: tuple = ()
+    group_within: tuple = ()
+    group_range: tuple = ()
+    group_across: tuple = ()
+    children: tuple = ()
+    group_threads: tuple = ()
+    kind: str = "groups"
+    names: tuple = ()
+    os: tuple = ()
 
     @property
     def sizes(self):
         """Number of CPUs per group."""
         return tuple(len(g) for g in self.groups)
 
+    @property
+    def inverted(self):
+        """True when the groups are slower inside than across (a line bounced inside a shared L2)."""
+        return bool(self.within > self.across)
+
+    @property
+    def partial(self):
+        """True when some groups are the whole of their parent group (only part of it is refined)."""
+        return bool(self.split) and not all(self.split)
+
     def describe(self):
         """E.g. ``2 groups of 16 CPUs (8 cores × 2 threads): 17 ns within, 85 ns across``."""
-        return f"{_group_phrase(self.groups, self.cores, self.threads)}: " \
-               f"{_ns(self.within)} within, {_ns(self.across)} across"
+        if self.kind == "classes":
+            return self._describe_classes()
+        idx = [i for i, s in enumerate(self.split) if s] if self.partial else list(range(len(self.groups)))
+        groups = [self.groups[i] for i in idx]
+        head = _group_phrase(groups, tuple(self.cores[i] for i in idx), self.threads)
+        if self.partial:
+            parents = sorted({c for i in idx for c in self.groups[i]})
+            head = f"CPUs {_cpus(parents)} in {head}"
+        text = f"{head}: {self._within_text(idx)}, {_ns(self.across)} across"
+        if self.inverted:
+            text += " (slower within than across)"
+        return text
+
+    def _within_text(self, idx):
+        vals = [self.group_within[i] for i in idx if not math.isnan(self.group_within[i])]
+        if len(vals) < 2 or max(vals) < LOPSIDED * min(vals):
+            return f"{_ns(self.within)} within"
+        # Groups of one level that differ inside (one socket's CCDs twice as far apart as the
+        # other's): say it group by group instead of quoting a median that fits neither.
+        parts = []
+        for i in idx:
+            w, (lo, hi) = self.group_within[i], self.group_range[i]
+            if math.isnan(w):
+                continue
+            sub = f"its {self.children[i]} subgroups" if self.children[i] > 1 else "its cores"
+            if w >= SLOW_INSIDE * self.group_across[i]:
+                parts.append(f"within CPUs {_cpus(self.groups[i])} {sub} are ~{_ns(w)} apart, "
+                             f"as far as across ({_ns(self.group_across[i])})")
+            else:
+                spread = f"{_num(lo)}–{_ns(hi)}" if _num(lo) != _num(hi) else _ns(w)
+                parts.append(f"within CPUs {_cpus(self.groups[i])} {sub} are {spread} apart")
+        return "; ".join(parts) + ";"
+
+    def _describe_classes(self):
+        parts = []
+        for i, g in enumerate(self.groups):
+            t = self.group_threads[i] if self.group_threads else None
+            what = self.names[i] if self.names and self.names[i] else "cores"
+            kind = f" × {t} threads" if t and t > 1 else (" × 1 thread" if t == 1 else "")
+            parts.append(f"{self.cores[i]} {what}{kind} (CPUs {_cpus(g)})")
+        text = f"{len(self.groups)} classes of cores: {_join(parts)}; {_ns(self.across)} between classes"
+        inside = [(self.group_within[i], g) for i, g in enumerate(self.groups) if not math.isnan(self.group_within[i])]
+        if inside:
+            text += ", " + ", ".join(f"{_ns(w)} inside CPUs {_cpus(g)}" for w, g in inside)
+        return text
 
     def to_dict(self):
         return {
@@ -86,6 +167,19 @@ class Level:
             "across_ns": self.across,
             "cores": list(self.cores),
             "threads": self.threads,
+            "parent": self.parent,
+            "group_parent": list(self.group_parent),
+            "split": list(self.split),
+            "group_within_ns": [_jsonable(v) for v in self.group_within],
+            "group_range_ns": [[_jsonable(a), _jsonable(b)] for a, b in self.group_range],
+            "group_across_ns": [_jsonable(v) for v in self.group_across],
+            "children": list(self.children),
+            "group_threads": list(self.group_threads),
+            "kind": self.kind,
+            "names": list(self.names),
+            "os": list(self.os),
+            "inverted": self.inverted,
+            "text": self.describe(),
         }
 
 
@@ -127,11 +221,17 @@ class Structure:
         smt_pairs: tuples of CPU ids behaving like SMT siblings (pairs on SMT2 machines); empty when
             the data shows none.
         smt_latency: median latency between siblings in ns (None without siblings).
-        levels: :class:`Level` objects, finest to coarsest; empty on a flat matrix.
+        levels: :class:`Level` objects, finest to coarsest, each refining the next (``parent``);
+            empty on a flat matrix.
         core_latency: median latency between different cores over the whole machine, in ns.
         core_range: (min, max) latency between different cores, in ns.
         topology: a :class:`TopologyComparison`, or None when the result carries no topology.
         note: why the topology was not compared, when it was not (empty otherwise).
+        reliable: False when the matrix is indistinguishable from noise (no block structure
+            stronger than the pairs' own spread), True when it shows structure, None when too small
+            to tell.
+        noise_ratio: the statistic behind ``reliable`` (:func:`corelat._blocks.noise_ratio`).
+        artifacts: sentences naming what in the data is likely an artifact of how it was measured.
     """
 
     cpus: tuple
@@ -145,6 +245,9 @@ class Structure:
     topology: object = None
     note: str = ""
     _cores: tuple = field(default=(), repr=False)
+    reliable: object = None
+    noise_ratio: float = math.nan
+    artifacts: tuple = ()
 
     @property
     def cores(self):
@@ -165,6 +268,22 @@ class Structure:
             out[k] = [s for s in starts if s > 0]
         return out
 
+    def nesting(self):
+        """Coarsest to finest, e.g. ``2 packages ⊃ 12 L3 caches of 8 cores ⊃ SMT pairs`` ("" if flat)."""
+        parts = []
+        for lv in reversed(self.levels):
+            name = _OS_PLURAL.get(lv.os[0], "groups") if lv.os else ("classes" if lv.kind == "classes" else "groups")
+            idx = [i for i, s in enumerate(lv.split) if s] if lv.partial else range(len(lv.groups))
+            cores = {lv.cores[i] for i in idx}
+            head = f"{len(idx)} {name}" + (f" of {cores.pop()} cores" if len(cores) == 1 else "")
+            if lv.partial:
+                head += f" in CPUs {_cpus(sorted(c for i in idx for c in lv.groups[i]))}"
+            parts.append(head)
+        if self.smt_pairs and parts:
+            sizes = {len(p) for p in self.smt_pairs}
+            parts.append("SMT pairs" if sizes == {2} else "SMT siblings")
+        return " ⊃ ".join(parts)
+
     def to_dict(self):
         """Plain, JSON-serialisable fields."""
         return {
@@ -174,8 +293,12 @@ class Structure:
             "smt_pairs": [list(p) for p in self.smt_pairs],
             "smt_latency_ns": self.smt_latency,
             "levels": [lv.to_dict() for lv in self.levels],
-            "core_latency_ns": self.core_latency,
-            "core_range_ns": list(self.core_range),
+            "nesting": self.nesting(),
+            "core_latency_ns": _jsonable(self.core_latency),
+            "core_range_ns": [_jsonable(v) for v in self.core_range],
+            "reliable": self.reliable,
+            "noise_ratio": _jsonable(self.noise_ratio),
+            "artifacts": list(self.artifacts),
             "topology": None if self.topology is None else self.topology.to_dict(),
             "text": str(self),
         }
@@ -184,16 +307,21 @@ class Structure:
         n = len(self.cpus)
         threads = _uniform_threads(self._cores)
         parts = []
-        if self.levels:
-            parts.extend(lv.describe() for lv in self.levels)
+        if len(self.levels) > 1:
+            parts.append(self.nesting() + ": " + "; ".join(lv.describe() for lv in reversed(self.levels)))
+        elif self.levels:
+            parts.append(self.levels[0].describe())
         else:
             whole = _group_phrase((tuple(self.cpus),), (len(self._cores),), threads, whole=True)
             between = "cores" if self.smt_pairs else "CPUs"
+            lo, hi = self.core_range
+            spread = f" ({_num(lo)}–{_ns(hi)})" if _num(lo) != _num(hi) else ""
             if math.isnan(self.core_latency):
                 parts.append(f"{whole}, no latency between {between}")
+            elif self.reliable is False:
+                parts.append(f"no reliable structure: the differences between pairs are within their spread "
+                             f"({whole}, {_ns(self.core_latency)} between {between}{spread})")
             elif len(self._cores) > 2:
-                lo, hi = self.core_range
-                spread = f" ({_num(lo)}–{_ns(hi)})" if _num(lo) != _num(hi) else ""
                 parts.append(f"no grouping: {whole}, {_ns(self.core_latency)} between {between}{spread}")
             else:
                 parts.append(f"{whole}: {_ns(self.core_latency)} between {between}")
@@ -206,6 +334,8 @@ class Structure:
         elif n > 2:
             parts.append("no SMT siblings")
         text = "; ".join(parts)
+        for a in self.artifacts:
+            text += ". " + a
         if self.topology is not None:
             text += ". " + self.topology.sentence
         elif self.note:
@@ -215,12 +345,14 @@ class Structure:
 
 # -- the analysis ----------------------------------------------------------------------------------
 def structure(result, statistic="median", topology=None):
-    """Infer SMT siblings and latency groups from a :class:`~corelat._result.LatencyResult`.
+    """Infer SMT siblings and nested latency groups from a :class:`~corelat._result.LatencyResult`.
 
     Works on measured results and on imported single-value matrices alike. ``topology`` overrides the
     OS topology to compare with: a ``Topology`` (anything with ``.records()``), a list of its records, or
     None to use ``result.metadata["topology"]`` when present.
     """
+    from . import _blocks
+
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)
@@ -241,17 +373,16 @@ def structure(result, statistic="median", topology=None):
     smt_vals = [d[i, j] for g in smt_groups for a, i in enumerate(g) for j in g[a + 1:] if not np.isnan(d[i, j])]
     smt_latency = float(np.median(smt_vals)) if smt_vals else None
 
-    levels = _levels(d, core_idx, core_of)
+    cd = _core_matrix(d, core_idx)
+    labels = _blocks.nested_levels(cd) if len(core_idx) >= 3 and core_vals.size else []
+    ratio = _blocks.noise_ratio(cd)
+    if smt_groups or labels:
+        reliable = True
+    else:
+        reliable = None if math.isnan(ratio) else bool(ratio < _blocks.NOISE_RATIO)
 
-    to_ids = lambda gs: tuple(tuple(cpus[i] for i in g) for g in gs)
-    cores_ids = to_ids(core_idx)
-    threads = _uniform_threads(core_idx) if smt_groups else None
-    level_objs = [
-        Level(groups=to_ids(part), within=within, across=across,
-              cores=tuple(len({core_of[i] for i in g}) for g in part), threads=threads)
-        for part, within, across in levels
-    ]
-
+    records, note = _topology_records(result, topology)
+    level_objs = _make_levels(d, cpus, core_idx, core_of, labels, records)
     st = Structure(
         cpus=cpus,
         smt_pairs=[tuple(cpus[i] for i in sorted(g)) for g in sorted(smt_groups, key=min)],
@@ -261,14 +392,195 @@ def structure(result, statistic="median", topology=None):
         core_range=core_range,
         statistic=statistic,
         name=result.name,
-        _cores=cores_ids,
+        _cores=tuple(tuple(cpus[i] for i in g) for g in core_idx),
+        reliable=reliable,
+        noise_ratio=ratio,
+        artifacts=_artifacts(level_objs, result),
     )
-    records, note = _topology_records(result, topology)
     if records is not None:
         object.__setattr__(st, "topology", compare_topology(st, records))
     elif note:
         object.__setattr__(st, "note", note)
     return st
+
+
+def _core_matrix(d, core_idx):
+    """Median latency between the CPUs of every two cores (NaN diagonal, NaN where no pair was measured)."""
+    m = len(core_idx)
+    sizes = {len(g) for g in core_idx}
+    if sizes == {1}:
+        cd = d[np.ix_([g[0] for g in core_idx], [g[0] for g in core_idx])].copy()
+    elif len(sizes) == 1:
+        idx = np.array(core_idx)
+        block = d[idx[:, None, :, None], idx[None, :, None, :]].reshape(m, m, -1)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks: unmeasured pairs
+            cd = np.nanmedian(block, axis=2)
+    else:
+        cd = np.full((m, m), np.nan)
+        for a in range(m):
+            for b in range(a + 1, m):
+                v = d[np.ix_(core_idx[a], core_idx[b])]
+                v = v[~np.isnan(v)]
+                cd[a, b] = cd[b, a] = np.median(v) if v.size else np.nan
+    np.fill_diagonal(cd, np.nan)
+    return cd
+
+
+def _make_levels(d, cpus, core_idx, core_of, labels, records):
+    """:class:`Level` objects from the blocks' core labels (finest first), with their latencies."""
+    if not labels:
+        return []
+    n = d.shape[0]
+    pair_ok = (core_of[:, None] != core_of[None, :]) & ~np.isnan(d)
+    threads_of = np.array([len(core_idx[c]) for c in core_of])
+    cpu_labels = [lab[core_of] for lab in labels]
+    same = [lab[:, None] == lab[None, :] for lab in cpu_labels]
+    finer_same = [core_of[:, None] == core_of[None, :]] + same[:-1]
+    parts = []
+    for lab in cpu_labels:
+        part = [np.flatnonzero(lab == g) for g in np.unique(lab)]
+        part.sort(key=lambda g: g[0])
+        parts.append(part)
+    sharing = _l2_sharing(records, cpus)
+    out = []
+    for k, part in enumerate(parts):
+        top = k + 1 == len(parts)
+        within_mask = pair_ok & same[k] & ~finer_same[k]
+        across_mask = pair_ok & ~same[k] & (True if top else same[k + 1])
+        gw, gr, ga, ch, gt = [], [], [], [], []
+        for g in part:
+            w = d[np.ix_(g, g)][within_mask[np.ix_(g, g)]]
+            a = d[g][across_mask[g]]
+            gw.append(float(np.median(w)) if w.size else math.nan)
+            gr.append((float(w.min()), float(w.max())) if w.size else (math.nan, math.nan))
+            ga.append(float(np.median(a)) if a.size else math.nan)
+            finer = cpu_labels[k - 1] if k else core_of
+            ch.append(len(set(finer[g].tolist())))
+            t = set(threads_of[g].tolist())
+            gt.append(t.pop() if len(t) == 1 else None)
+        if top:
+            gp, split = (), tuple(True for _ in part)
+        else:
+            up = cpu_labels[k + 1]
+            ups = [np.flatnonzero(up == u) for u in np.unique(up)]
+            ups.sort(key=lambda g: g[0])
+            where = {int(c): i for i, g in enumerate(ups) for c in g}
+            gp = tuple(where[int(g[0])] for g in part)
+            split = tuple(len(g) < len(ups[p]) for g, p in zip(part, gp))
+        w_all, a_all = d[within_mask], d[across_mask]
+        kind, names = _classes(part, gt, sharing)
+        groups = tuple(tuple(cpus[i] for i in g) for g in part)
+        out.append(Level(
+            groups=groups,
+            within=float(np.median(w_all)) if w_all.size else math.nan,
+            across=float(np.median(a_all)) if a_all.size else math.nan,
+            cores=tuple(len(set(core_of[g].tolist())) for g in part),
+            threads=_uniform_threads(core_idx) if len(core_idx) < n else None,
+            parent=None if top else k + 1,
+            group_parent=gp,
+            split=split,
+            group_within=tuple(gw),
+            group_range=tuple(gr),
+            group_across=tuple(ga),
+            children=tuple(ch),
+            group_threads=tuple(gt),
+            kind=kind,
+            names=names,
+            os=_os_matches(groups, split, kind, names, records, cpus),
+        ))
+    return out
+
+
+def _l2_sharing(records, cpus):
+    """{cpu index: number of OS cores sharing its L2} from topology records, or None."""
+    if not records:
+        return None
+    by_cpu = {r.get("cpu"): r for r in records}
+    cores_of_l2 = {}
+    for r in records:
+        if r.get("l2") is not None and r.get("core") is not None:
+            cores_of_l2.setdefault(r["l2"], set()).add(r["core"])
+    out = {}
+    for i, c in enumerate(cpus):
+        r = by_cpu.get(c)
+        if r is None or r.get("l2") is None:
+            return None
+        out[i] = len(cores_of_l2.get(r["l2"], ()))
+    return out
+
+
+def _classes(part, group_threads, sharing):
+    """("classes", names) when the groups hold different kinds of core, else ("groups", ())."""
+    kinds = [group_threads[i] for i in range(len(part))]
+    shares = None
+    if sharing is not None:
+        shares = []
+        for g in part:
+            s = {sharing[int(i)] for i in g}
+            shares.append(s.pop() if len(s) == 1 else None)
+    differ_threads = None not in kinds and len(set(kinds)) > 1
+    differ_l2 = shares is not None and None not in shares and len(set(shares)) > 1
+    if not (differ_threads or differ_l2):
+        return "groups", ()
+    names = ()
+    if differ_l2 and len(part) == 2:
+        # Hybrid x86 parts: P-cores have an L2 of their own, E-cores share one per cluster.
+        names = tuple("P-cores" if s == 1 else "E-cores" for s in shares)
+        if len(set(names)) < 2:
+            names = ()
+    return "classes", names
+
+
+def _os_matches(groups, split, kind, names, records, cpus):
+    """The OS objects whose partition this level equals (on its refined part when partial)."""
+    if not records:
+        return ()
+    sets = [frozenset(g) for g in groups]
+    whole = frozenset(cpus)
+    core_part = _partition(records, "core", cpus)
+    out = []
+    for key, _ in TOPOLOGY_KEYS:
+        part = _partition(records, key, cpus)
+        if part is None or part == frozenset([whole]) or part == core_part:
+            continue
+        if all(split):
+            hit = frozenset(sets) == part
+        else:  # a partial level matches on the part it refines
+            hit = any(split) and all(s in part for s, sp in zip(sets, split) if sp)
+        if hit:
+            out.append(key)
+    if kind == "classes" and names:
+        out.append("classes")
+    return tuple(out)
+
+
+def _artifacts(levels, result):
+    """Sentences for parts as slow inside as across while a part of the same shape is fast inside."""
+    out = []
+    for lv in levels:
+        shape = {}
+        for i, g in enumerate(lv.groups):
+            if lv.children[i] > 1 and not math.isnan(lv.group_within[i]) and not math.isnan(lv.group_across[i]):
+                shape.setdefault((lv.children[i], len(g)), []).append(i)
+        for same in shape.values():
+            slow = [i for i in same if lv.group_within[i] >= SLOW_INSIDE * lv.group_across[i]]
+            fast = [i for i in same if lv.group_within[i] <= FAST_INSIDE * lv.group_across[i]]
+            if not (slow and fast):
+                continue
+            s, f = slow[0], fast[0]
+            text = (f"CPUs {_cpus(lv.groups[s])} are as slow among their {lv.children[s]} subgroups "
+                    f"(~{_ns(lv.group_within[s])}) as across to the rest, while CPUs {_cpus(lv.groups[f])}, "
+                    f"of the same shape, are {_ns(lv.group_within[f])} apart inside: the signature of a line "
+                    "homed on one node's memory for the whole run, which is what tools that allocate one "
+                    "flag up front measure")
+            if getattr(result, "value_only", True):
+                text += "; corelat's own results (a fresh page per pair) should not show it"
+            else:
+                text += ("; corelat gives every pair a fresh page, so this result should not show it: "
+                         "check the memory placement (numactl, cgroup memory binding)")
+            out.append(text)
+    return tuple(out)
 
 
 def _symmetric(m):
@@ -332,92 +644,6 @@ def _smt_groups(d):
         if all(nearest.get(j) == g for j in g):
             groups.add(g)
     return [tuple(sorted(g)) for g in groups]
-
-
-def _levels(d, core_idx, core_of):
-    """[(partition as index tuples, within, across)] finest to coarsest, only well-supported cuts."""
-    m = len(core_idx)
-    if m < 3:
-        return []
-    # Distances between cores: median over their CPU pairs. Missing pairs take the overall median so
-    # the tree can still be built; they do not enter the within/across statistics.
-    cd = np.full((m, m), np.nan)
-    for a in range(m):
-        for b in range(a + 1, m):
-            block = d[np.ix_(core_idx[a], core_idx[b])]
-            v = block[~np.isnan(block)]
-            cd[a, b] = cd[b, a] = np.median(v) if v.size else np.nan
-    valid = cd[np.triu(np.ones((m, m), dtype=bool), 1)]
-    valid = valid[~np.isnan(valid)]
-    if valid.size == 0 or valid.min() <= 0:
-        return []
-    cd = np.where(np.isnan(cd), np.median(valid), cd)
-    np.fill_diagonal(cd, 0.0)
-
-    # scipy's hierarchical clustering: a well-tested, O(m^2) implementation of average linkage with
-    # a documented, monotone merge order; a hand-written one would be slower at 192+ cores and a
-    # place for subtle bugs (ties, inversions), and scipy is already a dependency.
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    z = linkage(squareform(cd, checks=False), method="average")
-    heights = z[:, 2]
-    n = d.shape[0]
-    same_core = core_of[:, None] == core_of[None, :]
-    upper = np.triu(np.ones((n, n), dtype=bool), 1)
-    pair_ok = upper & ~same_core & ~np.isnan(d)
-
-    # Candidate cuts: every clear gap between consecutive merge heights (CPU labels per cut).
-    cuts = []
-    for k in range(m - 2):
-        lo, hi = heights[k], heights[k + 1]
-        if lo > 0 and hi / lo >= GAP_RATIO:
-            labels_core = fcluster(z, t=math.sqrt(lo * hi), criterion="distance")
-            if 2 <= labels_core.max() < m:
-                cuts.append(labels_core)
-
-    accepted = []
-    prev = core_of  # CPU -> group id at the previous accepted level (cores at first)
-    for k, labels_core in enumerate(cuts):
-        sizes = np.bincount(labels_core)[1:]
-        if sizes[sizes >= 2].sum() < LEVEL_COVERAGE * m:
-            continue
-        lab = labels_core[core_of]
-        same = lab[:, None] == lab[None, :]
-        # Validate on the pairs this cut decides: within = same group but different groups one
-        # level finer; across = different groups that the next candidate cut joins (all
-        # different groups at the last one), so a coarser level cannot vouch for a noisy finer one.
-        w = d[pair_ok & same & (prev[:, None] != prev[None, :])]
-        across = pair_ok & ~same
-        if k + 1 < len(cuts):
-            nxt = cuts[k + 1][core_of]
-            across &= nxt[:, None] == nxt[None, :]
-        a = d[across]
-        if w.size == 0 or a.size == 0:
-            continue
-        few = min(w.size, a.size) < LEVEL_FEW_PAIRS
-        if np.median(a) < (LEVEL_RATIO_FEW if few else LEVEL_RATIO) * np.median(w):
-            continue
-        if np.quantile(w, 1 - LEVEL_OVERLAP_Q) >= np.quantile(a, LEVEL_OVERLAP_Q):
-            continue
-        accepted.append(lab)
-        prev = lab
-
-    out = []
-    for k, lab in enumerate(accepted):
-        same = lab[:, None] == lab[None, :]
-        within = d[pair_ok & same]
-        if k + 1 < len(accepted):
-            nxt = accepted[k + 1]
-            across = d[pair_ok & ~same & (nxt[:, None] == nxt[None, :])]
-        else:
-            across = d[pair_ok & ~same]
-        part = [tuple(np.flatnonzero(lab == g)) for g in np.unique(lab)]
-        part.sort(key=lambda g: g[0])
-        out.append(([tuple(int(i) for i in g) for g in part],
-                    float(np.median(within)) if within.size else math.nan,
-                    float(np.median(across)) if across.size else math.nan))
-    return out
 
 
 def _order(cpus, cores, levels):
@@ -497,15 +723,20 @@ def compare_topology(st, records):
     matches, mismatches, used = {}, {}, set()
     per_level = {}  # level index -> ["2 L3 caches", ...]
     said_miss = []
+    core_part = _partition(records, "core", cpus)
     for key, label in TOPOLOGY_KEYS:
         part = _partition(records, key, cpus)
-        if part is None or part == whole:
-            continue  # unknown, or one group for all measured CPUs: nothing to compare
-        k = next((i for i, lp in enumerate(lat_parts) if lp == part), None)
+        if part is None or part == whole or part == singles or part == core_part:
+            continue  # unknown, one group for all measured CPUs, or per core: nothing to compare
+        k = next((i for i, lv in enumerate(st.levels) if key in lv.os), None)
         count = len(part)
         if k is not None:
             matches[key] = k
             used.add(k)
+            lv = st.levels[k]
+            if lv.partial:
+                count = sum(1 for g, sp in zip(lv.groups, lv.split) if sp)
+                label += f" in CPUs {_cpus(sorted(c for g, sp in zip(lv.groups, lv.split) if sp for c in g))}"
             per_level.setdefault(k, []).append(f"{count} {label}")
             continue
         if not lat_parts:
@@ -520,6 +751,11 @@ def compare_topology(st, records):
                 why = f"latency groups cut across the OS's {count} {label}"
         mismatches[key] = why
         said_miss.append(why)
+    for k, lv in enumerate(st.levels):
+        if "classes" in lv.os:
+            matches.setdefault("classes", k)
+            used.add(k)
+            per_level.setdefault(k, []).append("core types (" + _join(list(lv.names)) + ")")
     sentences = []
     for k, what in sorted(per_level.items()):
         who = "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
@@ -527,9 +763,9 @@ def compare_topology(st, records):
     unmatched = tuple(k for k in range(len(lat_parts)) if k not in used)
     for k in unmatched:
         who = "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
-        sentences.append(f"{who} ({len(lat_parts[k])}) match no L3 cache, NUMA node or package grouping")
+        sentences.append(f"{who} ({len(lat_parts[k])}) match no OS grouping (L2, cluster, L3, die, NUMA node, "
+                         "package)")
     # SMT siblings against the OS's cores.
-    core_part = _partition(records, "core", cpus)
     smt_part = frozenset(frozenset(c) for c in st.cores)
     if core_part is not None and core_part != singles:
         if smt_part == core_part:
@@ -586,3 +822,13 @@ def _join(items):
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _cpus(ids):
+    from ._cpulist import format as fmt
+
+    return fmt(ids)
+
+
+def _jsonable(v):
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v

@@ -141,9 +141,13 @@ def test_apple_m1_style_clusters_are_not_siblings():
     m = m * (1 + 0.03 * rng.standard_normal(m.shape))
     s = structure(LatencyResult.from_matrix((m + m.T) / 2))
     assert s.smt_pairs == []
+    # The two performance clusters are nearer each other (130 ns) than the efficiency pair (150 ns).
     assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset({0, 1}), frozenset(range(2, 6)),
-                                                        frozenset(range(6, 10))}]
-    assert str(s).startswith("3 groups (2, 4, 4 CPUs): 40 ns within")
+                                                        frozenset(range(6, 10))},
+                                                       {frozenset({0, 1}), frozenset(range(2, 10))}]
+    assert s.levels[0].parent == 1 and s.levels[0].group_parent == (0, 1, 1)
+    assert str(s).startswith("2 groups ⊃ 2 groups of 4 cores in CPUs 2-9: 2 groups (2, 8 CPUs): 129 ns within, "
+                             "150 ns across; CPUs 2-9 in 2 groups of 4 CPUs: 40 ns within, 129 ns across;")
 
 
 def test_core_complexes_with_smt_off_are_not_siblings():

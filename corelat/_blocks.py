@@ -29,6 +29,9 @@ MIN_REL = math.log(1.08)
 #: ... and this many ns: below it lie timer steps (a 3-run average of a 5 ns timer moves by 1.7 ns)
 #: and the jitter of shared machines.
 MIN_NS = 2.0
+#: Gap test: the median unit of two groups must be this much nearer (in row distance) to its own
+#: group than to the other (a silhouette; blocks give 0.8-1, a ring of 16 cut into arcs of 4 gives 0.58).
+SILHOUETTE = 0.7
 #: Two groups whose rows differ by the same factor everywhere are a class of slower cores only when
 #: the factor is this large (a few percent is one core's clock or its place on a ring).
 CLASS_REL = math.log(1.25)
@@ -75,13 +78,16 @@ def _relabel(labels):
     return rank[inv].astype(np.intp)
 
 
-def distinguishable(x, fine, labels, first=True, noise=0.0):
+def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
     """True when every group of ``labels`` differs clearly from its nearest group (see module doc).
 
     ``x`` is the cores' log-latency matrix (NaN diagonal), ``fine`` the finer level's labels: only
     pairs in different fine groups count (pairs inside one belong to that finer level). ``noise``
     is a floor for the spread of one pair's value (:func:`pair_noise`): the spread around a
     candidate's own block means is too small when its blocks are small enough to fit the noise.
+    ``dist`` (profile distances between the fine groups) adds the gap test: the rows of two groups
+    must be farther apart than the rows inside either. A gradient (a ring, a mesh) cut into arcs
+    fails it: the two ends of one arc differ more than neighbours across the cut.
     """
     k = int(labels.max()) + 1
     xs = np.where(fine[:, None] != fine[None, :], x, np.nan)
@@ -89,6 +95,9 @@ def distinguishable(x, fine, labels, first=True, noise=0.0):
     if not (cnt > 0).any():
         return False
     pairs = np.maximum(cnt - np.diag(np.diag(cnt)) / 2.0, 1.0)
+    if dist is not None:
+        unit_lab = np.empty(dist.shape[0], dtype=np.intp)
+        unit_lab[fine] = labels
     resid = np.abs(xs - mean[labels[:, None], labels[None, :]])
     gd = profile_distance(np.where(np.eye(k, dtype=bool), np.nan, mean))
     np.fill_diagonal(gd, np.inf)
@@ -96,6 +105,8 @@ def distinguishable(x, fine, labels, first=True, noise=0.0):
         h = int(np.argmin(gd[g]))
         both = np.flatnonzero((cnt[g] > 0) & (cnt[h] > 0))
         if both.size == 0:
+            return False
+        if dist is not None and not _gap(dist, unit_lab, g, h):
             return False
         diff = mean[g, both] - mean[h, both]
         # One spread for both groups' rows: a block that is noisy inside cannot be told from its
@@ -121,6 +132,24 @@ def distinguishable(x, fine, labels, first=True, noise=0.0):
             continue
         return False
     return True
+
+
+def _gap(dist, unit_lab, g, h):
+    """True when the rows of groups g and h (units) are clearly farther apart than rows inside them.
+
+    A silhouette: per unit, a = median distance to its own group's other units, b = median distance
+    to the other group's; (b - a) / max(a, b) must reach :data:`SILHOUETTE` for the median unit.
+    """
+    a_units, b_units = np.flatnonzero(unit_lab == g), np.flatnonzero(unit_lab == h)
+    scores = []
+    for own, other in ((a_units, b_units), (b_units, a_units)):
+        if own.size < 2:
+            continue
+        for u in own:
+            a = float(np.median(dist[u, own[own != u]]))
+            b = float(np.median(dist[u, other]))
+            scores.append((b - a) / max(a, b, 1e-12))
+    return not scores or float(np.median(scores)) >= SILHOUETTE
 
 
 def _cuts(dist):
@@ -196,7 +225,7 @@ def nested_levels(cd):
             if key in seen or lab.max() < 1 or lab.max() + 1 >= u:
                 continue
             seen.add(key)
-            if distinguishable(x, fine, lab, first=not levels, noise=noise):
+            if distinguishable(x, fine, lab, first=not levels, noise=noise, dist=dist):
                 found = lab
                 break
         if found is None:

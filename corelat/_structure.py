@@ -96,6 +96,7 @@ class Level:
     kind: str = "groups"
     names: tuple = ()
     os: tuple = ()
+    finest: bool = False
 
     @property
     def sizes(self):
@@ -122,30 +123,34 @@ class Level:
         if self.partial:
             parents = sorted({c for i in idx for c in self.groups[i]})
             head = f"CPUs {_cpus(parents)} in {head}"
-        text = f"{head}: {self._within_text(idx)}, {_ns(self.across)} across"
+        inside = self._lopsided(idx)
+        if inside:
+            text = f"{head}: {_ns(self.across)} across; {inside}"
+        else:
+            text = f"{head}: {_ns(self.within)} within, {_ns(self.across)} across"
         if self.inverted:
             text += " (slower within than across)"
         return text
 
-    def _within_text(self, idx):
+    def _lopsided(self, idx):
+        """Group-by-group inside latencies when they differ (one socket's CCDs twice as far apart as
+        the other's): a median would fit neither. Empty when they agree."""
         vals = [self.group_within[i] for i in idx if not math.isnan(self.group_within[i])]
         if len(vals) < 2 or max(vals) < LOPSIDED * min(vals):
-            return f"{_ns(self.within)} within"
-        # Groups of one level that differ inside (one socket's CCDs twice as far apart as the
-        # other's): say it group by group instead of quoting a median that fits neither.
+            return ""
         parts = []
         for i in idx:
             w, (lo, hi) = self.group_within[i], self.group_range[i]
             if math.isnan(w):
                 continue
-            sub = f"its {self.children[i]} subgroups" if self.children[i] > 1 else "its cores"
+            sub = f"its {self.children[i]} {'cores' if self.finest else 'subgroups'}"
             if w >= SLOW_INSIDE * self.group_across[i]:
                 parts.append(f"within CPUs {_cpus(self.groups[i])} {sub} are ~{_ns(w)} apart, "
                              f"as far as across ({_ns(self.group_across[i])})")
             else:
                 spread = f"{_num(lo)}–{_ns(hi)}" if _num(lo) != _num(hi) else _ns(w)
                 parts.append(f"within CPUs {_cpus(self.groups[i])} {sub} are {spread} apart")
-        return "; ".join(parts) + ";"
+        return "; ".join(parts)
 
     def _describe_classes(self):
         parts = []
@@ -179,6 +184,7 @@ class Level:
             "names": list(self.names),
             "os": list(self.os),
             "inverted": self.inverted,
+            "finest": self.finest,
             "text": self.describe(),
         }
 
@@ -468,8 +474,15 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             where = {int(c): i for i, g in enumerate(ups) for c in g}
             gp = tuple(where[int(g[0])] for g in part)
             split = tuple(len(g) < len(ups[p]) for g, p in zip(part, gp))
-        w_all, a_all = d[within_mask], d[across_mask]
-        kind, names = _classes(part, gt, sharing)
+        # A partial level speaks for the groups it refines (the E-core clusters, not the P-cores).
+        rows = np.zeros(n, dtype=bool)
+        for g, sp in zip(part, split):
+            rows[g] = sp
+        w_all, a_all = d[within_mask & rows[:, None]], d[across_mask & rows[:, None]]
+        refined = [i for i, sp in enumerate(split) if sp]
+        kind, names = _classes([part[i] for i in refined], [gt[i] for i in refined], sharing)
+        if kind == "classes" and len(refined) < len(part):
+            names = tuple(names[refined.index(i)] if i in refined and names else "" for i in range(len(part)))
         groups = tuple(tuple(cpus[i] for i in g) for g in part)
         out.append(Level(
             groups=groups,
@@ -488,6 +501,7 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             kind=kind,
             names=names,
             os=_os_matches(groups, split, kind, names, records, cpus),
+            finest=k == 0,
         ))
     return out
 

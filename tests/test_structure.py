@@ -262,3 +262,186 @@ def test_topology_from_result_metadata(shared_dir, tmp_path):
     # An unreadable topology is a note, not a crash.
     bad = LatencyResult(cpus=r.cpus, kernel="cas", samples=r.samples, metadata={"topology": {"x": 1}})
     assert "unreadable" in str(structure(bad))
+
+
+# -- v2: blocks by pattern, nesting, classes, artifacts, noise -------------------------------------------
+def nested_levels_ok(s):
+    """Every level refines the next coarser one, and group_parent says where each group sits."""
+    for k, lv in enumerate(s.levels):
+        if k + 1 == len(s.levels):
+            assert lv.parent is None and lv.group_parent == ()
+            continue
+        up = s.levels[k + 1]
+        assert lv.parent == k + 1
+        for g, p, sp in zip(lv.groups, lv.group_parent, lv.split):
+            assert set(g) <= set(up.groups[p])
+            assert sp == (set(g) != set(up.groups[p]))
+
+
+def test_i9_12900k_p_cores_and_two_slower_inside_e_clusters(shared_dir):
+    # Publisher: 8 performance cores and 2 groups of 4 efficient cores (35, 44, 50 ns). The E-core
+    # clusters are 50 ns inside and 44 ns across: slower inside. v1 read "no grouping".
+    s = structure(peer(shared_dir, "Intel Core i9-12900K"))
+    p, e1, e2 = frozenset(range(16)), frozenset(range(16, 20)), frozenset(range(20, 24))
+    assert [as_sets(lv.groups) for lv in s.levels] == [{p, e1, e2}, {p, e1 | e2}]
+    nested_levels_ok(s)
+    fine, top = s.levels
+    assert fine.partial and fine.split == (False, True, True) and fine.inverted
+    assert 48 < fine.within < 52 and 42 < fine.across < 46
+    assert top.kind == "classes" and top.group_threads == (2, 1)
+    text = str(s)
+    assert text.startswith("2 classes of 8 cores ⊃ 2 groups of 4 cores in CPUs 16-23 ⊃ SMT pairs: ")
+    assert "8 cores × 2 threads (CPUs 0-15) and 8 cores × 1 thread (CPUs 16-23)" in text
+    assert "CPUs 16-23 in 2 groups of 4 CPUs: 50 ns within, 44 ns across (slower within than across)" in text
+
+
+def block_model(labels_per_level, lat, noise=0.0, seed=0):
+    """Symmetric matrix where a pair's latency is lat[k] for the coarsest level k that separates it
+    (lat[0] inside the finest groups), with multiplicative noise."""
+    rng = np.random.default_rng(seed)
+    labs = [np.asarray(lab) for lab in labels_per_level]
+    n = labs[0].size
+    m = np.full((n, n), float(lat[0]))
+    for k, lab in enumerate(labs):
+        m[lab[:, None] != lab[None, :]] = lat[k + 1]
+    m = m * (1 + noise * rng.standard_normal((n, n)))
+    m = (m + m.T) / 2
+    np.fill_diagonal(m, np.nan)
+    return m
+
+
+def test_inverted_blocks_are_groups():
+    # 3 clusters of 4 cores, each 50 ns inside and 44 ns to the others (a shared L2 bouncing a line).
+    lab = np.repeat([0, 1, 2], 4)
+    s = structure(from_matrix(block_model([lab], (50, 44), 0.01, seed=1)))
+    assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset(range(i, i + 4)) for i in (0, 4, 8)}]
+    assert s.levels[0].inverted
+    assert str(s).startswith("3 groups of 4 CPUs: 50 ns within, 44 ns across (slower within than across)")
+
+
+def test_tiles_are_a_level_not_smt():
+    # 16 cores sharing an L2 in pairs: 18 ns inside a tile, 40 ns between tiles; 2x faster but
+    # separate cores. With SMT on top (siblings n, n+16 at 5 ns) both show, each for what it is.
+    tiles = np.arange(16) // 2
+    s = structure(from_matrix(block_model([tiles], (18, 40), 0.02, seed=2)))
+    assert s.smt_pairs == []
+    assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset({2 * i, 2 * i + 1}) for i in range(8)}]
+    m = block_model([np.concatenate([tiles, tiles])], (18, 40), 0.02, seed=3)
+    for i in range(16):
+        m[i, i + 16] = m[i + 16, i] = 5.0
+    s = structure(from_matrix(m))
+    assert s.smt_pairs == [(i, i + 16) for i in range(16)]
+    assert [lv.sizes for lv in s.levels] == [(4,) * 8]
+    assert s.nesting() == "8 groups of 2 cores ⊃ SMT pairs"
+
+
+def test_three_nested_levels_with_parents():
+    # 2 sockets x 3 CCDs x 2 tiles x 2 cores, SMT siblings n, n+24.
+    core = np.arange(24)
+    tile, ccd, sock = core // 2, core // 4, core // 12
+    m = block_model([np.tile(tile, 2), np.tile(ccd, 2), np.tile(sock, 2)], (15, 30, 90, 200), 0.02, seed=4)
+    for i in range(24):
+        m[i, i + 24] = m[i + 24, i] = 6.0
+    s = structure(from_matrix(m))
+    assert s.smt_pairs == [(i, i + 24) for i in range(24)]
+    assert [len(lv.groups) for lv in s.levels] == [12, 6, 2]
+    nested_levels_ok(s)
+    assert s.levels[1].group_parent == (0, 0, 0, 1, 1, 1)
+    assert s.nesting() == "2 groups of 12 cores ⊃ 6 groups of 4 cores ⊃ 12 groups of 2 cores ⊃ SMT pairs"
+    text = str(s)
+    assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns across;")
+    # The heatmap's boundaries nest too: every coarse boundary is a fine one.
+    b = s.boundaries()
+    assert set(b[2]) <= set(b[1]) <= set(b[0])
+
+
+def test_one_socket_homed_line_is_named_an_artifact():
+    # 2 packages x 6 CCDs x 8 cores. In package 0 the CCDs are ~100 ns apart; in package 1 every
+    # CCD pair is ~200 ns, as far as across packages: a flag homed on node 0's memory. v1 read this
+    # as a lopsided "7 groups (48, 8, 8, 8, 8, 8, 8)".
+    core = np.arange(96)
+    ccd, pkg = core // 8, core // 48
+    m = block_model([ccd, pkg], (20, 100, 200), 0.03, seed=5)
+    p1 = pkg == 1
+    inside_p1 = p1[:, None] & p1[None, :] & (ccd[:, None] != ccd[None, :])
+    m[inside_p1] = 200 * (1 + 0.03 * np.random.default_rng(6).standard_normal(inside_p1.sum()))
+    m = np.where(np.isnan(m), np.nan, (m + m.T) / 2)
+    s = structure(from_matrix(m))
+    assert [as_sets(lv.groups) for lv in s.levels] == [
+        {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)}, {frozenset(range(48)), frozenset(range(48, 96))}]
+    nested_levels_ok(s)
+    (text,) = s.artifacts
+    assert "CPUs 48-95 are as slow among their 6 subgroups" in text
+    assert "homed on one node's memory" in text and "fresh page per pair" in text
+    described = str(s)
+    assert "within CPUs 0-47 its 6 subgroups are" in described
+    assert "within CPUs 48-95 its 6 subgroups are ~200 ns apart, as far as across (200 ns)" in described
+    # The same data measured by corelat itself (samples, not one imported value) says so too.
+    from corelat._result import LatencyResult
+
+    own = LatencyResult(cpus=tuple(range(96)), kernel="cas", samples=np.repeat(m[:, :, None], 3, axis=2))
+    assert "this result should not show it" in structure(own).artifacts[0]
+
+
+def test_pure_noise_is_no_reliable_structure():
+    rng = np.random.default_rng(7)
+    m = 60 * (1 + 0.25 * rng.standard_normal((24, 24)))
+    s = structure(from_matrix(np.abs((m + m.T) / 2)))
+    assert s.levels == [] and s.reliable is False
+    assert str(s).startswith("no reliable structure: the differences between pairs are within their spread")
+    # A graded ring is structure, just no grouping.
+    ring = np.array([[min(abs(i - j), 16 - abs(i - j)) for j in range(16)] for i in range(16)], float)
+    s = structure(from_matrix(20 + 2 * ring))
+    assert s.reliable is True and s.levels == []
+    assert str(s).startswith("no grouping")
+
+
+def records_hybrid():
+    # 20em64t-hybrid-1p6c2t+2ca4co1t: 6 P-cores x 2 threads (CPUs 0-11, own L2), 2 clusters of 4
+    # E-cores (CPUs 12-15, 16-19) each sharing an L2.
+    out = []
+    for c in range(20):
+        core = c // 2 if c < 12 else c - 6
+        l2 = core if c < 12 else (100 if c < 16 else 101)
+        out.append({"cpu": c, "package": 0, "die": 0, "cluster": None, "core": core, "l2": l2, "l3": 0,
+                    "node": 0})
+    return out
+
+
+def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
+    core = np.array([c // 2 if c < 12 else c - 6 for c in range(20)])
+    cls = (core >= 6).astype(int)
+    clus = np.where(core < 6, 0, np.where(core < 10, 1, 2))
+    m = block_model([core, clus, cls], (4.5, 34, 50, 39), 0.01, seed=8)
+    m[:12, :12] = np.where(core[:12, None] == core[None, :12], 4.5, 34.0)
+    np.fill_diagonal(m, np.nan)
+    s = structure(from_matrix(m), topology=records_hybrid())
+    fine, top = s.levels
+    assert top.kind == "classes" and top.names == ("P-cores", "E-cores")
+    assert "6 P-cores × 2 threads (CPUs 0-11) and 8 E-cores × 1 thread (CPUs 12-19)" in str(s)
+    assert fine.os == ("l2",) and top.os == ("classes",)
+    assert s.topology.matches["l2"] == 0 and s.topology.matches["classes"] == 1
+    assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency level 2 "
+                                          "match the OS's core types (P-cores and E-cores)")
+    # The real sysfs dump of that machine gives the same records.
+    topo_mod = pytest.importorskip("corelat._topology")
+    import tarfile
+    import warnings
+
+    name = "20em64t-hybrid-1p6c2t+2ca4co1t"
+    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
+        tar.extractall(tmp_path, filter="tar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        topo = topo_mod.topology(root=tmp_path / name)
+    s2 = structure(from_matrix(m), topology=topo)
+    assert s2.levels[1].names == ("P-cores", "E-cores") and s2.levels[0].os == ("l2", "cluster")
+
+
+def test_to_dict_carries_the_nesting():
+    core = np.arange(24)
+    m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
+    d = json.loads(json.dumps(structure(from_matrix(m)).to_dict()))
+    assert d["nesting"] == "2 groups of 6 cores ⊃ 6 groups of 4 cores"
+    assert [lv["parent"] for lv in d["levels"]] == [1, None]
+    assert d["levels"][0]["group_parent"] == [0, 0, 0, 1, 1, 1] and d["reliable"] is True

@@ -442,6 +442,6 @@ def test_to_dict_carries_the_nesting():
     core = np.arange(24)
     m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
     d = json.loads(json.dumps(structure(from_matrix(m)).to_dict()))
-    assert d["nesting"] == "2 groups of 6 cores ⊃ 6 groups of 4 cores"
+    assert d["nesting"] == "2 groups of 12 cores ⊃ 6 groups of 4 cores"
     assert [lv["parent"] for lv in d["levels"]] == [1, None]
     assert d["levels"][0]["group_parent"] == [0, 0, 0, 1, 1, 1] and d["reliable"] is True

@@ -60,12 +60,10 @@ def profile_distance(m):
 
 def group_means(x, labels, k):
     """(k x k means of x over the valid entries by row and column label, counts)."""
-    w = (~np.isnan(x)).astype(np.float64)
-    v = np.where(w > 0, x, 0.0)
-    a = np.zeros((labels.size, k))
-    a[np.arange(labels.size), labels] = 1.0
-    cnt = a.T @ w @ a
-    tot = a.T @ v @ a
+    valid = ~np.isnan(x)
+    cell = (labels[:, None] * k + labels[None, :])[valid]
+    cnt = np.bincount(cell, minlength=k * k).reshape(k, k).astype(np.float64)
+    tot = np.bincount(cell, weights=x[valid], minlength=k * k).reshape(k, k)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(cnt > 0, tot / np.where(cnt > 0, cnt, 1.0), np.nan)
     return mean, cnt
@@ -137,7 +135,7 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
 def _gap(dist, unit_lab, g, h):
     """True when the rows of groups g and h (units) are clearly farther apart than rows inside them.
 
-    A silhouette: per unit, a = median distance to its own group's other units, b = median distance
+    A silhouette: per unit, a = mean distance to its own group's other units, b = mean distance
     to the other group's; (b - a) / max(a, b) must reach :data:`SILHOUETTE` for the median unit.
     """
     a_units, b_units = np.flatnonzero(unit_lab == g), np.flatnonzero(unit_lab == h)
@@ -145,23 +143,30 @@ def _gap(dist, unit_lab, g, h):
     for own, other in ((a_units, b_units), (b_units, a_units)):
         if own.size < 2:
             continue
-        for u in own:
-            a = float(np.median(dist[u, own[own != u]]))
-            b = float(np.median(dist[u, other]))
-            scores.append((b - a) / max(a, b, 1e-12))
-    return not scores or float(np.median(scores)) >= SILHOUETTE
+        a = dist[np.ix_(own, own)].sum(axis=1) / (own.size - 1)
+        b = dist[np.ix_(own, other)].mean(axis=1)
+        scores.append((b - a) / np.maximum(np.maximum(a, b), 1e-12))
+    return not scores or float(np.median(np.concatenate(scores))) >= SILHOUETTE
 
 
 def _cuts(dist):
-    """Partitions from an average-linkage tree over ``dist``, finest first (label arrays)."""
-    from scipy.cluster.hierarchy import cut_tree, linkage
+    """Partitions from an average-linkage tree over ``dist``, finest first (label arrays, 2 groups or more).
+
+    Replays the merges (scipy's ``cut_tree`` does the same but is quadratic in Python).
+    """
+    from scipy.cluster.hierarchy import linkage
     from scipy.spatial.distance import squareform
 
     u = dist.shape[0]
     z = linkage(squareform(dist, checks=False), method="average")
-    # cut_tree gives every number of clusters at once: column j has u - j clusters.
-    tree = cut_tree(z)
-    return [tree[:, j] for j in range(1, u - 1)]
+    labels = np.arange(u, dtype=np.intp)
+    members = {i: [i] for i in range(u)}
+    for j in range(u - 2):
+        a, b = int(z[j, 0]), int(z[j, 1])
+        merged = members.pop(a) + members.pop(b)
+        members[u + j] = merged
+        labels[merged] = u + j
+        yield _relabel(labels)
 
 
 def _absorb_singletons(labels, dist):
@@ -169,23 +174,25 @@ def _absorb_singletons(labels, dist):
     ring stop, is not a group of its own). None when a lone unit's nearest unit is alone too: the
     tree has not yet formed the group they belong to."""
     sizes = np.bincount(labels)
-    lone = np.flatnonzero(sizes == 1)
-    if lone.size == 0:
+    lone = int((sizes == 1).sum())
+    if lone == 0:
         return labels
-    if lone.size == sizes.size:
+    if lone == sizes.size:
         return None
+    lone_rows = np.flatnonzero(sizes[labels] == 1)
+    near = dist[lone_rows].copy()
+    near[np.arange(lone_rows.size), lone_rows] = np.inf
+    if (sizes[labels[np.argmin(near, axis=1)]] == 1).any():
+        return None
+    groups = np.flatnonzero(sizes > 1)
+    col = np.full(sizes.size, -1)
+    col[groups] = np.arange(groups.size)
+    keep = col[labels] >= 0
+    onehot = np.zeros((labels.size, groups.size))
+    onehot[np.flatnonzero(keep), col[labels[keep]]] = 1.0
+    mean_to = (dist[lone_rows] @ onehot) / sizes[groups]
     labels = labels.copy()
-    moves = []
-    for g in lone:
-        i = int(np.flatnonzero(labels == g)[0])
-        others = dist[i].copy()
-        others[i] = np.inf
-        if sizes[labels[int(np.argmin(others))]] == 1:
-            return None
-        groups = np.flatnonzero(sizes > 1)
-        moves.append((i, groups[int(np.argmin([dist[i, labels == h].mean() for h in groups]))]))
-    for i, h in moves:
-        labels[i] = h
+    labels[lone_rows] = groups[np.argmin(mean_to, axis=1)]
     return _relabel(labels)
 
 

@@ -62,7 +62,7 @@ def recovery(examples):
     from hypothesis import strategies as st
 
     print(f"Recovery of generated block models ({examples} per noise level; exact SMT and levels)")
-    print(f"{'noise':>6} {'recovered':>10} {'SMT ok':>7} {'levels ok':>10}  (of models with >= 1 level)")
+    print(f"{'noise':>6} {'recovered':>10} {'SMT ok':>7} {'levels ok':>10}")
     for noise in NOISES:
         tally = {"n": 0, "all": 0, "smt": 0, "levels": 0}
 
@@ -75,7 +75,7 @@ def recovery(examples):
             if inverted and groups < 3:
                 groups = 3  # an inverted level needs 3+ groups to be a pattern and not a swap
             m, smt, levels = model(sockets, groups, cores, threads, tiles, inverted, noise, seed)
-            s = corelat.structure(corelat.from_matrix(m))
+            s = corelat.structure(corelat.LatencyResult.from_matrix(m))
             got = [{frozenset(g) for g in lv.groups} for lv in s.levels]
             ok_smt = [tuple(p) for p in s.smt_pairs] == smt
             ok_lv = got == levels
@@ -106,7 +106,7 @@ def peers():
 
 def speed(repeat=5):
     m, _, _ = model(2, 8, 8, 2, False, False, 0.03, 1)
-    r = corelat.from_matrix(m)
+    r = corelat.LatencyResult.from_matrix(m)
     corelat.structure(r)  # scipy import and first-call costs
     times = []
     for _ in range(repeat):
@@ -116,7 +116,7 @@ def speed(repeat=5):
     print(f"structure() on {r.n} CPUs (2 sockets x 8 CCDs x 8 cores x 2 threads, 3 % noise): "
           f"median {np.median(times):.2f} s, max {max(times):.2f} s over {repeat}; reading: {s.nesting()}")
     m2, _, _ = model(2, 8, 16, 1, False, False, 0.03, 2)
-    r2 = corelat.from_matrix(m2)
+    r2 = corelat.LatencyResult.from_matrix(m2)
     t = time.perf_counter()
     s2 = corelat.structure(r2)
     print(f"structure() on {r2.n} CPUs without SMT (256 cores): {time.perf_counter() - t:.2f} s; reading: {s2.nesting()}")

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._protocol import Result, jsonable
+
 #: Siblings must be at least this many times faster than the CPU's fastest non-sibling. Published
 #: matrices show 2x (Zen 3, 7.5 vs 15 ns) to 6x (Cascade Lake, 7 vs 43 ns); not the "order of
 #: magnitude" of folklore, but far above the few percent a flat matrix varies by.
@@ -218,8 +220,8 @@ class TopologyComparison:
         }
 
 
-@dataclass(frozen=True)
-class Structure:
+@dataclass(frozen=True, eq=False)
+class Structure(Result):
     """What a latency matrix says about the machine; see :func:`structure`.
 
     Attributes:
@@ -254,6 +256,69 @@ class Structure:
     reliable: object = None
     noise_ratio: float = math.nan
     artifacts: tuple = ()
+    metadata: dict = field(default_factory=dict, repr=False)
+
+    _FIELDS = ("name", "statistic", "cpus", "smt_pairs", "smt_latency", "levels", "core_latency", "core_range",
+               "reliable", "artifacts")
+
+    @property
+    def warnings(self):
+        """A matrix indistinguishable from noise is a warning; everything else is read as found."""
+        if self.reliable is False:
+            return ("no reliable structure: the differences between pairs are within their spread",)
+        return ()
+
+    @property
+    def notes(self):
+        """Artifacts named in the data, and why the OS topology was not compared (when it was not)."""
+        return tuple(self.artifacts) + ((self.note,) if self.note else ())
+
+    def records(self):
+        """One dict per group of every level (finest first): its CPUs, latencies, parent and kind."""
+        out = []
+        for k, lv in enumerate(self.levels):
+            for i, g in enumerate(lv.groups):
+                out.append({
+                    "level": k,
+                    "group": i,
+                    "cpus": list(g),
+                    "cores": lv.cores[i],
+                    "threads": lv.group_threads[i] if lv.group_threads else None,
+                    "within_ns": _jsonable(lv.group_within[i]) if lv.group_within else None,
+                    "across_ns": _jsonable(lv.group_across[i]) if lv.group_across else None,
+                    "parent_level": lv.parent,
+                    "parent_group": lv.group_parent[i] if lv.group_parent else None,
+                    "split": lv.split[i] if lv.split else True,
+                    "kind": lv.kind,
+                    "name": lv.names[i] if lv.names else "",
+                    "os": list(lv.os),
+                })
+        return out
+
+    def summary(self):
+        """The reading in a few keys: nesting, SMT, levels' within/across, reliability."""
+        return {
+            "name": self.name,
+            "cpus": len(self.cpus),
+            "nesting": self.nesting(),
+            "smt_pairs": len(self.smt_pairs),
+            "smt_latency_ns": self.smt_latency,
+            "levels": [{"groups": len(lv.groups), "within_ns": _jsonable(lv.within), "across_ns": _jsonable(lv.across),
+                        "kind": lv.kind, "os": list(lv.os)} for lv in self.levels],
+            "core_latency_ns": _jsonable(self.core_latency),
+            "reliable": self.reliable,
+            "artifacts": len(self.artifacts),
+        }
+
+    def table(self):
+        """The reading as text (what ``str()`` gives)."""
+        return self._text()
+
+    def __str__(self):
+        return self._text()
+
+    def __repr__(self):
+        return self._repr(self.nesting() or f"{len(self.cpus)} CPUs, no grouping")
 
     @property
     def cores(self):
@@ -291,8 +356,8 @@ class Structure:
         return " ⊃ ".join(parts)
 
     def to_dict(self):
-        """Plain, JSON-serialisable fields."""
-        return {
+        """Plain, strictly JSON-serialisable fields (NaN as None)."""
+        return jsonable({
             "name": self.name,
             "statistic": self.statistic,
             "cpus": list(self.cpus),
@@ -306,10 +371,12 @@ class Structure:
             "noise_ratio": _jsonable(self.noise_ratio),
             "artifacts": list(self.artifacts),
             "topology": None if self.topology is None else self.topology.to_dict(),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
             "text": str(self),
-        }
+        })
 
-    def __str__(self):
+    def _text(self):
         n = len(self.cpus)
         threads = _uniform_threads(self._cores)
         parts = []
@@ -398,6 +465,7 @@ def structure(result, statistic="median", topology=None):
         core_range=core_range,
         statistic=statistic,
         name=result.name,
+        metadata={"source": getattr(result, "name", "")},
         _cores=tuple(tuple(cpus[i] for i in g) for g in core_idx),
         reliable=reliable,
         noise_ratio=ratio,

@@ -313,7 +313,7 @@ def block_model(labels_per_level, lat, noise=0.0, seed=0):
 def test_inverted_blocks_are_groups():
     # 3 clusters of 4 cores, each 50 ns inside and 44 ns to the others (a shared L2 bouncing a line).
     lab = np.repeat([0, 1, 2], 4)
-    s = structure(from_matrix(block_model([lab], (50, 44), 0.01, seed=1)))
+    s = structure(LatencyResult.from_matrix(block_model([lab], (50, 44), 0.01, seed=1)))
     assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset(range(i, i + 4)) for i in (0, 4, 8)}]
     assert s.levels[0].inverted
     assert str(s).startswith("3 groups of 4 CPUs: 50 ns within, 44 ns across (slower within than across)")
@@ -323,13 +323,13 @@ def test_tiles_are_a_level_not_smt():
     # 16 cores sharing an L2 in pairs: 18 ns inside a tile, 40 ns between tiles; 2x faster but
     # separate cores. With SMT on top (siblings n, n+16 at 5 ns) both show, each for what it is.
     tiles = np.arange(16) // 2
-    s = structure(from_matrix(block_model([tiles], (18, 40), 0.02, seed=2)))
+    s = structure(LatencyResult.from_matrix(block_model([tiles], (18, 40), 0.02, seed=2)))
     assert s.smt_pairs == []
     assert [as_sets(lv.groups) for lv in s.levels] == [{frozenset({2 * i, 2 * i + 1}) for i in range(8)}]
     m = block_model([np.concatenate([tiles, tiles])], (18, 40), 0.02, seed=3)
     for i in range(16):
         m[i, i + 16] = m[i + 16, i] = 5.0
-    s = structure(from_matrix(m))
+    s = structure(LatencyResult.from_matrix(m))
     assert s.smt_pairs == [(i, i + 16) for i in range(16)]
     assert [lv.sizes for lv in s.levels] == [(4,) * 8]
     assert s.nesting() == "8 groups of 2 cores ⊃ SMT pairs"
@@ -342,7 +342,7 @@ def test_three_nested_levels_with_parents():
     m = block_model([np.tile(tile, 2), np.tile(ccd, 2), np.tile(sock, 2)], (15, 30, 90, 200), 0.02, seed=4)
     for i in range(24):
         m[i, i + 24] = m[i + 24, i] = 6.0
-    s = structure(from_matrix(m))
+    s = structure(LatencyResult.from_matrix(m))
     assert s.smt_pairs == [(i, i + 24) for i in range(24)]
     assert [len(lv.groups) for lv in s.levels] == [12, 6, 2]
     nested_levels_ok(s)
@@ -366,7 +366,7 @@ def test_one_socket_homed_line_is_named_an_artifact():
     inside_p1 = p1[:, None] & p1[None, :] & (ccd[:, None] != ccd[None, :])
     m[inside_p1] = 200 * (1 + 0.03 * np.random.default_rng(6).standard_normal(inside_p1.sum()))
     m = np.where(np.isnan(m), np.nan, (m + m.T) / 2)
-    s = structure(from_matrix(m))
+    s = structure(LatencyResult.from_matrix(m))
     assert [as_sets(lv.groups) for lv in s.levels] == [
         {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)}, {frozenset(range(48)), frozenset(range(48, 96))}]
     nested_levels_ok(s)
@@ -377,8 +377,6 @@ def test_one_socket_homed_line_is_named_an_artifact():
     assert "within CPUs 0-47 its 6 subgroups are" in described
     assert "within CPUs 48-95 its 6 subgroups are ~200 ns apart, as far as across (200 ns)" in described
     # The same data measured by corelat itself (samples, not one imported value) says so too.
-    from corelat._result import LatencyResult
-
     own = LatencyResult(cpus=tuple(range(96)), kernel="cas", samples=np.repeat(m[:, :, None], 3, axis=2))
     assert "this result should not show it" in structure(own).artifacts[0]
 
@@ -386,12 +384,12 @@ def test_one_socket_homed_line_is_named_an_artifact():
 def test_pure_noise_is_no_reliable_structure():
     rng = np.random.default_rng(7)
     m = 60 * (1 + 0.25 * rng.standard_normal((24, 24)))
-    s = structure(from_matrix(np.abs((m + m.T) / 2)))
+    s = structure(LatencyResult.from_matrix(np.abs((m + m.T) / 2)))
     assert s.levels == [] and s.reliable is False
     assert str(s).startswith("no reliable structure: the differences between pairs are within their spread")
     # A graded ring is structure, just no grouping.
     ring = np.array([[min(abs(i - j), 16 - abs(i - j)) for j in range(16)] for i in range(16)], float)
-    s = structure(from_matrix(20 + 2 * ring))
+    s = structure(LatencyResult.from_matrix(20 + 2 * ring))
     assert s.reliable is True and s.levels == []
     assert str(s).startswith("no grouping")
 
@@ -415,7 +413,7 @@ def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
     m = block_model([core, clus, cls], (4.5, 34, 50, 39), 0.01, seed=8)
     m[:12, :12] = np.where(core[:12, None] == core[None, :12], 4.5, 34.0)
     np.fill_diagonal(m, np.nan)
-    s = structure(from_matrix(m), topology=records_hybrid())
+    s = structure(LatencyResult.from_matrix(m), topology=records_hybrid())
     fine, top = s.levels
     assert top.kind == "classes" and top.names == ("P-cores", "E-cores")
     assert "6 P-cores × 2 threads (CPUs 0-11) and 8 E-cores × 1 thread (CPUs 12-19)" in str(s)
@@ -430,18 +428,33 @@ def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
 
     name = "20em64t-hybrid-1p6c2t+2ca4co1t"
     with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
-        tar.extractall(tmp_path, filter="tar")
+        extract(tar, tmp_path, filter="tar")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         topo = topo_mod.topology(root=tmp_path / name)
-    s2 = structure(from_matrix(m), topology=topo)
+    s2 = structure(LatencyResult.from_matrix(m), topology=topo)
     assert s2.levels[1].names == ("P-cores", "E-cores") and s2.levels[0].os == ("l2", "cluster")
+
+
+def test_structure_is_a_result():
+    core = np.arange(24)
+    m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
+    s = structure(LatencyResult.from_matrix(m, name="x"))
+    assert s == structure(LatencyResult.from_matrix(m, name="x")) and s.table() == str(s)
+    assert s.warnings == () and s.notes == ()
+    recs = s.records()
+    assert len(recs) == 6 + 2 and recs[0]["parent_level"] == 1 and recs[0]["parent_group"] == 0
+    assert s.summary()["nesting"] == s.nesting()
+    rng = np.random.default_rng(10)
+    noise = structure(LatencyResult.from_matrix(np.abs(60 * (1 + 0.25 * rng.standard_normal((24, 24))))))
+    assert noise.warnings and "no reliable structure" in noise.warnings[0]
+    json.dumps(noise.to_dict(), allow_nan=False)
 
 
 def test_to_dict_carries_the_nesting():
     core = np.arange(24)
     m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
-    d = json.loads(json.dumps(structure(from_matrix(m)).to_dict()))
+    d = json.loads(json.dumps(structure(LatencyResult.from_matrix(m)).to_dict()))
     assert d["nesting"] == "2 groups of 12 cores ⊃ 6 groups of 4 cores"
     assert [lv["parent"] for lv in d["levels"]] == [1, None]
     assert d["levels"][0]["group_parent"] == [0, 0, 0, 1, 1, 1] and d["reliable"] is True

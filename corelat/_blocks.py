@@ -30,8 +30,8 @@ MIN_REL = math.log(1.08)
 #: and the jitter of shared machines.
 MIN_NS = 2.0
 #: Gap test: the median unit of two groups must be this much nearer (in row distance) to its own
-#: group than to the other (a silhouette; blocks give 0.8-1, a ring of 16 cut into arcs of 4 gives 0.58).
-SILHOUETTE = 0.7
+#: group than to the other (a silhouette: clean blocks give 0.8-1; noisy ones less, a gradient cut into arcs about as little).
+SILHOUETTE = 0.5
 #: Two groups whose rows differ by the same factor everywhere are a class of slower cores only when
 #: the factor is this large (a few percent is one core's clock or its place on a ring).
 CLASS_REL = math.log(1.25)
@@ -81,8 +81,10 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
 
     ``x`` is the cores' log-latency matrix (NaN diagonal), ``fine`` the finer level's labels: only
     pairs in different fine groups count (pairs inside one belong to that finer level). ``noise``
-    is a floor for the spread of one pair's value (:func:`pair_noise`): the spread around a
-    candidate's own block means is too small when its blocks are small enough to fit the noise.
+    (per core, or one number) is a floor for the spread of one pair's value (:func:`pair_noise`):
+    the spread around a candidate's own block means is too small when its blocks are small enough
+    to fit the noise. Per core, the floor of two groups is their own cores' median: noisy P-cores
+    must not hide the E-core clusters.
     ``dist`` (profile distances between the fine groups) adds the gap test: the rows of two groups
     must be farther apart than the rows inside either. A gradient (a ring, a mesh) cut into arcs
     fails it: the two ends of one arc differ more than neighbours across the cut.
@@ -97,7 +99,11 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
         unit_lab = np.empty(dist.shape[0], dtype=np.intp)
         unit_lab[fine] = labels
     resid = np.abs(xs - mean[labels[:, None], labels[None, :]])
-    gd = profile_distance(np.where(np.eye(k, dtype=bool), np.nan, mean))
+    mad, _ = group_means(resid, labels, k)
+    mad = np.nan_to_num(mad)
+    # Nearest group: block-mean rows compared over every column block, the two groups' own
+    # included (inside g against h-to-g). Without them two opposite arcs of a ring look alike.
+    gd = profile_distance(mean)
     np.fill_diagonal(gd, np.inf)
     for g in range(k):
         h = int(np.argmin(gd[g]))
@@ -107,15 +113,12 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
         if dist is not None and not _gap(dist, unit_lab, g, h):
             return False
         diff = mean[g, both] - mean[h, both]
-        # One spread for both groups' rows: a block that is noisy inside cannot be told from its
-        # neighbour by a column where both happen to be quiet. Robust (one odd core, a favoured
-        # ring stop, must not hide a pattern), around the block means (quantised timers put most
-        # values on a few levels: around a median the spread would often be 0).
-        r = resid[(labels == g) | (labels == h)]
-        r = r[~np.isnan(r)]
-        spread = max(1.4826 * float(np.median(r)) if r.size else 0.0, noise)
-        # Standard errors from that spread and the number of distinct pairs behind each mean (a
-        # block inside a group of two cores is one pair, seen from both sides).
+        # The spread that matters for a column block is that of the two blocks compared (mean
+        # absolute residual, x1.25 for a normal spread; a few odd pairs do not dominate it),
+        # floored by the two groups' own cores' pair noise: a column where both happen to be quiet
+        # (quantised timers) does not count for more than the noise of their rows.
+        local = float(np.median(noise[(labels == g) | (labels == h)])) if np.ndim(noise) else noise
+        spread = np.maximum(1.25 * np.sqrt((mad[g, both] ** 2 + mad[h, both] ** 2) / 2.0), local)
         se = spread * np.sqrt(1.0 / pairs[g, both] + 1.0 / pairs[h, both])
         # A pattern: the difference changes from one column block to another (the CPUs of one
         # group are near some CPUs and far from others). A constant difference is each CPU's own
@@ -126,7 +129,7 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None):
         if ((dev >= np.maximum(np.maximum(SEP_SIGMA * spread, MIN_REL), Z_MIN * se)) & (ns >= MIN_NS)).any():
             continue
         offset_ns = abs(offset) * math.exp(float(np.median(mean[g, both])))
-        if offset_ns >= MIN_NS and abs(offset) >= max(SEP_SIGMA * spread, CLASS_REL if first else MIN_REL) and abs(offset) >= Z_MIN * float(np.median(se)):
+        if offset_ns >= MIN_NS and abs(offset) >= max(SEP_SIGMA * float(np.median(spread)), CLASS_REL if first else MIN_REL) and abs(offset) >= Z_MIN * float(np.median(se)):
             continue
         return False
     return True
@@ -205,7 +208,7 @@ def nested_levels(cd):
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(np.where(cd > 0, cd, np.nan))
     fine = np.arange(m, dtype=np.intp)  # cores
-    noise = pair_noise(x)
+    noise = _nearest_row(x) / math.sqrt(2.0) if m >= 3 else np.zeros(m)
     if noise_ratio(cd) >= NOISE_RATIO:
         return []  # no row is nearer another than noise would put it: nothing to group
     levels = []

@@ -100,7 +100,10 @@ def from_structure(median, cpus):
     names.append("across" if st.levels else "cores")
     codes = np.full((n, n), len(names) - 1, dtype=np.int8)
     for k in reversed(range(len(st.levels))):
-        lab = part_labels(st.levels[k].groups)
+        lv = st.levels[k]
+        # A level may refine only part of the machine (the E-core clusters of a hybrid part, not
+        # its P-cores): pairs in a group it leaves whole keep the coarser level's class.
+        lab = part_labels([g for g, sp in zip(lv.groups, lv.split or [True] * len(lv.groups)) if sp])
         codes[lab[:, None] == lab[None, :]] = k + 1
     lab = part_labels(st.cores)
     codes[lab[:, None] == lab[None, :]] = 0

@@ -355,6 +355,12 @@ class Structure(Result):
             parts.append("SMT pairs" if sizes == {2} else "SMT siblings")
         return " ⊃ ".join(parts)
 
+    def level_lines(self):
+        """The levels as an indented outline, coarsest first (one line per level; [] if flat)."""
+        depth = len(self.levels)
+        return [f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"
+                for k, lv in reversed(list(enumerate(self.levels)))]
+
     def to_dict(self):
         """Plain, strictly JSON-serialisable fields (NaN as None)."""
         return jsonable({

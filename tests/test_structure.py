@@ -458,3 +458,22 @@ def test_to_dict_carries_the_nesting():
     assert d["nesting"] == "2 groups of 12 cores ⊃ 6 groups of 4 cores"
     assert [lv["parent"] for lv in d["levels"]] == [1, None]
     assert d["levels"][0]["group_parent"] == [0, 0, 0, 1, 1, 1] and d["reliable"] is True
+
+
+def test_report_and_heatmap_show_the_nesting():
+    from corelat import plot
+    from corelat.cli.cmd_report import report_text
+
+    core = np.arange(24)
+    m = block_model([core // 2, core // 4, core // 12], (15, 30, 90, 200), 0.02, seed=4)
+    r = LatencyResult.from_matrix(m, name="nested")
+    s = structure(r)
+    text = report_text(r, s)
+    outline = text.split("Levels, coarsest first:\n")[1].splitlines()[:3]
+    assert outline[0].startswith("  2 groups of 12 CPUs")
+    assert outline[1].startswith("    ⊃ 6 groups of 4 CPUs") and outline[2].startswith("      ⊃ 12 groups of 2 CPUs")
+    # Heatmap in structure order: every group boundary drawn, coarser levels with thicker lines.
+    _, lines, _ = plot._ordered(r, "structure")
+    width = dict(lines)
+    assert sorted(width) == list(range(2, 24, 2))
+    assert width[12] > width[4] > width[2]

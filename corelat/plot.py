@@ -252,7 +252,9 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
     (``clip=None`` draws every sample). A value-only result (imported from another tool's file) has
     no samples: that raises :class:`~corelat._errors.InputError`.
     """
-    if result.value_only or result.samples.shape[2] < 2:
+    # A measured result keeps its samples, however few a loaded machine's time budget left (even one):
+    # only another tool's value per pair has no distribution.
+    if result.value_only:
         src = result.metadata.get("source", "another tool")
         raise InputError(f"{result.name or 'this result'} holds one value per pair ({src}), not samples: "
                          "there is no distribution to draw; measure with corelat to keep raw samples")
@@ -319,7 +321,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
             ax.set_ylabel("one-way latency (ns, log scale)")
         else:
             ax.set_ylabel("one-way latency (ns)")
-        if clipped:
+        if any(below.size or above.size for below, above in clipped):
             _mark_clipped(ax, clipped, clip)
     else:
         lo = float(everything.min())
@@ -345,7 +347,8 @@ def _count_text(counts):
     """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
     from ._text import counts as fmt_counts
 
-    return f"{fmt_counts(counts)} samples per pair"
+    text = fmt_counts(counts)
+    return f"{text} sample{'' if text == '1' else 's'} per pair"
 
 
 def _clip(data, clip):

@@ -446,3 +446,12 @@ def test_two_cpu_heatmap_writes_its_value_instead_of_a_colour_bar():
     value = plot._fmt(float(r.median[1, 0]))
     assert [t.get_text() for t in ax.texts] == [value, value]
     assert f"median {value} ns for every pair" in ax.get_title()
+
+
+def test_a_measured_result_with_one_sample_per_pair_still_draws():
+    """A loaded machine's time budget can leave one sample per pair: that is not 'one value per pair'
+    from another tool, and the distribution (a dot per pair) is drawn, not refused."""
+    r = sampled(k=1)
+    for kind in ("violin", "hist"):
+        ax = plot.distribution(r, kind=kind)
+        assert "1 sample per pair" in ax.get_title()

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _files, _npz, _text
 from . import _fleet_classes as classes
-from . import _npz, _text
 from ._errors import InputError
 from ._fleet_stats import RunningMedian, nan_median, robust
 from ._hostlist import expected_nodes
@@ -47,6 +47,8 @@ FORMAT_VERSION = 1
 KIND = "fleet"
 ERROR_SUFFIX = ".error.json"
 REPORT_NAME = "fleet.json"
+#: Largest fleet.json and node error file read.
+MAX_JSON, MAX_ERROR_FILE = 256 << 20, 1 << 20
 #: Threads reading a fleet folder's files.
 READERS = min(4, os.cpu_count() or 1)
 
@@ -380,7 +382,7 @@ class FleetResult(Result):
         """Write the result: ``.json`` (one JSON document) or ``.npz`` (JSON header plus arrays)."""
         path = os.fspath(path)
         if path.lower().endswith(".json"):
-            _atomic_write(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
+            write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
         elif path.lower().endswith(".npz"):
             super().save(path)
         else:
@@ -468,19 +470,11 @@ def _count(n, word):
     return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
 
 
-def _atomic_write(path, data):
-    tmp = f"{path}.tmp.{os.getpid()}"
+def write_bytes(path, data):
+    """Write ``data`` to ``path`` atomically (InputError naming the path when it cannot be written)."""
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        _files.atomic_write(path, lambda f: f.write(data))
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
@@ -491,8 +485,7 @@ def load_fleet(path):
         if _npz.is_npz(path):
             header, arrays = _npz.read(path)
             return FleetResult._from_npz(header, arrays, path)
-        with open(path, "rb") as f:
-            return FleetResult.from_dict(json.loads(f.read(256 << 20).decode("utf-8")))
+        return FleetResult.from_dict(json.loads(_files.read_bytes(path, MAX_JSON).decode("utf-8")))
     except InputError as e:
         raise InputError(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:
@@ -690,13 +683,12 @@ def node_files(folder):
     except OSError as e:
         raise InputError(f"cannot read the folder {folder}: {e.strerror or e}") from None
     return [os.path.join(folder, n) for n in names
-            if n.endswith((".npz", ERROR_SUFFIX)) and ".tmp." not in n]
+            if n.endswith((".npz", ERROR_SUFFIX)) and not n.startswith(".")]  # .name.tmp: a save under way
 
 
 def read_error_file(path):
     """(node, error text) from a ``<node>.error.json`` file."""
-    with open(path, "rb") as f:
-        d = json.loads(f.read(1 << 20).decode("utf-8"))
+    d = json.loads(_files.read_bytes(path, MAX_ERROR_FILE).decode("utf-8"))
     if not isinstance(d, dict) or d.get("kind") != "fleet-node-error":
         raise ValueError("not a corelat fleet error file")
     return str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))

@@ -249,13 +249,7 @@ def _save_result(result, directory, node, rank):
     if directory is None:
         return result, ""
     path = os.path.join(directory, node + ".npz")
-    tmp = f"{path}.tmp.{os.getpid()}"
-    try:
-        result.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    result.save(path)  # atomic: a job killed meanwhile leaves the old file or none, never half a file
     stale = os.path.join(directory, node + ERROR_SUFFIX)
     if os.path.exists(stale):
         os.unlink(stale)
@@ -269,7 +263,7 @@ def _save_error(directory, node, rank, error):
 
     d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
          "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
-    _fleet._atomic_write(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
+    _fleet.write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
 
 
 def _measure_node(measure, directory, node, rank):

@@ -64,42 +64,36 @@ def robust(values):
 
 
 class RunningMedian:
-    """The element-wise running median of equally shaped arrays (NaN entries are ignored)."""
+    """The element-wise running median of equally shaped arrays (NaN entries are ignored).
+
+    Each level holds at most ``base`` arrays (a list, so a group of a few nodes costs a few arrays).
+    """
 
     def __init__(self, shape, base=REMEDIAN_BASE):
         self.shape = tuple(shape)
         self.base = int(base)
         self.count = 0
         self._size = int(np.prod(self.shape))
-        self._buffers = []
-        self._fill = []
+        self._levels = []  # lists of flat arrays
 
     def add(self, a):
-        v = np.asarray(a, dtype=np.float64).reshape(self._size)
+        v = np.array(a, dtype=np.float64).reshape(self._size)
         level = 0
         while True:
-            if level == len(self._buffers):
-                self._buffers.append(np.empty((self.base, self._size)))
-                self._fill.append(0)
-            self._buffers[level][self._fill[level]] = v
-            self._fill[level] += 1
-            if self._fill[level] < self.base:
+            if level == len(self._levels):
+                self._levels.append([])
+            self._levels[level].append(v)
+            if len(self._levels[level]) < self.base:
                 break
-            v = nan_median(self._buffers[level], axis=0)
-            self._fill[level] = 0
+            v = nan_median(np.stack(self._levels[level]), axis=0)
+            self._levels[level] = []
             level += 1
         self.count += 1
 
-    def exact_values(self):
-        """The arrays added so far while they are still all held (``count < base``), else None."""
-        if self.count >= self.base or not self._buffers:
-            return None
-        return self._buffers[0][: self._fill[0]].reshape((-1, *self.shape))
-
     def result(self):
         """The median (estimate) so far; all NaN before anything was added."""
-        vals = [b[:f] for b, f in zip(self._buffers, self._fill)]
-        wts = [np.full(f, float(self.base) ** lv) for lv, f in enumerate(self._fill)]
-        if not vals or sum(len(x) for x in vals) == 0:
+        vals = [x for lv in self._levels for x in lv]
+        if not vals:
             return np.full(self.shape, np.nan)
-        return weighted_median(np.concatenate(vals), np.concatenate(wts)).reshape(self.shape)
+        wts = [float(self.base) ** k for k, lv in enumerate(self._levels) for _ in lv]
+        return weighted_median(np.stack(vals), np.array(wts)).reshape(self.shape)

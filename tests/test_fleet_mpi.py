@@ -111,7 +111,7 @@ DRIVER = textwrap.dedent("""
     from corelat import _fleet_run
     from mpi4py import MPI
 
-    directory, mode, wait = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    directory, mode, wait, join = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
 
     def measure(node):
         if node == "c":
@@ -123,7 +123,7 @@ DRIVER = textwrap.dedent("""
                 raise RuntimeError("injected failure")
         return corelat.measure(samples=10, round_trips=50, retest=False, name=node)
 
-    _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait)
+    _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait, join_timeout=join)
 """)
 
 
@@ -131,7 +131,7 @@ def driver_job(tmp_path, mode, wait=60):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     out = tmp_path / "run"
-    argv = [str(script), str(out), mode, str(wait)]
+    argv = [str(script), str(out), mode, str(wait), "120"]
     t0 = time.monotonic()
     p = mpirun([(n, argv) for n in ("a", "b", "c")])
     return p, out, time.monotonic() - t0
@@ -147,7 +147,7 @@ def test_an_injected_exception_is_reported(tmp_path):
 def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
     p, out, _ = driver_job(tmp_path, "kill")
     assert p.returncode != 0
-    assert sorted(n for n in os.listdir(out) if ".tmp." not in n) == ["a.npz", "b.npz"]
+    assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == ["a.npz", "b.npz"]
     for name in ("a", "b"):
         assert corelat.load(out / f"{name}.npz").name == name
     q = subprocess.run([sys.executable, "-m", "corelat", "fleet-report", str(out), "--expect", "a,b,c"],
@@ -164,3 +164,16 @@ def test_a_hung_node_ends_the_job_naming_it(tmp_path):
     r = corelat.FleetResult.load(out / "fleet.json")  # written before the job was ended
     assert r.missing == ("c",) and len(r.nodes) == 2
     assert took < MPI_TIMEOUT / 2
+
+
+def test_a_rank_that_never_joins_ends_the_job(tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    out = tmp_path / "run"
+    stray = ["-c", "from mpi4py import MPI; import time; time.sleep(600)"]  # in the job, never in corelat
+    t0 = time.monotonic()
+    p = mpirun([("a", [str(script), str(out), "ok", "60", "3"]), ("b", [str(script), str(out), "ok", "60", "3"]),
+                ("c", stray)])
+    assert p.returncode != 0
+    assert "not every rank joined" in p.stderr
+    assert time.monotonic() - t0 < MPI_TIMEOUT / 2

@@ -6,6 +6,7 @@ is done, and rank 0 writes ``DIR/fleet.json`` and prints the fleet report. Exit 
 node has a result, 1 when a node failed or did not report in time, 2 for bad input or no mpi4py.
 """
 
+import math
 import sys
 
 from .._errors import InputError
@@ -33,7 +34,7 @@ def run(args):
         return 2
     from .._fleet_run import measure_fleet
 
-    if args.wait is not None and not args.wait > 0:
+    if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")
     kwargs = cmd_measure.measure_kwargs(args)
     result = measure_fleet(directory=args.output, expect=args.expect, wait=args.wait, cpus=args.cpus, **kwargs)

@@ -17,7 +17,8 @@ import pytest
 
 import corelat
 
-TINY = ["50", "10", "--no-retest"]  # round trips per sample, samples per pair
+# Round trips per sample, samples per pair; a partner may take 20 s to answer (the machine is shared).
+TINY = ["50", "10", "--no-retest", "--timeout", "20"]
 MPI_TIMEOUT = 240
 
 
@@ -97,7 +98,7 @@ def test_a_failing_node_is_reported_and_the_others_finish(tmp_path):
     bad_cpus = fleet_cli(out, "--cpus", "0,4096")
     p = mpirun([("a", fleet_cli(out)), ("b", bad_cpus), ("c", fleet_cli(out))])
     assert p.returncode == 1, p.stdout + p.stderr
-    assert sorted(os.listdir(out)) == ["a.npz", "b.error.json", "c.npz", "fleet.json"]
+    assert sorted(os.listdir(out)) == ["a.npz", "b.error.json", "c.npz", "fleet.json"], p.stdout
     assert "Errors:" in p.stdout and "b: InputError" in p.stdout and "4096" in p.stdout
     err = json.loads((out / "b.error.json").read_text())
     assert err["kind"] == "fleet-node-error" and "4096" in err["error"]
@@ -121,7 +122,7 @@ DRIVER = textwrap.dedent("""
                 time.sleep(3600)
             if mode == "raise":
                 raise RuntimeError("injected failure")
-        return corelat.measure(samples=10, round_trips=50, retest=False, name=node)
+        return corelat.measure(samples=10, round_trips=50, retest=False, timeout=20, name=node)
 
     _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait, join_timeout=join)
 """)
@@ -141,13 +142,13 @@ def test_an_injected_exception_is_reported(tmp_path):
     p, out, _ = driver_job(tmp_path, "raise")
     assert p.returncode == 0, p.stdout + p.stderr  # the private layer returns; the CLI's status is tested above
     assert "c: RuntimeError: injected failure" in p.stdout
-    assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "c.error.json", "fleet.json"]
+    assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "c.error.json", "fleet.json"], p.stdout
 
 
 def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
     p, out, _ = driver_job(tmp_path, "kill")
     assert p.returncode != 0
-    assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == ["a.npz", "b.npz"]
+    assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == ["a.npz", "b.npz"], p.stdout + p.stderr
     for name in ("a", "b"):
         assert corelat.load(out / f"{name}.npz").name == name
     q = subprocess.run([sys.executable, "-m", "corelat", "fleet-report", str(out), "--expect", "a,b,c"],

@@ -16,7 +16,7 @@ mkdir -p "$fleet_dir"
 ranks=()
 for node in node01 node02 node03; do
   [ ${#ranks[@]} -gt 0 ] && ranks+=(:)
-  ranks+=(-n 1 env "CORELAT_NODE_NAME=$node" "$venv/bin/corelat" fleet 200 50 -o "$fleet_dir/run")
+  ranks+=(-n 1 env "CORELAT_NODE_NAME=$node" "$venv/bin/corelat" fleet 200 50 --timeout 20 -o "$fleet_dir/run")
 done
 timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt"
 cat "$fleet_dir/report.txt"

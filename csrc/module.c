@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "affinity.h"
+#include "chase.h"
 #include "locks.h"
 #include "oneway.h"
 #include "pingpong.h"
+#include "placement.h"
 #include "smt.h"
 #include "spin.h"
 #include "team.h"
@@ -172,6 +174,7 @@ static PyObject *new_failed(int status, const char *what)
 
 static int pp_start(corelat_job *job) { return corelat_pp_start((corelat_pp_job *)job); }
 static int ow_start(corelat_job *job) { return corelat_ow_start((corelat_ow_job *)job); }
+static int chase_start(corelat_job *job) { return corelat_chase_start((corelat_chase_job *)job); }
 static int locks_start(corelat_job *job) { return corelat_locks_start((corelat_lock_job *)job); }
 static int smt_start(corelat_job *job) { return corelat_smt_start((corelat_smt_job *)job); }
 
@@ -194,16 +197,60 @@ static int check_timer(void)
 
 static int check_seconds(double v, double hi) { return v >= 0 && v < hi; }
 
+/* ---- placement (csrc/placement.c): where a pair's page lives ---- */
+
+/* `home=(node, toucher, cpu)` from Python (corelat/_home.py; node -1: no binding). Returns 1 when
+ * given (filled in), 0 for None or absent, -1 with an exception set. */
+static int parse_home(PyObject *home, corelat_place *place)
+{
+    if (!home || home == Py_None)
+        return 0;
+    int node;
+    if (!PyArg_ParseTuple(home, "iii;home must be (node, toucher, cpu)", &node, &place->toucher, &place->cpu))
+        return -1;
+    if (node < -1 || node >= 1024 || place->toucher < CORELAT_TOUCH_INITIATOR ||
+        place->toucher > CORELAT_TOUCH_THIRD || (place->toucher == CORELAT_TOUCH_THIRD && place->cpu < 0)) {
+        PyErr_SetString(PyExc_ValueError, "invalid home");
+        return -1;
+    }
+    place->bind = node >= 0;
+    place->node = node < 0 ? 0 : node;
+    return 1;
+}
+
+/* What a placed run reports: (home_node, mbind errno, move_pages errno). */
+static PyObject *home_found(const corelat_place *place)
+{
+    return Py_BuildValue("(iii)", place->home_node, place->bind_err, place->query_err);
+}
+
+/* `out`, or (out, where the page was found) when the caller asked for a home; steals out. */
+static PyObject *with_home(PyObject *out, int placed, const corelat_place *place)
+{
+    if (!out || !placed)
+        return out;
+    PyObject *found = home_found(place);
+    PyObject *pair = found ? PyTuple_Pack(2, out, found) : NULL;
+    Py_DECREF(out);
+    Py_XDECREF(found);
+    return pair;
+}
+
 static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *names[] = {"cpu_a", "cpu_b", "kernel", "round_trips", "samples", "warmup", "timeout",
-                            "stall_responder", "budget", "freeze", NULL};
+                            "stall_responder", "budget", "freeze", "home", NULL};
     int cpu_a, cpu_b, kernel, stall = 0;
     long long round_trips, samples, warmup;
     double timeout, budget = 0, freeze = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pdd", names, &cpu_a, &cpu_b, &kernel, &round_trips,
-                                     &samples, &warmup, &timeout, &stall, &budget, &freeze))
+    PyObject *home = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pddO", names, &cpu_a, &cpu_b, &kernel, &round_trips,
+                                     &samples, &warmup, &timeout, &stall, &budget, &freeze, &home))
+        return NULL;
+    corelat_place place = {0};
+    int placed = parse_home(home, &place);
+    if (placed < 0)
         return NULL;
     if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
         cpu_b < 0 || samples > ((long long)1 << 40))
@@ -221,6 +268,7 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
         .budget_ns = (uint64_t)(budget * 1e9),
         .stall_responder = stall,
         .freeze_ns = (uint64_t)(freeze * 1e9),
+        .place = place,
     };
     int status;
     corelat_pp_job *job = corelat_pp_new(&p, &status);
@@ -230,7 +278,7 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
     if (run_job(&job->head, pp_start) == 0) {
         if (job->head.status == CORELAT_OK) {
             npy_intp dims[1] = {(npy_intp)job->kept};
-            out = array_copy(1, dims, NPY_UINT64, job->ticks);
+            out = with_home(array_copy(1, dims, NPY_UINT64, job->ticks), placed, &job->p.place);
         } else {
             char what[64];
             PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
@@ -247,12 +295,17 @@ static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *names[] = {"cpu_a",  "cpu_b",        "messages", "samples", "warmup", "timeout", "stall_responder",
-                            "offset_ticks", "budget", "freeze", NULL};
+                            "offset_ticks", "budget", "freeze", "home", NULL};
     int cpu_a, cpu_b, stall = 0;
     long long messages, samples, warmup, offset = 0;
     double timeout, budget = 0, freeze = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pLdd", names, &cpu_a, &cpu_b, &messages, &samples, &warmup,
-                                     &timeout, &stall, &offset, &budget, &freeze))
+    PyObject *home = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pLddO", names, &cpu_a, &cpu_b, &messages, &samples, &warmup,
+                                     &timeout, &stall, &offset, &budget, &freeze, &home))
+        return NULL;
+    corelat_place place = {0};
+    int placed = parse_home(home, &place);
+    if (placed < 0)
         return NULL;
     if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
         cpu_b < 0 || samples > ((long long)1 << 40))
@@ -270,6 +323,7 @@ static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
         .stall_responder = stall,
         .freeze_ns = (uint64_t)(freeze * 1e9),
         .offset_ticks = offset,
+        .place = place,
     };
     int status;
     corelat_ow_job *job = corelat_ow_new(&p, &status);
@@ -282,9 +336,81 @@ static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
             PyObject *ab = array_copy(1, dims, NPY_INT64, job->sum_ab);
             PyObject *ba = array_copy(1, dims, NPY_INT64, job->sum_ba);
             if (ab && ba)
-                out = Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba);
+                out = with_home(Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba),
+                                placed, &job->p.place);
             Py_XDECREF(ab);
             Py_XDECREF(ba);
+        } else {
+            char what[64];
+            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
+            raise_failure(what, &job->head, timeout, "the partner did not answer");
+        }
+    }
+    corelat_job_release(&job->head);
+    return out;
+}
+
+/* ---- clean and modified line transfers (csrc/chase.c) ---- */
+
+static int int_array(PyObject *seq, const char *what, int **out, Py_ssize_t *len);
+
+static PyObject *py_chase(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *names[] = {"cpu_a", "cpu_b", "kind", "order", "samples", "warmup", "timeout",
+                            "stall_responder", "home", NULL};
+    int cpu_a, cpu_b, kind, stall = 0;
+    long long samples, warmup;
+    double timeout;
+    PyObject *order_obj, *home = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiOLLd|pO", names, &cpu_a, &cpu_b, &kind, &order_obj, &samples,
+                                     &warmup, &timeout, &stall, &home))
+        return NULL;
+    corelat_place place = {0};
+    int placed = parse_home(home, &place);
+    if (placed < 0)
+        return NULL;
+    int *order = NULL;
+    Py_ssize_t lines = 0;
+    if (int_array(order_obj, "order must be a sequence of line numbers", &order, &lines) < 0)
+        return NULL;
+    if (!(timeout > 0 && timeout < 1e6) || cpu_a < 0 || cpu_b < 0 || samples > ((long long)1 << 40) ||
+        !corelat_chase_valid_order(order, (int64_t)lines)) {
+        PyMem_Free(order);
+        PyErr_SetString(PyExc_ValueError, "invalid chase arguments (the order must be one cycle over every line, "
+                                          "no two consecutive lines in one 128 B pair)");
+        return NULL;
+    }
+    if (!CORELAT_HAVE_CHASE) {
+        PyMem_Free(order);
+        PyErr_SetString(PyExc_NotImplementedError, "no cache-line eviction instruction on this architecture");
+        return NULL;
+    }
+    if (check_timer() < 0) {
+        PyMem_Free(order);
+        return NULL;
+    }
+    corelat_chase_params p = {
+        .kind = kind,
+        .cpu_a = cpu_a,
+        .cpu_b = cpu_b,
+        .lines = (int64_t)lines,
+        .samples = samples,
+        .warmup = warmup,
+        .timeout_ns = (uint64_t)(timeout * 1e9),
+        .stall_responder = stall,
+        .place = place,
+    };
+    int status;
+    corelat_chase_job *job = corelat_chase_new(&p, order, &status);
+    PyMem_Free(order);
+    if (!job)
+        return new_failed(status, "chase");
+    PyObject *out = NULL;
+    if (run_job(&job->head, chase_start) == 0) {
+        if (job->head.status == CORELAT_OK) {
+            npy_intp dims[1] = {(npy_intp)job->p.samples};
+            out = with_home(array_copy(1, dims, NPY_UINT64, job->ticks), placed, &job->p.place);
         } else {
             char what[64];
             PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
@@ -489,10 +615,16 @@ static PyMethodDef methods[] = {
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
      " freeze=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none) ran out. A thread moved"
-     " off its CPU ends the call (MeasurementError with .moved set). freeze: test hook, s the responder sleeps."},
+     " off its CPU ends the call (MeasurementError with .moved set). freeze: test hook, s the responder sleeps."
+     " home=(node, toucher, cpu): where the page lives; then returns (ticks, (home_node, bind_errno, query_errno))."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
      "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"
-     " freeze=0) -> (sum_ab int64[kept], sum_ba int64[kept], min_ab, min_ba)"},
+     " freeze=0, home=None) -> (sum_ab int64[kept], sum_ba int64[kept], min_ab, min_ba)"
+     "; with home, (that, (home_node, bind_errno, query_errno))"},
+    {"chase", (PyCFunction)(void (*)(void))py_chase, METH_VARARGS | METH_KEYWORDS,
+     "chase(cpu_a, cpu_b, kind, order, samples, warmup, timeout, stall_responder=False, home=None)"
+     " -> ticks uint64[samples]: cpu_a chases the chain `order` through lines cpu_b read (CHASE_CLEAN) or"
+     " wrote (CHASE_MODIFIED) before every sample."},
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
      " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
@@ -511,6 +643,11 @@ static int exec_module(PyObject *m)
         return -1;
     if (PyModule_AddIntConstant(m, "KERNEL_CAS", CORELAT_PP_CAS) < 0 ||
         PyModule_AddIntConstant(m, "KERNEL_RW", CORELAT_PP_RW) < 0 ||
+        PyModule_AddIntConstant(m, "CHASE_CLEAN", CORELAT_CHASE_CLEAN) < 0 ||
+        PyModule_AddIntConstant(m, "CHASE_MODIFIED", CORELAT_CHASE_MODIFIED) < 0 ||
+        PyModule_AddIntConstant(m, "CHASE_MIN_LINES", CORELAT_CHASE_MIN_LINES) < 0 ||
+        PyModule_AddIntConstant(m, "CHASE_MAX_LINES", CORELAT_CHASE_MAX_LINES) < 0 ||
+        PyModule_AddIntConstant(m, "HAVE_CHASE", CORELAT_HAVE_CHASE) < 0 ||
         PyModule_AddObject(m, "GRACE_S", PyFloat_FromDouble((double)GRACE_NS / 1e9)) < 0 ||
         PyModule_AddIntConstant(m, "MAX_CPU", CORELAT_MAX_CPU) < 0)
         return -1;

@@ -109,23 +109,18 @@ static int run_side(corelat_ow_job *job, corelat_member *m)
 static void ow_work(corelat_member *m)
 {
     corelat_ow_job *job = (corelat_ow_job *)m->job;
-    int rc;
-    if (m->index == 0) {
-        /* Map and first-touch on a's CPU: fresh lines no third core ever cached. */
-        rc = corelat_page_publish(&job->page, m);
-        if (rc == CORELAT_OK)
-            rc = corelat_member_barrier(m);
-        if (rc == CORELAT_OK)
-            rc = run_side(job, m);
-    } else {
-        rc = corelat_page_await(&job->page, m);
-        if (rc == CORELAT_OK && job->p.freeze_ns)
-            rc = corelat_member_freeze(m, job->p.freeze_ns);
-        if (rc == CORELAT_OK)
-            rc = corelat_member_barrier(m);
-        if (rc == CORELAT_OK)
-            rc = job->p.stall_responder ? corelat_member_stall(m) : run_side(job, m);
-    }
+    /* By default a maps and first-touches the page on its CPU: fresh lines no third core ever
+     * cached. p.place may choose otherwise; a third-party toucher (member 2) is done once it has
+     * written the page. */
+    int rc = corelat_page_join(&job->page, m, NULL);
+    if (rc == CORELAT_OK && m->index == 1 && job->p.freeze_ns)
+        rc = corelat_member_freeze(m, job->p.freeze_ns);
+    if (rc == CORELAT_OK)
+        rc = corelat_member_barrier(m);
+    if (rc == CORELAT_OK && m->index == 0)
+        rc = run_side(job, m);
+    else if (rc == CORELAT_OK && m->index == 1)
+        rc = job->p.stall_responder ? corelat_member_stall(m) : run_side(job, m);
     m->status = rc;
 }
 
@@ -159,12 +154,14 @@ corelat_ow_job *corelat_ow_new(const corelat_ow_params *p, int *status)
     job->sum_ba = ba;
     job->min_ab = job->min_ba = INT64_MAX;
     corelat_page_init(&job->page);
+    job->page.place = &job->p.place;
     *status = CORELAT_OK;
     return job;
 }
 
 int corelat_ow_start(corelat_ow_job *job)
 {
-    int cpus[2] = {job->p.cpu_a, job->p.cpu_b};
-    return corelat_job_start(&job->head, 2, cpus);
+    int cpus[3];
+    int n = corelat_place_cpus(&job->p.place, job->p.cpu_a, job->p.cpu_b, cpus);
+    return corelat_job_start(&job->head, n, cpus);
 }

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "placement.h"
 #include "team.h"
 
 typedef struct {
@@ -23,6 +24,7 @@ typedef struct {
     int stall_responder;    /* test hook: b never answers (but obeys abort) */
     uint64_t freeze_ns;     /* test hook: b sleeps this long, deaf to everything */
     int64_t offset_ticks;   /* test hook: added to every reading of b's timer (a skewed clock) */
+    corelat_place place;    /* who first-touches the page, where (placement.h); zero: a */
 } corelat_ow_params;
 
 typedef struct {

@@ -145,29 +145,24 @@ static int responder(corelat_pp_job *job, corelat_member *m)
     return CORELAT_OK;
 }
 
+/* Run by the page's first toucher: park the CAS flag (see PARKED). */
+static void park(char *buf) { atomic_store_explicit((atomic_uint *)(buf + LINE_A), PARKED, memory_order_relaxed); }
+
 static void pp_work(corelat_member *m)
 {
     corelat_pp_job *job = (corelat_pp_job *)m->job;
-    int rc;
-    if (m->index == 0) {
-        /* Map and first-touch on the initiator's CPU: the page lands on its NUMA node, and no line
-         * of it was ever cached by a third core. */
-        rc = corelat_page_publish(&job->page, m);
-        if (rc == CORELAT_OK) {
-            atomic_store_explicit((atomic_uint *)(job->page.buf + LINE_A), PARKED, memory_order_relaxed);
-            rc = corelat_member_barrier(m);
-        }
-        if (rc == CORELAT_OK)
-            rc = initiator(job, m);
-    } else {
-        rc = corelat_page_await(&job->page, m);
-        if (rc == CORELAT_OK && job->p.freeze_ns)
-            rc = corelat_member_freeze(m, job->p.freeze_ns);
-        if (rc == CORELAT_OK)
-            rc = corelat_member_barrier(m); /* both start together: no sample holds a start-up */
-        if (rc == CORELAT_OK)
-            rc = job->p.stall_responder ? corelat_member_stall(m) : responder(job, m);
-    }
+    /* By default the initiator maps and first-touches the page on its CPU: it lands on its NUMA
+     * node, and no line of it was ever cached by a third core. p.place may choose otherwise; a
+     * third-party toucher (member 2) is done once it has written the page. */
+    int rc = corelat_page_join(&job->page, m, park);
+    if (rc == CORELAT_OK && m->index == 1 && job->p.freeze_ns)
+        rc = corelat_member_freeze(m, job->p.freeze_ns);
+    if (rc == CORELAT_OK)
+        rc = corelat_member_barrier(m); /* all start together: no sample holds a start-up */
+    if (rc == CORELAT_OK && m->index == 0)
+        rc = initiator(job, m);
+    else if (rc == CORELAT_OK && m->index == 1)
+        rc = job->p.stall_responder ? corelat_member_stall(m) : responder(job, m);
     m->status = rc;
 }
 
@@ -198,12 +193,14 @@ corelat_pp_job *corelat_pp_new(const corelat_pp_params *p, int *status)
     job->p = *p;
     job->ticks = ticks;
     corelat_page_init(&job->page);
+    job->page.place = &job->p.place;
     *status = CORELAT_OK;
     return job;
 }
 
 int corelat_pp_start(corelat_pp_job *job)
 {
-    int cpus[2] = {job->p.cpu_a, job->p.cpu_b};
-    return corelat_job_start(&job->head, 2, cpus);
+    int cpus[3];
+    int n = corelat_place_cpus(&job->p.place, job->p.cpu_a, job->p.cpu_b, cpus);
+    return corelat_job_start(&job->head, n, cpus);
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "placement.h"
 #include "team.h"
 
 enum corelat_pp_kernel {
@@ -21,6 +22,7 @@ typedef struct {
     uint64_t budget_ns;      /* 0, or stop after the first kept sample past this much time */
     int stall_responder;     /* test hook: the responder never answers (but obeys abort) */
     uint64_t freeze_ns;      /* test hook: the responder sleeps this long, deaf to everything */
+    corelat_place place;     /* who first-touches the page, where (placement.h); zero: the initiator */
 } corelat_pp_params;
 
 typedef struct {

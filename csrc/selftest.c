@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "chase.h"
 #include "locks.h"
 #include "oneway.h"
 #include "pingpong.h"
@@ -169,6 +170,48 @@ static void moved_partner(void)
     corelat_job_release(&job->head);
 }
 
+/* The pointer chase (csrc/chase.c) on an 8-line chain, placed as `place` says; *home_node where the
+ * lines were found. */
+static int run_chase(int kind, int stall, double timeout_s, int abort_early, const int *order,
+                     const corelat_place *place, int *home_node)
+{
+    corelat_chase_params p = {.kind = kind, .cpu_a = 0, .cpu_b = 1, .lines = 8, .samples = 10, .warmup = 1,
+                              .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall};
+    if (place)
+        p.place = *place;
+    int status;
+    corelat_chase_job *job = corelat_chase_new(&p, order, &status);
+    if (!job)
+        return status;
+    if (corelat_chase_start(job) == CORELAT_OK && abort_early)
+        corelat_job_abort(&job->head);
+    status = corelat_job_run(&job->head, grace_ns);
+    if (home_node)
+        *home_node = job->p.place.query_err ? 0 : job->p.place.home_node;
+    corelat_job_release(&job->head);
+    return status;
+}
+
+static void chase_and_placement(void)
+{
+    static const int chain[8] = {0, 2, 4, 6, 1, 3, 5, 7}, bad[8] = {0, 1, 2, 4, 3, 5, 6, 7};
+    corelat_place node0 = {.bind = 1, .node = 0}, by_owner = {.toucher = CORELAT_TOUCH_RESPONDER};
+    int home = -1;
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_CLEAN, 0, ok_wait, 0, chain, NULL, NULL), CORELAT_OK);
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_MODIFIED, 0, ok_wait, 0, chain, &node0, &home), CORELAT_OK);
+    EXPECT(home == 0); /* node 0 exists everywhere; an unverifiable query (EPERM) counts as 0 too */
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_MODIFIED, 0, ok_wait, 0, chain, &by_owner, NULL), CORELAT_OK);
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_CLEAN, 1, 0.05, 0, chain, NULL, NULL), CORELAT_ETIMEOUT);
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_MODIFIED, 1, 10.0, 1, chain, NULL, NULL), CORELAT_EABORT);
+    EXPECT_STATUS(run_chase(CORELAT_CHASE_CLEAN, 0, 1.0, 0, bad, NULL, NULL), CORELAT_EINVAL);
+    /* A third CPU (here CPU 1, sharing it with the responder) first-touches the ping-pong page. */
+    corelat_pp_params p = pp(CORELAT_PP_CAS, 0, 1, ok_wait);
+    p.samples = 2;
+    p.place.toucher = CORELAT_TOUCH_THIRD;
+    p.place.cpu = 1;
+    EXPECT_STATUS(run_pp(&p, 0, NULL, NULL), CORELAT_OK);
+}
+
 int main(void)
 {
     corelat_timer_info info;
@@ -227,6 +270,7 @@ int main(void)
     EXPECT_STATUS(run_oneway(1, 0.05, 0, &ab, &ba), CORELAT_ETIMEOUT);
     EXPECT(run_locks(slow ? 0.05 : 0.01, &info) == 0);
 
+    chase_and_placement();
     frozen_partner();
     moved_partner();
     EXPECT(corelat_jobs_alive() == 0);

@@ -338,20 +338,36 @@ int corelat_member_barrier(corelat_member *m)
 void corelat_page_init(corelat_page *p)
 {
     p->buf = NULL;
+    p->bytes = CORELAT_PAGE_BYTES;
     atomic_init(&p->ready, 0);
+    p->place = NULL;
 }
 
-int corelat_page_publish(corelat_page *p, corelat_member *m)
+static int publish(corelat_page *p, corelat_member *m, void (*prepare)(char *buf))
 {
-    void *buf = mmap(NULL, CORELAT_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *buf = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED) {
         m->err = errno;
         return CORELAT_ENOMEM;
     }
-    memset(buf, 0, CORELAT_PAGE_BYTES);
+    if (p->place)
+        corelat_place_before_touch(p->place, buf, p->bytes);
+    memset(buf, 0, p->bytes);
+    if (p->place)
+        corelat_place_after_touch(p->place, buf, p->bytes);
+    if (prepare)
+        prepare(buf);
     p->buf = buf;
     atomic_store_explicit(&p->ready, 1, memory_order_release);
     return CORELAT_OK;
+}
+
+int corelat_page_publish(corelat_page *p, corelat_member *m) { return publish(p, m, NULL); }
+
+int corelat_page_join(corelat_page *p, corelat_member *m, void (*prepare)(char *buf))
+{
+    int toucher = p->place ? p->place->toucher : CORELAT_TOUCH_INITIATOR;
+    return m->index == toucher ? publish(p, m, prepare) : corelat_page_await(p, m);
 }
 
 int corelat_page_await(corelat_page *p, corelat_member *m)
@@ -364,7 +380,7 @@ int corelat_page_await(corelat_page *p, corelat_member *m)
 void corelat_page_free(corelat_page *p)
 {
     if (p->buf)
-        munmap(p->buf, CORELAT_PAGE_BYTES);
+        munmap(p->buf, p->bytes);
     p->buf = NULL;
 }
 

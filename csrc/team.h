@@ -14,8 +14,10 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "placement.h"
 #include "spin.h"
 
 typedef struct corelat_job corelat_job;
@@ -108,7 +110,9 @@ static inline void corelat_member_beat(corelat_member *m)
 
 typedef struct {
     char *buf;
+    size_t bytes;          /* CORELAT_PAGE_BYTES unless a kernel needs more */
     atomic_int ready;
+    corelat_place *place;  /* NULL: first touch by member 0; else who touches it, where (placement.h) */
 } corelat_page;
 
 void corelat_page_init(corelat_page *p);
@@ -118,6 +122,11 @@ int corelat_page_publish(corelat_page *p, corelat_member *m);
 
 /* Spin (bounded, abort-aware) until the page is announced. */
 int corelat_page_await(corelat_page *p, corelat_member *m);
+
+/* Publish the page if this member is its first toucher (member 0 unless p->place names another),
+ * calling prepare(buf) (may be NULL) after the zeroing and before the announcement; else await it.
+ * With a third-party toucher the line is left Modified in the third CPU's cache. */
+int corelat_page_join(corelat_page *p, corelat_member *m, void (*prepare)(char *buf));
 
 /* Unmap the page if it was mapped. Call from the job's destroy. */
 void corelat_page_free(corelat_page *p);

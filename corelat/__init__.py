@@ -16,9 +16,11 @@ from ._errors import (
 )
 from ._fleet import FleetResult, fleet
 from ._fleet_run import measure_fleet
+from ._home import HOMES
 from ._io import load
 from ._locks import LockResult, list_tests, locks
 from ._measurers import clock_skew
+from ._placement import PlacementResult, placement
 from ._result import LatencyResult, PairFlag
 from ._smt import SMTResult, smt
 from ._structure import Structure, structure
@@ -30,6 +32,7 @@ from ._version import __version__
 
 __all__ = [
     "ALL_KERNELS",
+    "HOMES",
     "KERNELS",
     "CheckItem",
     "CheckReport",
@@ -44,6 +47,7 @@ __all__ = [
     "MeasurementError",
     "MeasurementTimeout",
     "PairFlag",
+    "PlacementResult",
     "SMTResult",
     "Structure",
     "Topology",
@@ -60,6 +64,7 @@ __all__ = [
     "locks",
     "measure",
     "measure_fleet",
+    "placement",
     "smt",
     "structure",
     "timer_info",

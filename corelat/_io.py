@@ -12,12 +12,14 @@ from ._check import CheckReport
 from ._errors import InputError
 from ._fleet import FleetResult
 from ._locks import LockResult
+from ._placement import PlacementResult
 from ._result import LatencyResult
 from ._smt import SMTResult
 from ._topology import Topology
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
-KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport)}
+KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport,
+                                    PlacementResult)}
 
 
 def load(path):

@@ -5,13 +5,15 @@ the same ``__call__`` to drive the sweep without hardware.
 """
 
 import os
+import time
 
 import numpy as np
 
 from ._cstatus import ThreadMoved
 from ._errors import InputError, MeasurementError
+from ._home import Home, chain_lines, chain_order, merge_reports
 from ._timer import extension, timer_info
-from ._validate import KERNELS, resolve_cpus
+from ._validate import CHASE_KERNELS, KERNELS, resolve_cpus
 
 
 def _test_hooks(stall, freeze):
@@ -52,24 +54,43 @@ class PairMeasurer:
     symmetric = True
     budgeted = True
 
-    def __init__(self, kernel, round_trips, warmup, timeout, *, _stall=None, _freeze=None):
+    def __init__(self, kernel, round_trips, warmup, timeout, *, home=None, _stall=None, _freeze=None):
         ext = extension()
         self.code = getattr(ext, KERNELS[kernel][0])
         self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
         self._pingpong = ext.pingpong
         self._stall, self._freeze = _test_hooks(_stall, _freeze)
+        self.home = Home("initiator") if home is None else home
+        #: per row of the last call: (node the page was found on, mbind errno, move_pages errno,
+        #: the timing CPU, its partner); see corelat._home
+        self.last_home = None
 
     def __call__(self, cpu_a, cpu_b, samples, budget=None):
         """One-way latencies in ns (float64, ``samples`` long, fewer if ``budget`` seconds ran out).
 
         A thread moved off its CPU ends the call at once; the pair is measured once more, then
         MeasurementError says the affinity changed."""
-        def call():
-            return self._pingpong(cpu_a, cpu_b, self.code, self.round_trips, samples, self.warmup, self.timeout,
-                                  stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze)
+        where = self.home.args(cpu_a, cpu_b)
 
-        ticks = _once_more_if_moved(call, cpu_a, cpu_b)
+        def call(k, warmup, budget):
+            return self._pingpong(cpu_a, cpu_b, self.code, self.round_trips, k, warmup, self.timeout,
+                                  stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze,
+                                  home=where)
+
+        if self.home.kind == "cpu":
+            # The third CPU writes the page once per kernel call: one sample per call and no warm-up,
+            # so every sample starts with the line Modified in the third CPU's cache.
+            calls, t0 = [], time.monotonic()
+            while len(calls) < samples and not (calls and budget and time.monotonic() - t0 > budget):
+                calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b))
+        else:
+            calls = [_once_more_if_moved(lambda: call(samples, self.warmup, budget), cpu_a, cpu_b)]
+        ticks = np.concatenate([t for t, _ in calls])
+        report = None
+        for _, r in calls:
+            report = merge_reports(report, r)
+        self.last_home = (report + (cpu_a, cpu_b),)
         return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
 
 
@@ -87,7 +108,7 @@ class OneWayMeasurer:
     symmetric = False
     budgeted = True
 
-    def __init__(self, messages, warmup, timeout, *, _stall=None, _offset_ns=0.0, _freeze=None):
+    def __init__(self, messages, warmup, timeout, *, home=None, _stall=None, _offset_ns=0.0, _freeze=None):
         ext = extension()
         info = timer_info()
         if not info.get("invariant", False):
@@ -106,13 +127,17 @@ class OneWayMeasurer:
         self._stall, self._freeze = _test_hooks(_stall, _freeze)
         self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
         self.last_bracket = None
+        self.home = Home("initiator") if home is None else home
+        self.last_home = None
 
     def _run(self, cpu_a, cpu_b, messages, samples, warmup, budget=None):
         def call():
             return self._oneway(cpu_a, cpu_b, messages, samples, warmup, self.timeout, stall_responder=self._stall,
-                                offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze)
+                                offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze,
+                                home=self.home.args(cpu_a, cpu_b))
 
-        ab, ba, min_ab, min_ba = _once_more_if_moved(call, cpu_a, cpu_b)
+        (ab, ba, min_ab, min_ba), report = _once_more_if_moved(call, cpu_a, cpu_b)
+        self.last_home = (tuple(report) + (cpu_a, cpu_b),) * 2  # one page carries both directions
         # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
         # b -> a messages give offset >= -min_ba.
         lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
@@ -142,6 +167,62 @@ class OneWayMeasurer:
         return out
 
 
+class ChaseMeasurer:
+    """Measures clean or modified line transfers (``kernel="read-clean"`` / ``"read-modified"``).
+
+    The owner reads (clean) or writes (modified) every line of a chain; the reader then follows the
+    chain, one dependent load per line, in a random single-cycle order (:func:`chain_order`). Between
+    samples, untimed, the reader evicts the lines from every cache and the owner touches them again.
+    A sample is the time of one pass divided by the chain's length: the cost of one load that the
+    owner's cache serves. Both directions are measured (row 0: ``cpu_a`` owns, ``cpu_b`` reads).
+    The chain is half the owner's L2 (:func:`chain_lines`), so the owner holds every line.
+    """
+
+    symmetric = False
+    budgeted = False
+
+    def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=None):
+        ext = extension()
+        if not getattr(ext, "HAVE_CHASE", 0):
+            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, aarch64 "
+                             "dc civac); this architecture has none: use kernel 'cas' or 'rw'")
+        self.kind = getattr(ext, CHASE_KERNELS[kernel][0])
+        self.warmup, self.timeout = warmup, timeout
+        self.ticks_per_ns = timer_info()["ticks_per_ns"]
+        self._chase = ext.chase
+        self._stall, _ = _test_hooks(_stall, 0.0)
+        self.home = Home("initiator") if home is None else home
+        self.lines = lines  # None: from each owner's L2
+        self._rng = np.random.default_rng(seed)
+        self._orders = {}
+        self.last_home = None
+
+    def order(self, owner):
+        """The chain used when ``owner`` holds the lines (drawn once per chain length)."""
+        n = self.lines or chain_lines(owner)
+        if n not in self._orders:
+            self._orders[n] = chain_order(n, self._rng).tolist()
+        return self._orders[n]
+
+    def _one(self, reader, owner, samples):
+        order = self.order(owner)
+
+        def call():
+            return self._chase(reader, owner, self.kind, order, samples, self.warmup, self.timeout,
+                               stall_responder=self._stall, home=self.home.args(reader, owner))
+
+        ticks, report = _once_more_if_moved(call, reader, owner)
+        return ticks / (self.ticks_per_ns * len(order)), tuple(report) + (reader, owner)
+
+    def __call__(self, cpu_a, cpu_b, samples):
+        """Per-load latencies in ns, shape ``(2, samples)``: row 0 lines held by ``cpu_a`` read by
+        ``cpu_b``, row 1 the other way round."""
+        ab, rep_ab = self._one(cpu_b, cpu_a, samples)
+        ba, rep_ba = self._one(cpu_a, cpu_b, samples)
+        self.last_home = (rep_ab, rep_ba)
+        return np.vstack((ab, ba))
+
+
 def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
     """Raise MeasurementError when ``[low_ns, high_ns]``, the bracket of cpu_b's timer minus cpu_a's,
     proves that the two timers disagree (by more than ``tolerance_ns``)."""
@@ -169,8 +250,11 @@ def clock_skew(cpus=None, *, messages=200, samples=5, timeout=1.0):
     return m.check_clocks(cpus, messages=messages, samples=samples)
 
 
-def make_measurer(kernel, round_trips, warmup, timeout):
-    """The real pair measurer for a kernel (PairMeasurer, or OneWayMeasurer for ``"oneway"``)."""
+def make_measurer(kernel, round_trips, warmup, timeout, home=None):
+    """The real pair measurer for a kernel (PairMeasurer, OneWayMeasurer for ``"oneway"``,
+    ChaseMeasurer for ``"read-clean"``/``"read-modified"``); ``home`` a :class:`~corelat._home.Home`."""
     if kernel == "oneway":
-        return OneWayMeasurer(round_trips, warmup, timeout)
-    return PairMeasurer(kernel, round_trips, warmup, timeout)
+        return OneWayMeasurer(round_trips, warmup, timeout, home=home)
+    if kernel in CHASE_KERNELS:
+        return ChaseMeasurer(kernel, warmup, timeout, home=home)
+    return PairMeasurer(kernel, round_trips, warmup, timeout, home=home)

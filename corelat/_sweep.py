@@ -19,13 +19,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _quality, _sampling, _stats, _sysinfo
+from . import _home, _quality, _sampling, _stats, _sysinfo
 from ._errors import InputError
 from ._measurers import make_measurer
 from ._result import LatencyResult, PairFlag
 from ._timer import timer_info
 from ._validate import (
     ALL_KERNELS,
+    CHASE_KERNELS,
     MAX_GROWTH,
     RETEST_FRACTION,
     STRATEGIES,
@@ -49,6 +50,7 @@ class PairRun(NamedTuple):
     chunks: int  #: C calls made
     bracket: object = None  #: (low, high) ns of the timer offset (one-way kernel), or None
     flags: tuple = None  #: shape and migration flags per row, computed once (see _run_flags)
+    home: tuple = None  #: per row, where the page was found (see PairMeasurer.last_home), or None
 
 
 def _rows(v):
@@ -67,13 +69,14 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
     """
     t_start = clock()
     bracket = None
+    home = None
 
     # A measurer that takes a budget stops inside a chunk when the pair's time is spent, so one slow
     # chunk (a loaded or shrunken CPU set) cannot overrun the pair's budget by its whole length.
     budgeted = bool(getattr(measurer, "budgeted", False))
 
     def call(k, budget=None):
-        nonlocal bracket
+        nonlocal bracket, home
         if budgeted and budget is not None:
             v = _rows(measurer(cpu_a, cpu_b, k, budget=max(budget, 1e-6)))
         else:
@@ -81,11 +84,14 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
         b = getattr(measurer, "last_bracket", None)
         if b is not None:
             bracket = b if bracket is None else (max(bracket[0], b[0]), min(bracket[1], b[1]))
+        h = getattr(measurer, "last_home", None)
+        if h is not None:
+            home = tuple(h) if home is None else tuple(map(_home.merge_reports, home, h))
         return v
 
     if plan.mode == "fixed":
         v = call(plan.samples)
-        return _with_flags(PairRun(v, None, clock() - t_start, 1, bracket))
+        return _with_flags(PairRun(v, None, clock() - t_start, 1, bracket, home=home))
     chunks, taken, k = [], 0, plan.first_chunk
     met = False
     while True:
@@ -111,7 +117,7 @@ def measure_pair(measurer, cpu_a, cpu_b, plan, clock=time.perf_counter):
             k = min(k, int(left_time / pace))
         if k < min(plan.min_chunk, left_samples):
             break  # not enough time left for a useful chunk
-    return _with_flags(PairRun(values, met, clock() - t_start, len(chunks), bracket))
+    return _with_flags(PairRun(values, met, clock() - t_start, len(chunks), bracket, home=home))
 
 
 def _with_flags(run):
@@ -181,6 +187,7 @@ def measure(
     partition=None,
     topology=None,
     retest=True,
+    home="initiator",
     _measurer=None,
     _clock=None,
 ):
@@ -189,8 +196,11 @@ def measure(
     Args:
         cpus: CPU ids to measure (list, or a string like ``"0,2,4-7"``); None for every CPU this
             process may run on (``os.sched_getaffinity(0)``: taskset and cgroup cpusets apply).
-        kernel: ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines) or
-            ``"oneway"`` (timestamped messages, both directions; needs synchronized timers).
+        kernel: ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines),
+            ``"oneway"`` (timestamped messages, both directions; needs synchronized timers),
+            ``"read-clean"`` / ``"read-modified"`` (a load of a line the other CPU holds clean /
+            modified, Intel MLC's HIT / HITM; both directions, one load per value; the chain is half
+            the owner's L2 and ``round_trips`` does not apply).
         round_trips: round trips timed together as one sample (messages per sample for
             ``"oneway"``).
         samples: with ``precision`` left at ``"auto"``, giving ``samples`` asks for exactly that
@@ -215,6 +225,11 @@ def measure(
             :class:`~corelat._topology.Topology` or its ``table()`` records; for simulations).
         retest: re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
             True (at most a tenth of the pairs, worst first), False, or a number of pairs.
+        home: where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
+            by the timing thread, the default), ``"responder"`` (first touch by the other),
+            ``"node:K"`` (NUMA node K, by ``mbind``) or ``"cpu:K"`` (a third CPU K, not one of
+            ``cpus``, first-touches and writes the page before every sample). Where the page really
+            was is recorded in ``extras["home_node"]``.
 
     Returns:
         A frozen :class:`~corelat._result.LatencyResult` of one-way latencies in ns (round-trip time
@@ -223,11 +238,14 @@ def measure(
         ``flags`` say per pair what was measured, mirrored, estimated, re-tested and doubtful;
         ``extras`` hold ``samples_taken`` and ``dropped`` per pair, the ``first_attempt`` samples and
         ``first_flags`` of re-tested pairs, ``estimated_from`` (sample strategy, ``(n, n, 2)``: the
-        CPU ids of the cell an estimate copies, -1 where measured) and ``skew_bound_ns`` (oneway).
+        CPU ids of the cell an estimate copies, -1 where measured), ``skew_bound_ns`` (oneway) and
+        ``home_node`` (the NUMA node ``move_pages`` found each measured cell's page on; -1 unknown,
+        -2 spread over several).
         ``warnings`` says in words what looks wrong.
 
     Raises:
-        InputError (a ValueError) for bad arguments; MeasurementTimeout (a TimeoutError) when a
+        InputError (a ValueError) for bad arguments (also a ``home`` that cannot be met: no such
+        node, a node the cpuset forbids); MeasurementTimeout (a TimeoutError) when a
         partner stops answering; MeasurementError when the one-way kernel finds the timers out of
         step; KeyboardInterrupt within about 0.1 s of Ctrl-C.
     """
@@ -245,7 +263,8 @@ def measure(
     _retest_limit(retest, 0)  # validate before measuring
     n = len(cpus)
     classes = _sampling.pair_classes(cpus, partition, topology) if strategy == "sample" else None
-    measurer = _measurer or make_measurer(kernel, round_trips, warmup, timeout)
+    home = _home.check_home(home, cpus, kernel)
+    measurer = _measurer or make_measurer(kernel, round_trips, warmup, timeout, home=home)
     symmetric = bool(getattr(measurer, "symmetric", True))
     clock = _clock or time.perf_counter
     meta = _sysinfo.collect()
@@ -313,6 +332,11 @@ def measure(
             if run.bracket is not None:
                 bound[i, j] = bound[j, i] = max(abs(run.bracket[0]), abs(run.bracket[1]))
         extras["skew_bound_ns"] = bound
+    placed = {cell: rep for p, run in runs.items() if run.home
+              for cell, rep in zip(_cells(*p, symmetric), run.home)}
+    home_notes = []
+    if placed:
+        extras["home_node"], home_notes = _home.home_record(home, cpus, placed, symmetric)
 
     params = {"round_trips": round_trips, "samples": plan.samples, "warmup": warmup, "timeout": timeout}
     if plan.mode == "precision":
@@ -322,6 +346,7 @@ def measure(
         flags, cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
         estimated=len(estimates), notes=info)
+    notes.extend(home_notes)
     if skipped:
         notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
                      f"(retest limit {limit}; pass retest=N to re-measure more)")
@@ -352,8 +377,8 @@ def measure(
                 "chunks": int(sum(r.chunks for r in runs.values()) + sum(r.chunks for r in first.values())),
             },
             "unit": "ns",
-            "latency": "one-way = round-trip time / 2" if symmetric else
-                       "one-way = receiver's timer at arrival - sender's timer at sending - one timer read",
+            "latency": _latency_meaning(kernel, symmetric),
+            "home": {"requested": home.label, "method": home.method},
             "symmetric": symmetric,
             "elapsed_s": elapsed,
             "kernel_s": kernel_seconds,
@@ -362,7 +387,11 @@ def measure(
             "warning_cause": _quality.shared_cause(flags, meta.get("hypervisor")),
         }
     )
-    if not symmetric:
+    if kernel in CHASE_KERNELS:
+        meta["direction"] = "samples[i, j]: lines held by cpus[i], loaded by cpus[j]"
+        if hasattr(measurer, "_orders"):
+            meta["chain_lines"] = sorted(measurer._orders)
+    elif not symmetric:
         meta["direction"] = "samples[i, j]: messages sent by cpus[i], received by cpus[j]"
     if clock_check is not None:
         meta["clock_check"] = {
@@ -375,6 +404,14 @@ def measure(
     if order == "topology":
         result = result.ordered("topology")
     return result
+
+
+def _latency_meaning(kernel, symmetric):
+    if kernel in CHASE_KERNELS:
+        return "one load = one pass over the pointer chain / its length (a one-way transfer)"
+    if symmetric:
+        return "one-way = round-trip time / 2"
+    return "one-way = receiver's timer at arrival - sender's timer at sending - one timer read"
 
 
 def _cells(i, j, symmetric):

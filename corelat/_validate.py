@@ -22,8 +22,17 @@ ONEWAY_KERNELS = {
     "oneway": "the sender stores its timer reading, the receiver subtracts it from its own "
               "(one-way, both directions; needs timers synchronized across CPUs)",
 }
+#: Line-transfer kernels (Intel MLC's HIT/HITM), measured in both directions: name -> (C kind, description).
+CHASE_KERNELS = {
+    "read-clean": ("CHASE_CLEAN", ("a load of a line another core holds clean (it read it last; MLC's HIT): "
+                   "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round trips")),
+    "read-modified": ("CHASE_MODIFIED", ("a load of a line another core holds modified (it wrote it last; MLC's "
+                      "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of what "
+                      "rw's round trip does twice")),
+}
 #: Every kernel measure() accepts: name -> description.
-ALL_KERNELS = {**{k: v[1] for k, v in KERNELS.items()}, **ONEWAY_KERNELS}
+ALL_KERNELS = {**{k: v[1] for k, v in KERNELS.items()}, **ONEWAY_KERNELS,
+               **{k: v[1] for k, v in CHASE_KERNELS.items()}}
 
 #: Sweep strategies: every pair, or enough pairs per topology block pair (the rest estimated).
 STRATEGIES = ("full", "sample")

@@ -8,6 +8,8 @@
 * :func:`compare`: heatmaps of several results side by side on one colour scale.
 * :func:`fleet`: a fleet's nodes × classes heat table with outliers marked, or one node's matrix
   divided by its group's median matrix.
+* :func:`placement`: a :func:`corelat.placement` result, one heatmap per home of the line, on one
+  colour scale (:func:`heatmap` draws one home with ``home=K``).
 
 matplotlib is imported when a function is first called, so ``import corelat.plot`` stays cheap. When
 no ``ax`` is given the figure is made with pyplot (so notebooks show it); close it with
@@ -80,6 +82,25 @@ def _ordered(result, order):
     raise InputError(f"unknown order {order!r}: use 'topology', 'structure' or 'os'")
 
 
+def _one_home(result, home):
+    # A placement result holds one matrix per home: draw the one asked for.
+    from ._placement import PlacementResult
+
+    if isinstance(result, PlacementResult):
+        if home is None:
+            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
+                             "pass home=K, or draw them all with corelat.plot.placement()")
+        return result.result(home)
+    if home is not None:
+        asked = result.metadata.get("home", {}).get("requested", "initiator")
+        from ._home import parse_home
+
+        want = parse_home(f"node:{home}" if isinstance(home, (int, np.integer)) else home).label
+        if want != asked:
+            raise InputError(f"this result was measured with home {asked}, not {want}")
+    return result
+
+
 def _dedupe(lines):
     # A boundary shared by several levels (a package that is also a NUMA node) is drawn once, thickest.
     best = {}
@@ -95,11 +116,12 @@ def _figsize(n):
 
 
 def heatmap(result, order="topology", statistic="median", annotate=None, ax=None, *, vmin=None, vmax=None,
-            colorbar=True, cmap="viridis", title=None):
+            colorbar=True, cmap="viridis", title=None, home=None):
     """Draw the latency matrix; returns the matplotlib ``Axes``.
 
     Args:
-        result: a :class:`~corelat._result.LatencyResult`.
+        result: a :class:`~corelat.LatencyResult`, or a :class:`~corelat.PlacementResult` with
+            ``home`` saying which home to draw.
         order: ``"topology"`` (package → NUMA node → L3 → core, from the topology the result carries;
             falls back to ``"structure"`` and says so in the title), ``"structure"`` (groups found by
             :func:`corelat.structure`) or ``"os"`` (CPU ids).
@@ -108,8 +130,11 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
         ax: draw into this Axes (default: a new figure sized for the number of CPUs).
         vmin, vmax: colour scale limits in ns (default: the data's range).
         colorbar: add a colour bar in ns.
+        home: for a placement result, the home to draw: a NUMA node K, a label like ``"node:1"``
+            or ``"responder"``, or a position in ``result.homes``.
     """
     plt = _plt()
+    result = _one_home(result, home)
     ordered, lines, note = _ordered(result, order)
     m = np.array(ordered.statistic(statistic), dtype=float)
     n = ordered.n
@@ -544,4 +569,20 @@ def _fleet_ratio(plt, result, node):
     cb.set_ticks([math.log(x) for x in steps], labels=[f"×{x:g}" for x in steps])
     ax.set_title(f"{name} / median of group {g.id} ({len(g.nodes)} nodes)\n{g.cpu_model}", fontsize=10)
     _settle(fig)
+    return fig
+
+
+def placement(result, order="topology", statistic="median", annotate=None):
+    """Small multiples of a :func:`corelat.placement` result: one heatmap per home of the line, on
+    one colour scale, titled with each home and where its pages were found; returns the ``Figure``."""
+    from ._placement import PlacementResult
+
+    if not isinstance(result, PlacementResult):
+        raise InputError("plot.placement() draws a corelat.placement() result; use heatmap() for one matrix")
+    names = []
+    for label, found in zip(result.homes, result.home_node):
+        seen = sorted({int(v) for v in found.ravel() if v >= 0})
+        names.append(f"home {label}" + (f" (pages on node {', '.join(map(str, seen))})" if seen else ""))
+    fig = compare(result.results, names=names, order=order, statistic=statistic, annotate=annotate)
+    fig.suptitle(f"where the line lives: {result.kernel}, one colour scale")
     return fig

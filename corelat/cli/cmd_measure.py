@@ -42,7 +42,13 @@ def add_measure_options(p):
     p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
-                        "oneway: timestamped messages, both directions (needs synchronized timers)")
+                        "oneway: timestamped messages, both directions (needs synchronized timers); "
+                        "read-clean / read-modified: a load of a line the other CPU read / wrote last "
+                        "(MLC's HIT / HITM), both directions")
+    p.add_argument("--home", default="initiator", metavar="HOME",
+                   help="where each pair's page lives: initiator (first touch by the timing thread, "
+                        "default), responder, node:K (NUMA node K) or cpu:K (a third CPU K writes it "
+                        "before every sample)")
     p.add_argument("--precision", type=float, default=None, metavar="FRACTION",
                    help=f"sample each pair until the 95%% CI of its median is within ± this fraction "
                         f"(default {DEFAULT_PRECISION} unless SAMPLES is given; SAMPLES then caps it)")
@@ -85,6 +91,9 @@ def header_text(result, statistic):
     ]
     if md.get("topology_summary"):
         lines.insert(1, f"Topology: {md['topology_summary']}")
+    home = md.get("home") or {}
+    if home.get("requested"):
+        lines.append(f"Home of the line: {home['requested']}: {home.get('method', '')}")
     lines.append(common.showing_text(result, statistic))
     return "\n".join(lines)
 
@@ -126,7 +135,7 @@ def run(args):
     kwargs = measure_kwargs(args)
     cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = measure(cpus, progress=progress, order=args.order, **kwargs)
+    result = measure(cpus, progress=progress, order=args.order, home=args.home, **kwargs)
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)

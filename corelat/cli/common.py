@@ -67,6 +67,8 @@ def kernel_text(result):
 def measured_text(result):
     """What the values are: round-trip time / 2, or the one-way kernel's timed message."""
     md = result.metadata
+    if result.kernel in ("read-clean", "read-modified"):
+        return "the cost of one load in ns (row CPU holds the lines, column CPU loads them)"
     if not md.get("symmetric", True):
         return ("one-way latency in ns: receiver's timer at arrival - sender's timer at sending "
                 "(row CPU sends, column CPU receives)")

@@ -1,0 +1,71 @@
+"""Measure the latency matrix once per home of the line (every NUMA node by default).
+
+Where a cache line's memory lives changes what a transfer costs on multi-socket and many-die
+machines. This measures the matrix with the pair's page on each NUMA node in turn (or on the homes
+given with --homes) and says what the home changes per kind of pair.
+
+Examples:
+  corelat placement                              every node as the home, kernel cas
+  corelat placement --kernel read-modified       a load of a line the other CPU wrote (HITM)
+  corelat placement --homes initiator,responder  first touch by either CPU of the pair
+  corelat placement -o placement.npz             keep it (corelat report / plot read it)
+"""
+
+import argparse
+import sys
+
+from .. import _text
+from .._placement import placement
+from .._validate import ALL_KERNELS, check_params, check_sampling, resolve_cpus
+from . import common
+from .cmd_measure import header_text, print_warnings
+
+
+def add_arguments(p):
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.description = __doc__
+    p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
+                   help="round trips per sample (default 1000)")
+    p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
+                   help="exactly this many samples per pair and home (default: precision-driven)")
+    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS), help="the kernel (default cas)")
+    p.add_argument("--homes", default="nodes", metavar="LIST",
+                   help="'nodes' (every NUMA node, default) or homes separated by commas: initiator, "
+                        "responder, node:K, cpu:K")
+    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
+                   help="give up when a partner does not answer for this long (default 1)")
+    p.add_argument("--order", choices=("os", "topology"), default="os",
+                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
+    p.add_argument("--matrices", action=argparse.BooleanOptionalAction, default=True,
+                   help="print every home's matrix (default: on)")
+    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show a progress bar on stderr (default: when stderr is a terminal)")
+
+
+def run(args):
+    if args.output:
+        common.check_output_path(args.output, suffixes=(".npz",))
+    kernel, rt, samples, _, timeout = check_params(args.kernel, args.round_trips, args.samples, None, args.timeout)
+    check_sampling(samples)
+    cpus = resolve_cpus(args.cpus)
+    homes = "nodes" if args.homes.strip() == "nodes" else [h for h in args.homes.split(",") if h.strip()]
+    progress = common.stderr_is_tty() if args.progress is None else args.progress
+    result = placement(cpus, homes=homes, kernel=kernel, round_trips=rt, samples=samples, timeout=timeout,
+                       progress=progress, order=args.order)
+    if args.matrices:
+        header = header_text(result.results[0], "median").splitlines()
+        print("\n".join(line for line in header if not line.startswith("Home of the line")))
+        for label, res in zip(result.homes, result.results):
+            print()
+            print(f"Home {label}: {res.metadata.get('home', {}).get('method', '')}")
+            print(_text.matrix(res, "median"))
+        print()
+    print(result.table())
+    for label, res in zip(result.homes, result.results):
+        print_warnings(res)
+    if args.output:
+        result.save(args.output)
+        print(f"saved to {args.output}", file=sys.stderr)
+    return 0

@@ -135,7 +135,7 @@ def cpu_nodes(topo=None):
             topo = topology()
         except Exception:  # noqa: BLE001 - a placement check must not fail on an odd sysfs
             return {}
-    return {r["cpu"]: r["node"] for r in topo.table() if r["node"] is not None}
+    return {r["cpu"]: r["node"] for r in topo.records() if r["node"] is not None}
 
 
 def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):

@@ -160,7 +160,7 @@ class PlacementResult(Result):
         topo = self.results[0].topology
         if topo is None:
             return {}
-        return {r["cpu"]: (r["node"], r["package"]) for r in topo.table()}
+        return {r["cpu"]: (r["node"], r["package"]) for r in topo.records()}
 
     def records(self):
         """One dict per home and measured cell: ``home``, ``row``/``col`` CPU ids, ``median`` ns,

@@ -57,34 +57,40 @@ def model(sockets, groups, cores, threads, tiles, inverted, noise, seed):
     return m, smt, levels
 
 
-def recovery(examples):
+def recovery_at(noise, examples):
+    """{"n", "all", "smt", "levels"}: counts of models recovered at one noise level."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
+    tally = {"n": 0, "all": 0, "smt": 0, "levels": 0}
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(sockets=st.integers(1, 2), groups=st.integers(1, 4), cores=st.integers(2, 8),
+           threads=st.integers(1, 2), tiles=st.booleans(), inverted=st.booleans(),
+           seed=st.integers(0, 2**32 - 1))
+    def one(sockets, groups, cores, threads, tiles, inverted, seed):
+        if inverted and groups < 3:
+            groups = 3  # an inverted level needs 3+ groups to be a pattern and not a swap
+        m, smt, levels = model(sockets, groups, cores, threads, tiles, inverted, noise, seed)
+        s = corelat.structure(corelat.LatencyResult.from_matrix(m))
+        got = [{frozenset(g) for g in lv.groups} for lv in s.levels]
+        ok_smt = [tuple(p) for p in s.smt_pairs] == smt
+        ok_lv = got == levels
+        tally["n"] += 1
+        tally["smt"] += ok_smt
+        tally["levels"] += ok_lv
+        tally["all"] += ok_smt and ok_lv
+
+    one()
+    return tally
+
+
+def recovery(examples):
     print(f"Recovery of generated block models ({examples} per noise level; exact SMT and levels)")
     print(f"{'noise':>6} {'recovered':>10} {'SMT ok':>7} {'levels ok':>10}")
     for noise in NOISES:
-        tally = {"n": 0, "all": 0, "smt": 0, "levels": 0}
-
-        @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-                  suppress_health_check=list(HealthCheck))
-        @given(sockets=st.integers(1, 2), groups=st.integers(1, 4), cores=st.integers(2, 8),
-               threads=st.integers(1, 2), tiles=st.booleans(), inverted=st.booleans(),
-               seed=st.integers(0, 2**32 - 1))
-        def one(sockets, groups, cores, threads, tiles, inverted, seed):
-            if inverted and groups < 3:
-                groups = 3  # an inverted level needs 3+ groups to be a pattern and not a swap
-            m, smt, levels = model(sockets, groups, cores, threads, tiles, inverted, noise, seed)
-            s = corelat.structure(corelat.LatencyResult.from_matrix(m))
-            got = [{frozenset(g) for g in lv.groups} for lv in s.levels]
-            ok_smt = [tuple(p) for p in s.smt_pairs] == smt
-            ok_lv = got == levels
-            tally["n"] += 1
-            tally["smt"] += ok_smt
-            tally["levels"] += ok_lv
-            tally["all"] += ok_smt and ok_lv
-
-        one()
+        tally = recovery_at(noise, examples)
         k = tally["n"]
         print(f"{noise:>6.2f} {tally['all'] / k:>9.0%} {tally['smt'] / k:>7.0%} {tally['levels'] / k:>10.0%}")
 

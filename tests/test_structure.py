@@ -197,6 +197,19 @@ def test_to_dict_is_json():
     assert back["topology"] is None
 
 
+def os_topology(shared_dir, tmp_path, name):
+    """The Topology of one of the shared sysfs dumps (fixtures/topology/hwloc/NAME.tar.bz2)."""
+    import tarfile
+    import warnings
+
+    topo_mod = pytest.importorskip("corelat._topology")
+    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
+        extract(tar, tmp_path, filter="tar")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return topo_mod.topology(root=tmp_path / name)
+
+
 # -- comparison with the OS topology -----------------------------------------------------------------------
 def records_5950x(l3_of=lambda c: (c % 16) // 8):
     return [{"cpu": c, "package": 0, "die": 0, "cluster": None, "core": c % 16, "l2": c % 16,
@@ -232,18 +245,7 @@ def test_topology_with_smt_the_latency_does_not_show(shared_dir):
 def test_topology_from_result_metadata(shared_dir, tmp_path):
     # A real machine's sysfs dump (8 Opteron packages of 2 cores, a NUMA node each, no L3) with a
     # latency matrix shaped like it: the comparison reads the topology the result carries.
-    topo_mod = pytest.importorskip("corelat._topology")
-    import tarfile
-    import warnings
-
-    from corelat._result import LatencyResult
-
-    name = "16amd64-8n2c"
-    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
-        extract(tar, tmp_path, filter="tar")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        topo = topo_mod.topology(root=tmp_path / name)
+    topo = os_topology(shared_dir, tmp_path, "16amd64-8n2c")
     rng = np.random.default_rng(6)
     m, _ = block_matrix(rng, 1, 8, 2, 1, (0, 40, 120, 0), 0.03)
     base = LatencyResult.from_matrix(m)
@@ -422,16 +424,7 @@ def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
     assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency level 2 "
                                           "match the OS's core types (P-cores and E-cores)")
     # The real sysfs dump of that machine gives the same records.
-    topo_mod = pytest.importorskip("corelat._topology")
-    import tarfile
-    import warnings
-
-    name = "20em64t-hybrid-1p6c2t+2ca4co1t"
-    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
-        extract(tar, tmp_path, filter="tar")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        topo = topo_mod.topology(root=tmp_path / name)
+    topo = os_topology(shared_dir, tmp_path, "20em64t-hybrid-1p6c2t+2ca4co1t")
     s2 = structure(LatencyResult.from_matrix(m), topology=topo)
     assert s2.levels[1].names == ("P-cores", "E-cores") and s2.levels[0].os == ("l2", "cluster")
 

@@ -43,9 +43,9 @@ nb_execution_timeout = 600
 def _generate():
     """The notebooks (copied: Sphinx reads sources only below docs/) and the CLI reference."""
     shutil.rmtree(GENERATED, ignore_errors=True)
-    GENERATED.mkdir()
+    (GENERATED / "notebooks").mkdir(parents=True)
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        shutil.copy(nb, GENERATED / nb.name)
+        shutil.copy(nb, GENERATED / "notebooks" / nb.name)
     os.environ["COLUMNS"] = "100"  # argparse wraps its help to the terminal's width
     from corelat import cli
 

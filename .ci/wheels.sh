@@ -33,14 +33,7 @@ zig="$tools/bin/python -m ziglang cc"
 import sys, tomllib
 print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))' "$root/pyproject.toml")
 
-# Fail on any warning in a build log (the compiler's, setuptools', pip's), but pip's notes on index
-# locations of this machine's pip configuration that do not exist (not the package's doing).
-no_warnings() {
-  if grep -i -E 'warning|!!' "$1" | grep -v -E "WARNING: Location '[^']*' is ignored"; then
-    echo "warnings in the build (log: $1)" >&2
-    return 1
-  fi
-}
+no_warnings() { bash "$root/.ci/no-warnings.sh" "$1"; }
 
 # manylinux tag for a linux_ARCH wheel, checked by auditwheel against its symbol versions.
 tag_manylinux2014() {  # WHEEL ARCH

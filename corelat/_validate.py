@@ -63,6 +63,10 @@ MAX_SAMPLES = 1_000_000
 
 def allowed_cpus():
     """The CPUs this process may run on (respects taskset and cgroup cpusets), sorted."""
+    if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no CPU affinity, no measuring core built
+        from ._timer import extension
+
+        extension()  # raises "measuring needs Linux ..."
     return sorted(os.sched_getaffinity(0))
 
 

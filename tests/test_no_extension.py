@@ -16,9 +16,15 @@ def run(code):
                           check=False)
 
 
-@pytest.mark.parametrize("call", ["corelat.measure()", "corelat.timer_info()", "corelat.locks()"])
+@pytest.mark.parametrize("call", [
+    "corelat.measure()", "corelat.timer_info()", "corelat.locks()",
+    "corelat.measure(); del os.sched_getaffinity", "corelat.allowed_cpus(); del os.sched_getaffinity",
+])
 def test_measuring_without_the_extension_raises_a_clear_corelat_error(call):
+    call, _, setup = call.partition("; ")  # setup: what else such a platform lacks (macOS: CPU affinity)
     p = run(f"""
+import os
+{setup}
 try:
     {call}
 except corelat.CorelatError as e:

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import extract, run_cli
 
 import corelat
 from corelat import _fleet, _fleet_classes, _fleet_stats, _fleet_synth, _hostlist

@@ -31,6 +31,7 @@ valgrind:
 cross-aarch64:
 	aarch64-linux-gnu-gcc $(CFLAGS_COMMON) -O2 -static -o build/selftest-aarch64 csrc/selftest.c $(KERNELS)
 	CORELAT_SELFTEST_SLOW=1 qemu-aarch64-static ./build/selftest-aarch64
+	CORELAT_SELFTEST_SLOW=1 qemu-aarch64-static -cpu cortex-a57 ./build/selftest-aarch64  # no LSE: the LL/SC loop
 
 # The sdist and manylinux2014 wheels (x86-64 for each CPython 3.9-3.13 found, aarch64 for the system's
 # python3) in dist/, with zig cc against glibc 2.17; checked with auditwheel show and twine check.

@@ -23,7 +23,7 @@ from . import _home, _quality, _sampling, _stats, _sysinfo
 from ._errors import InputError
 from ._measurers import make_measurer
 from ._result import LatencyResult, PairFlag
-from ._timer import timer_info
+from ._timer import extension, timer_info
 from ._validate import (
     ALL_KERNELS,
     CHASE_KERNELS,
@@ -358,6 +358,8 @@ def measure(
         {
             "kernel": kernel,
             "kernel_description": ALL_KERNELS[kernel],
+            # aarch64 picks LSE cas or an LL/SC loop at start-up; they move the line differently
+            "cas_impl": getattr(extension(), "CAS_IMPL", None) if kernel == "cas" and _measurer is None else None,
             "timer": timer,
             "parameters": params,
             "sampling": {

@@ -649,7 +649,8 @@ static int exec_module(PyObject *m)
         PyModule_AddIntConstant(m, "CHASE_MAX_LINES", CORELAT_CHASE_MAX_LINES) < 0 ||
         PyModule_AddIntConstant(m, "HAVE_CHASE", CORELAT_HAVE_CHASE) < 0 ||
         PyModule_AddObject(m, "GRACE_S", PyFloat_FromDouble((double)GRACE_NS / 1e9)) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_CPU", CORELAT_MAX_CPU) < 0)
+        PyModule_AddIntConstant(m, "MAX_CPU", CORELAT_MAX_CPU) < 0 ||
+        PyModule_AddStringConstant(m, "CAS_IMPL", corelat_pp_cas_impl()) < 0)
         return -1;
     PyObject *lock_tests = PyTuple_New(CORELAT_LK_COUNT);
     if (!lock_tests)

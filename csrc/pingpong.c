@@ -23,37 +23,62 @@
  * is a real one even when a sample is a single round trip. ---- */
 #define PARKED 2u
 
-static __attribute__((noinline)) int cas_ping(atomic_uint *flag, int64_t n, corelat_spin *s)
+/* The CAS loops, once per way of doing a compare-exchange (see cas_loops.h). */
+#define CAS_LOOP(name) name##_native
+#include "cas_loops.h"
+#undef CAS_LOOP
+
+/* aarch64: with outline atomics (Debian's default) every attempt would be a call to a helper that
+ * tests the CPU's features each time. Both inline forms are built instead and one is chosen once at
+ * start-up: LSE `cas` where the CPU has it, else the LL/SC loop (ldxr/stxr). They move the line
+ * differently -- a failed LL/SC compare does not take the line exclusive -- so results say which. */
+#if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ATOMICS
+#define HWCAP_ATOMICS (1 << 8)
+#endif
+#pragma GCC push_options
+#pragma GCC target("arch=armv8.1-a")
+#define CAS_LOOP(name) name##_lse
+#include "cas_loops.h"
+#undef CAS_LOOP
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("no-outline-atomics")
+#define CAS_LOOP(name) name##_llsc
+#include "cas_loops.h"
+#undef CAS_LOOP
+#pragma GCC pop_options
+
+static int have_lse(void) { return (getauxval(AT_HWCAP) & HWCAP_ATOMICS) != 0; }
+
+static int use_lse = -1; /* chosen by corelat_pp_new, before any thread starts */
+
+const char *corelat_pp_cas_impl(void) { return have_lse() ? "lse cas" : "ll/sc (ldxr/stxr)"; }
+
+static int cas_ping(atomic_uint *flag, int64_t n, corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
-    int rc = 0;
-    unsigned expected;
-    atomic_store_explicit(flag, 1u, memory_order_relaxed); /* unpark: the first round trip starts */
-    for (int64_t r = 1; r < n; r++) {
-        CORELAT_SPIN_WHILE_NOT((expected = 0, atomic_compare_exchange_strong_explicit(
-                                                  flag, &expected, 1u, memory_order_relaxed, memory_order_relaxed)),
-                               s, (uint64_t)r, left, rc, out);
-    }
-    CORELAT_SPIN_WHILE_NOT((expected = 0, atomic_compare_exchange_strong_explicit(
-                                              flag, &expected, PARKED, memory_order_relaxed, memory_order_relaxed)),
-                           s, (uint64_t)n, left, rc, out);
-out:
-    return rc;
+    return use_lse ? cas_ping_lse(flag, n, s) : cas_ping_llsc(flag, n, s);
 }
 
-static __attribute__((noinline)) int cas_pong(atomic_uint *flag, int64_t n, corelat_spin *s)
+static int cas_pong(atomic_uint *flag, int64_t n, corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
-    int rc = 0;
-    unsigned expected;
-    for (int64_t r = 0; r < n; r++) {
-        CORELAT_SPIN_WHILE_NOT((expected = 1u, atomic_compare_exchange_strong_explicit(
-                                                   flag, &expected, 0u, memory_order_relaxed, memory_order_relaxed)),
-                               s, (uint64_t)r, left, rc, out);
-    }
-out:
-    return rc;
+    return use_lse ? cas_pong_lse(flag, n, s) : cas_pong_llsc(flag, n, s);
 }
+#define CHOOSE_CAS() (use_lse = use_lse < 0 ? have_lse() : use_lse)
+#else
+const char *corelat_pp_cas_impl(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return "lock cmpxchg";
+#else
+    return "compiler's compare-exchange";
+#endif
+}
+#define cas_ping cas_ping_native
+#define cas_pong cas_pong_native
+#define CHOOSE_CAS() ((void)0)
+#endif
 
 /* ---- RW: the initiator stores sequence numbers to line A, the responder echoes them to line B. ---- */
 
@@ -181,6 +206,7 @@ corelat_pp_job *corelat_pp_new(const corelat_pp_params *p, int *status)
         *status = CORELAT_EINVAL;
         return NULL;
     }
+    CHOOSE_CAS();
     corelat_pp_job *job = calloc(1, sizeof *job);
     uint64_t *ticks = calloc((size_t)p->samples, sizeof *ticks);
     if (!job || !ticks) {

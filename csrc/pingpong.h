@@ -33,6 +33,9 @@ typedef struct {
     corelat_page page;       /* mapped and first touched by the initiator on its CPU */
 } corelat_pp_job;
 
+/* How this build's CAS kernel compare-exchanges ("lock cmpxchg", "lse cas", "ll/sc (ldxr/stxr)"). */
+const char *corelat_pp_cas_impl(void);
+
 /* A new job (one reference, the caller's), or NULL with *status set. */
 corelat_pp_job *corelat_pp_new(const corelat_pp_params *p, int *status);
 

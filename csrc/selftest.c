@@ -275,7 +275,7 @@ int main(void)
     moved_partner();
     EXPECT(corelat_jobs_alive() == 0);
 
-    printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks)\n", failures ? "FAILED" : "ok", info.name,
-           info.ticks_per_ns * 1e3, info.resolution);
+    printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok", info.name,
+           info.ticks_per_ns * 1e3, info.resolution, corelat_pp_cas_impl());
     return failures ? 1 : 0;
 }

@@ -8,6 +8,8 @@
 
 int corelat_timer_kind_active = CORELAT_TIMER_CLOCK;
 
+uint64_t corelat_clock_ns_cold(void) { return corelat_clock_ns(); }
+
 int corelat_timer_hw_invariant(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

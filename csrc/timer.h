@@ -85,14 +85,20 @@ static inline uint64_t corelat_hw_ticks_serial(void)
 #endif
 }
 
+/* The fallback read, out of line: inlined, clock_gettime's call would cost the hot loops that
+ * read the timer (one-way) their registers. */
+uint64_t corelat_clock_ns_cold(void) __attribute__((noinline, cold));
+
 static inline uint64_t corelat_ticks(void)
 {
-    return corelat_timer_kind_active == CORELAT_TIMER_HW ? corelat_hw_ticks() : corelat_clock_ns();
+    return __builtin_expect(corelat_timer_kind_active == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks()
+                                                                              : corelat_clock_ns_cold();
 }
 
 static inline uint64_t corelat_ticks_serial(void)
 {
-    return corelat_timer_kind_active == CORELAT_TIMER_HW ? corelat_hw_ticks_serial() : corelat_clock_ns();
+    return __builtin_expect(corelat_timer_kind_active == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks_serial()
+                                                                              : corelat_clock_ns_cold();
 }
 
 /* Does the hardware declare a constant-rate counter (x86 CPUID invariant TSC; always on aarch64)? */

@@ -1,0 +1,182 @@
+/* benchmarks/fidelity.c: corelat's ping-pong kernels against bare reference loops (the same
+ * protocol: the same lines, orders and parked CAS flag, but no abort, time-out, heartbeat or CPU
+ * checks at all), interleaved on one pair. Built and run by benchmarks/fidelity.py.
+ *
+ *   fidelity cas|rw CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS
+ *
+ * prints one line per round and implementation: "corelat|bare MIN_NS MEDIAN_NS" (one-way = round
+ * trip / 2, per sample of ROUND_TRIPS round trips). */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "pingpong.h"
+#include "team.h"
+#include "timer.h"
+
+static int kernel, cpu_a, cpu_b;
+static int64_t round_trips, samples;
+static double ticks_per_ns;
+
+/* ---- bare loops: nothing but the protocol ---- */
+
+typedef struct {
+    char *buf;
+    uint64_t *ticks;
+    atomic_int ready;
+} bare_pair;
+
+static void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *bare_responder(void *arg)
+{
+    bare_pair *p = arg;
+    pin(cpu_b);
+    atomic_fetch_add(&p->ready, 1);
+    while (atomic_load(&p->ready) < 2)
+        ;
+    int64_t total = (samples + 1) * round_trips; /* one warm-up sample */
+    if (kernel == CORELAT_PP_CAS) {
+        atomic_uint *flag = (atomic_uint *)p->buf;
+        for (int64_t r = 0; r < total; r++) {
+            unsigned e;
+            do
+                e = 1;
+            while (!atomic_compare_exchange_strong_explicit(flag, &e, 0u, memory_order_relaxed, memory_order_relaxed));
+        }
+    } else {
+        atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p->buf, *b = (atomic_uint_fast64_t *)(p->buf + 256);
+        for (uint64_t seq = 1; seq <= (uint64_t)total; seq++) {
+            while (atomic_load_explicit(a, memory_order_acquire) != seq)
+                ;
+            atomic_store_explicit(b, seq, memory_order_release);
+        }
+    }
+    return NULL;
+}
+
+static void bare_run(uint64_t *ticks)
+{
+    bare_pair p = {.ticks = ticks};
+    atomic_init(&p.ready, 0);
+    pthread_t t;
+    pin(cpu_a);
+    p.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(p.buf, 0, 4096);
+    atomic_store((atomic_uint *)p.buf, 2u); /* parked */
+    pthread_create(&t, NULL, bare_responder, &p);
+    atomic_fetch_add(&p.ready, 1);
+    while (atomic_load(&p.ready) < 2)
+        ;
+    uint64_t seq = 0;
+    for (int64_t k = 0; k <= samples; k++) {
+        uint64_t t0 = corelat_ticks();
+        if (kernel == CORELAT_PP_CAS) {
+            atomic_uint *flag = (atomic_uint *)p.buf;
+            unsigned e;
+            atomic_store_explicit(flag, 1u, memory_order_relaxed);
+            for (int64_t r = 1; r < round_trips; r++) {
+                do
+                    e = 0;
+                while (!atomic_compare_exchange_strong_explicit(flag, &e, 1u, memory_order_relaxed, memory_order_relaxed));
+            }
+            do
+                e = 0;
+            while (!atomic_compare_exchange_strong_explicit(flag, &e, 2u, memory_order_relaxed, memory_order_relaxed));
+        } else {
+            atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf, *b = (atomic_uint_fast64_t *)(p.buf + 256);
+            for (int64_t r = 0; r < round_trips; r++) {
+                seq++;
+                atomic_store_explicit(a, seq, memory_order_release);
+                while (atomic_load_explicit(b, memory_order_acquire) != seq)
+                    ;
+            }
+        }
+        uint64_t t1 = corelat_ticks();
+        if (k > 0)
+            ticks[k - 1] = t1 - t0;
+    }
+    pthread_join(t, NULL);
+    munmap(p.buf, 4096);
+}
+
+/* ---- corelat's kernel, through its own job API ---- */
+
+static int corelat_run(uint64_t *ticks)
+{
+    corelat_pp_params p = {.kernel = kernel, .cpu_a = cpu_a, .cpu_b = cpu_b, .round_trips = round_trips,
+                           .samples = samples, .warmup = 1, .timeout_ns = 10000000000ull};
+    int status;
+    corelat_pp_job *job = corelat_pp_new(&p, &status);
+    if (!job)
+        return status;
+    corelat_pp_start(job);
+    status = corelat_job_run(&job->head, 1000000000ull);
+    if (status == CORELAT_OK)
+        memcpy(ticks, job->ticks, (size_t)samples * sizeof *ticks);
+    corelat_job_release(&job->head);
+    return status;
+}
+
+static int cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static void report(const char *who, uint64_t *ticks)
+{
+    qsort(ticks, (size_t)samples, sizeof *ticks, cmp);
+    double scale = 1.0 / (ticks_per_ns * (double)round_trips * 2.0);
+    printf("%s %.3f %.3f\n", who, (double)ticks[0] * scale, (double)ticks[samples / 2] * scale);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw"))) {
+        fprintf(stderr, "usage: %s cas|rw CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
+        return 2;
+    }
+    kernel = strcmp(argv[1], "cas") == 0 ? CORELAT_PP_CAS : CORELAT_PP_RW;
+    cpu_a = atoi(argv[2]);
+    cpu_b = atoi(argv[3]);
+    round_trips = atoll(argv[4]);
+    samples = atoll(argv[5]);
+    int rounds = atoi(argv[6]);
+    if (round_trips < 1 || samples < 1 || rounds < 1)
+        return 2;
+    corelat_timer_info info;
+    if (corelat_timer_init(CORELAT_TIMER_HW, 30000000, &info) != 0)
+        corelat_timer_init(CORELAT_TIMER_CLOCK, 30000000, &info);
+    ticks_per_ns = info.ticks_per_ns;
+    uint64_t *ticks = calloc((size_t)samples, sizeof *ticks);
+    for (int r = 0; r < rounds; r++) {
+        /* alternate who goes first: a drifting machine favours neither */
+        for (int i = 0; i < 2; i++) {
+            if ((r + i) % 2 == 0) {
+                int status = corelat_run(ticks);
+                if (status != CORELAT_OK) {
+                    fprintf(stderr, "corelat kernel failed: status %d\n", status);
+                    return 1;
+                }
+                report("corelat", ticks);
+            } else {
+                bare_run(ticks);
+                report("bare", ticks);
+            }
+        }
+        fflush(stdout);
+    }
+    free(ticks);
+    return 0;
+}

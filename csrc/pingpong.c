@@ -56,14 +56,14 @@ static int use_lse = -1; /* chosen by corelat_pp_new, before any thread starts *
 
 const char *corelat_pp_cas_impl(void) { return have_lse() ? "lse cas" : "ll/sc (ldxr/stxr)"; }
 
-static int cas_ping(atomic_uint *flag, int64_t n, corelat_spin *s)
+static int cas_ping(atomic_uint *flag, int64_t n, uint64_t base, corelat_spin *s)
 {
-    return use_lse ? cas_ping_lse(flag, n, s) : cas_ping_llsc(flag, n, s);
+    return use_lse ? cas_ping_lse(flag, n, base, s) : cas_ping_llsc(flag, n, base, s);
 }
 
-static int cas_pong(atomic_uint *flag, int64_t n, corelat_spin *s)
+static int cas_pong(atomic_uint *flag, int64_t n, uint64_t base, corelat_spin *s)
 {
-    return use_lse ? cas_pong_lse(flag, n, s) : cas_pong_llsc(flag, n, s);
+    return use_lse ? cas_pong_lse(flag, n, base, s) : cas_pong_llsc(flag, n, base, s);
 }
 #define CHOOSE_CAS() (use_lse = use_lse < 0 ? have_lse() : use_lse)
 #else
@@ -115,13 +115,13 @@ static int batch(corelat_pp_job *job, int initiator, uint64_t k, corelat_spin *s
 {
     char *buf = job->page.buf;
     int64_t n = job->p.round_trips;
+    uint64_t seq = k * (uint64_t)n; /* round trips before this batch */
     if (job->p.kernel == CORELAT_PP_CAS) {
         atomic_uint *flag = (atomic_uint *)(buf + LINE_A);
-        return initiator ? cas_ping(flag, n, s) : cas_pong(flag, n, s);
+        return initiator ? cas_ping(flag, n, seq, s) : cas_pong(flag, n, seq, s);
     }
     atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)(buf + LINE_A);
     atomic_uint_fast64_t *b = (atomic_uint_fast64_t *)(buf + LINE_B);
-    uint64_t seq = k * (uint64_t)n;
     return initiator ? rw_ping(a, b, seq, seq + (uint64_t)n, s) : rw_pong(a, b, seq, seq + (uint64_t)n, s);
 }
 

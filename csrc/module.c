@@ -236,6 +236,28 @@ static PyObject *with_home(PyObject *out, int placed, const corelat_place *place
     return pair;
 }
 
+/* Run a pair's job whose output is one tick count per sample (*count of them once it ran), then
+ * release it: the ticks (with where the page was found when `place` is given), or NULL with the
+ * failure raised. */
+static PyObject *run_pair_ticks(corelat_job *head, int (*start)(corelat_job *job), const int64_t *count,
+                                const uint64_t *ticks, const corelat_place *place, int cpu_a, int cpu_b,
+                                double timeout)
+{
+    PyObject *out = NULL;
+    if (run_job(head, start) == 0) {
+        if (head->status == CORELAT_OK) {
+            npy_intp dims[1] = {(npy_intp)*count};
+            out = with_home(array_copy(1, dims, NPY_UINT64, ticks), place != NULL, place);
+        } else {
+            char what[64];
+            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
+            raise_failure(what, head, timeout, "the partner did not answer");
+        }
+    }
+    corelat_job_release(head);
+    return out;
+}
+
 static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -274,19 +296,8 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
     corelat_pp_job *job = corelat_pp_new(&p, &status);
     if (!job)
         return new_failed(status, "ping-pong");
-    PyObject *out = NULL;
-    if (run_job(&job->head, pp_start) == 0) {
-        if (job->head.status == CORELAT_OK) {
-            npy_intp dims[1] = {(npy_intp)job->kept};
-            out = with_home(array_copy(1, dims, NPY_UINT64, job->ticks), placed, &job->p.place);
-        } else {
-            char what[64];
-            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
-            raise_failure(what, &job->head, timeout, "the partner did not answer");
-        }
-    }
-    corelat_job_release(&job->head);
-    return out;
+    return run_pair_ticks(&job->head, pp_start, &job->kept, job->ticks, placed ? &job->p.place : NULL, cpu_a,
+                          cpu_b, timeout);
 }
 
 /* ---- one-way messages (csrc/oneway.c) ---- */
@@ -406,19 +417,8 @@ static PyObject *py_chase(PyObject *self, PyObject *args, PyObject *kw)
     PyMem_Free(order);
     if (!job)
         return new_failed(status, "chase");
-    PyObject *out = NULL;
-    if (run_job(&job->head, chase_start) == 0) {
-        if (job->head.status == CORELAT_OK) {
-            npy_intp dims[1] = {(npy_intp)job->p.samples};
-            out = with_home(array_copy(1, dims, NPY_UINT64, job->ticks), placed, &job->p.place);
-        } else {
-            char what[64];
-            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
-            raise_failure(what, &job->head, timeout, "the partner did not answer");
-        }
-    }
-    corelat_job_release(&job->head);
-    return out;
+    return run_pair_ticks(&job->head, chase_start, &job->p.samples, job->ticks, placed ? &job->p.place : NULL,
+                          cpu_a, cpu_b, timeout);
 }
 
 /* ---- locks (csrc/locks.c) ---- */

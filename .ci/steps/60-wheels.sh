@@ -6,7 +6,8 @@
 #     arm64 python3 with the aarch64 numpy wheel from PyPI;
 #  3. the sdist installed from scratch (build isolation) in a fresh venv, warning-free;
 #  4. the sdist built without the extension (CORELAT_NO_EXTENSION=1, what non-Linux platforms get):
-#     import works, measuring raises a CorelatError, the analysis tests pass.
+#     import works, measuring raises a CorelatError, the analysis tests pass;
+#  5. the README's development command (setup.py build_ext --inplace) in a fresh copy of the clone.
 # The wheels and sdist are kept in $artefacts/dist.
 t_w=$SECONDS
 bash .ci/wheels.sh
@@ -93,3 +94,14 @@ EOF
   "$repo/tests/test_stats.py" "$repo/tests/test_result.py" "$repo/tests/test_plot.py" \
   "$repo/tests/test_no_extension.py")
 echo "-- 4. done in $((SECONDS - t_w)) s"
+
+t_w=$SECONDS
+echo "-- 5. the README's development command (build_ext --inplace), literally, in a fresh copy of the clone"
+dev=$repo/build/dev-copy
+rm -rf "$dev" && mkdir -p "$dev"
+git ls-files -z | xargs -0 cp --parents -t "$dev"
+bash .ci/readme-command.sh run Development 1 "$dev" >"$artefacts/build-ext-inplace.log" 2>&1 \
+  || { cat "$artefacts/build-ext-inplace.log"; exit 1; }
+bash .ci/no-warnings.sh "$artefacts/build-ext-inplace.log"
+ls "$dev"/corelat/_corelat.*.so
+echo "-- 5. done in $((SECONDS - t_w)) s"

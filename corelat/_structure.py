@@ -159,7 +159,8 @@ class Level:
         for i, g in enumerate(self.groups):
             t = self.group_threads[i] if self.group_threads else None
             what = self.names[i] if self.names and self.names[i] else "cores"
-            kind = f" × {t} threads" if t and t > 1 else (" × 1 thread" if t == 1 else "")
+            mixed = len(set(self.group_threads)) > 1  # threads per core only where they tell classes apart
+            kind = "" if not mixed or not t else (f" × {t} threads" if t > 1 else " × 1 thread")
             parts.append(f"{self.cores[i]} {what}{kind} (CPUs {_cpus(g)})")
         text = f"{len(self.groups)} classes of cores: {_join(parts)}; {_ns(self.across)} between classes"
         inside = [(self.group_within[i], g) for i, g in enumerate(self.groups) if not math.isnan(self.group_within[i])]
@@ -523,6 +524,7 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
         part.sort(key=lambda g: g[0])
         parts.append(part)
     sharing = _l2_sharing(records, cpus)
+    core_type = _core_types(records, cpus)
     out = []
     for k, part in enumerate(parts):
         top = k + 1 == len(parts)
@@ -554,7 +556,7 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             rows[g] = sp
         w_all, a_all = d[within_mask & rows[:, None]], d[across_mask & rows[:, None]]
         refined = [i for i, sp in enumerate(split) if sp]
-        kind, names = _classes([part[i] for i in refined], [gt[i] for i in refined], sharing)
+        kind, names = _classes([part[i] for i in refined], [gt[i] for i in refined], sharing, core_type)
         if kind == "classes" and len(refined) < len(part):
             names = tuple(names[refined.index(i)] if i in refined and names else "" for i in range(len(part)))
         groups = tuple(tuple(cpus[i] for i in g) for g in part)
@@ -598,8 +600,37 @@ def _l2_sharing(records, cpus):
     return out
 
 
-def _classes(part, group_threads, sharing):
+def _core_types(records, cpus):
+    """{cpu index: name} from records that say what kind of core each CPU is, or None.
+
+    ``core_type`` ("core"/"atom": the ``cpus`` of /sys/devices/cpu_core and cpu_atom) names P- and
+    E-cores; ``capacity`` (sysfs ``cpu_capacity``, Arm big.LITTLE) names the larger "big" and the
+    rest "LITTLE". This corelat's topology reader records neither yet; records passed as
+    ``structure(topology=...)`` may.
+    """
+    if not records:
+        return None
+    by_cpu = {r.get("cpu"): r for r in records}
+    rows = [by_cpu.get(c) or {} for c in cpus]
+    types = [r.get("core_type") for r in rows]
+    if all(t in ("core", "atom") for t in types) and len(set(types)) > 1:
+        return {i: "P-cores" if t == "core" else "E-cores" for i, t in enumerate(types)}
+    caps = [r.get("capacity") for r in rows]
+    if all(isinstance(c, (int, float)) for c in caps) and len(set(caps)) > 1:
+        top = max(caps)
+        return {i: "big cores" if c == top else "LITTLE cores" for i, c in enumerate(caps)}
+    return None
+
+
+def _classes(part, group_threads, sharing, core_type=None):
     """("classes", names) when the groups hold different kinds of core, else ("groups", ())."""
+    if core_type is not None and len(part) > 1:
+        named = []
+        for g in part:
+            t = {core_type[int(i)] for i in g}
+            named.append(t.pop() if len(t) == 1 else None)
+        if None not in named and len(set(named)) > 1:
+            return "classes", tuple(named)
     kinds = [group_threads[i] for i in range(len(part))]
     shares = None
     if sharing is not None:

@@ -470,3 +470,20 @@ def test_report_and_heatmap_show_the_nesting():
     width = dict(lines)
     assert sorted(width) == list(range(2, 24, 2))
     assert width[12] > width[4] > width[2]
+
+
+def test_classes_named_by_the_os_core_type_or_capacity():
+    # 4 big cores (capacity 1024) and 4 LITTLE ones (capacity 446), no SMT: a class of uniformly
+    # slower cores with faster pairs among the big ones.
+    cls = np.repeat([0, 1], 4)
+    m = block_model([cls], (20, 60), 0.01, seed=11)
+    m[4:, 4:] = np.where(np.eye(4, dtype=bool), np.nan, 45.0)
+    recs = [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0, "node": 0, "capacity": 1024 if c < 4 else 446}
+            for c in range(8)]
+    s = structure(LatencyResult.from_matrix(m), topology=recs)
+    (lv,) = s.levels
+    assert lv.kind == "classes" and lv.names == ("big cores", "LITTLE cores")
+    assert "4 big cores (CPUs 0-3) and 4 LITTLE cores (CPUs 4-7)" in str(s)
+    for r in recs:
+        r["core_type"] = "core" if r["cpu"] < 4 else "atom"
+    assert structure(LatencyResult.from_matrix(m), topology=recs).levels[0].names == ("P-cores", "E-cores")

@@ -325,20 +325,29 @@ static int phase_sync(corelat_lock_job *job, corelat_member *m, int phase, uint6
 
 /* Calls per serialized bracket: doubled until the fastest of a few brackets spans `span` ticks, so a
  * timer that advances in coarse steps (10 ns on some AMD hosts) still resolves one call. */
+/* One bracket: k calls between two serializing clock reads; 0 or a kernel's status. */
+static int bracket(kernel_fn fn, kctx *c, uint64_t k, uint64_t *t0, uint64_t *t1)
+{
+    *t0 = corelat_ticks_serial();
+    for (uint64_t i = 0; i < k; i++) {
+        int rc = fn(c);
+        if (rc)
+            return rc;
+    }
+    *t1 = corelat_ticks_serial();
+    return CORELAT_OK;
+}
+
 static int bracket_size(kernel_fn fn, kctx *c, uint64_t span, uint64_t *k_out, uint64_t *calls_out)
 {
-    uint64_t k = 1;
+    uint64_t k = 1, t0, t1;
     *calls_out = 0;
     for (; k < (1u << 16); k *= 2) {
         uint64_t best = UINT64_MAX;
         for (int rep = 0; rep < 8; rep++) {
-            uint64_t t0 = corelat_ticks_serial();
-            for (uint64_t i = 0; i < k; i++) {
-                int rc = fn(c);
-                if (rc)
-                    return rc;
-            }
-            uint64_t t1 = corelat_ticks_serial();
+            int rc = bracket(fn, c, k, &t0, &t1);
+            if (rc)
+                return rc;
             *calls_out += k; /* they entered the lock too: the exclusion check counts them */
             if (t1 - t0 < best)
                 best = t1 - t0;
@@ -353,15 +362,11 @@ static int bracket_size(kernel_fn fn, kctx *c, uint64_t span, uint64_t *k_out, u
 /* sermin: brackets of k calls between two serializing clock reads, until `end`. */
 static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t *best_out, uint64_t *calls_out)
 {
-    uint64_t best = UINT64_MAX, calls = 0, brackets = 0;
+    uint64_t best = UINT64_MAX, calls = 0, brackets = 0, t0, t1;
     for (;;) {
-        uint64_t t0 = corelat_ticks_serial();
-        for (uint64_t i = 0; i < k; i++) {
-            int rc = fn(c);
-            if (rc)
-                return rc;
-        }
-        uint64_t t1 = corelat_ticks_serial();
+        int rc = bracket(fn, c, k, &t0, &t1);
+        if (rc)
+            return rc;
         calls += k;
         if (t1 - t0 < best)
             best = t1 - t0;

@@ -127,17 +127,20 @@ static int run_locks(double seconds, const corelat_timer_info *info)
 
 /* A responder that sleeps deaf to everything, like a frozen thread: the caller must give up on it
  * within time-out + grace, name its CPU, and its memory must stay valid until it wakes. */
-static void frozen_partner(void)
+static void frozen_partner(int slow)
 {
+    /* Under valgrind threads take turns and every step is slow: a longer sleep keeps "caller
+     * returned while the partner still sleeps" true however slowly the caller gets there. */
+    double sleep_s = slow ? 12.0 : 3.0;
     corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 0.05);
-    p.freeze_ns = 3000000000u;
+    p.freeze_ns = (uint64_t)(sleep_s * 1e9);
     int failed_cpu = -2;
     double t0 = now_s();
     EXPECT_STATUS(run_pp(&p, 0, NULL, &failed_cpu), CORELAT_ENOANSWER);
     EXPECT(failed_cpu == 1);
-    EXPECT(now_s() - t0 < 2.5); /* long before the partner wakes */
-    EXPECT(corelat_jobs_alive() == 1); /* the frozen thread still holds the job */
-    for (int i = 0; i < 200 && corelat_jobs_alive() > 0; i++) {
+    EXPECT(now_s() - t0 < sleep_s * 0.8); /* long before the partner wakes */
+    EXPECT(corelat_jobs_alive() == 1);     /* the frozen thread still holds the job */
+    for (int i = 0; i < (int)(sleep_s * 40) && corelat_jobs_alive() > 0; i++) {
         struct timespec ts = {0, 50000000};
         nanosleep(&ts, NULL);
     }
@@ -271,7 +274,7 @@ int main(void)
     EXPECT(run_locks(slow ? 0.05 : 0.01, &info) == 0);
 
     chase_and_placement();
-    frozen_partner();
+    frozen_partner(slow != NULL);
     moved_partner();
     EXPECT(corelat_jobs_alive() == 0);
 

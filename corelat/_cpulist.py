@@ -3,14 +3,23 @@
 from ._errors import InputError
 
 
-def parse(text):
-    """Parse a CPU list like ``"0,2,4-7"`` into a list of ints, in the order written."""
+def _shown(text):
+    return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
+
+
+def parse(text, limit=None):
+    """Parse a CPU list like ``"0,2,4-7"`` into a list of ints, in the order written.
+
+    With ``limit``, a list of more than ``limit`` CPUs is refused before it is built (the CPU count
+    a machine can have bounds any sensible list; see :func:`corelat._validate.possible_cpus`).
+    """
     if not isinstance(text, str) or not text.strip():
-        raise InputError(f"empty CPU list {text!r}")
+        raise InputError(f"empty CPU list {text!r}" if not isinstance(text, str) or len(text) < 60
+                         else "empty CPU list")
     out = []
     for part in text.replace(" ", "").strip(",").split(","):
         if not part:
-            raise InputError(f"bad CPU list {text!r}: empty item")
+            raise InputError(f"bad CPU list {_shown(text)}: empty item")
         rng, _, step_s = part.partition(":")
         lo_s, dash, hi_s = rng.partition("-")
         try:
@@ -18,12 +27,16 @@ def parse(text):
             hi = int(hi_s) if dash else lo
             step = int(step_s) if step_s else 1
         except ValueError:
-            raise InputError(f"bad CPU list {text!r}: {part!r} is not a CPU number or range") from None
+            raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a CPU number or range") from None
         if lo < 0 or hi < lo or step < 1:
-            raise InputError(f"bad CPU list {text!r}: {part!r} is not a valid range")
+            raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a valid range")
         if hi - lo > 1_000_000:
-            raise InputError(f"bad CPU list {text!r}: range {part!r} is absurdly large")
-        out.extend(range(lo, hi + 1, step))
+            raise InputError(f"bad CPU list {_shown(text)}: range {_shown(part)} is absurdly large")
+        items = range(lo, hi + 1, step)
+        if limit is not None and len(out) + len(items) > limit:
+            raise InputError(f"CPU list {_shown(text)} names more than the {limit:,} CPUs this machine can "
+                             "have (/sys/devices/system/cpu/possible)")
+        out.extend(items)
     return out
 
 

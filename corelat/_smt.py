@@ -19,18 +19,17 @@ whole core) the result is empty and says why in :attr:`SMTResult.reason`; that i
 import functools
 import itertools
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _cpulist, _sysinfo, _text
-from ._errors import InputError, InputTypeError
+from . import _cpulist, _stats, _sysinfo, _text
+from ._errors import InputError
 from ._measurers import PairMeasurer
 from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, _frozen_array, thaw
 from ._timer import extension, timer_info
-from ._validate import KERNELS, check_params, resolve_cpus
+from ._validate import KERNELS, check_params, check_topology, resolve_cpus
 
 __all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
 
@@ -59,11 +58,11 @@ _LEVEL_TEXT = {"l2": "L2", "l3": "L3", "node": "node", "package": "pkg", "any": 
 # The result
 
 
-def _quiet(fn, a, axis):
-    # All-NaN rows (nothing measured, or every sample dropped) are NaN, without a RuntimeWarning.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return fn(a, axis=axis)
+def _median(a, axis):
+    # All-NaN rows (nothing measured, or every sample dropped) are NaN, without a RuntimeWarning
+    # (and without warnings.catch_warnings, which is not thread-safe).
+    a = np.asarray(a, dtype=np.float64)
+    return _stats.median(a if axis is not None else a.reshape(-1))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -160,12 +159,12 @@ class SMTResult(Result):
     @property
     def sibling_latency(self):
         """Median one-way latency between the siblings of each pair, ns, ``(k,)``."""
-        return _quiet(np.nanmedian, self.sibling_samples, -1)
+        return _median(self.sibling_samples, -1)
 
     @property
     def nonsibling_latency(self):
         """Median one-way latency from each pair's first CPU to its nearest non-sibling, ns, ``(k,)``."""
-        return _quiet(np.nanmedian, self.nonsibling_samples, -1)
+        return _median(self.nonsibling_samples, -1)
 
     @property
     def slowdown(self):
@@ -204,7 +203,7 @@ class SMTResult(Result):
         out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
         keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
         for key in keys:
-            v = float(_quiet(np.nanmedian, np.array([r[key] for r in rows], dtype=float), None)) if rows else None
+            v = float(_median([r[key] for r in rows], None)) if rows else None
             out[key] = v if v is not None and np.isfinite(v) else None
         return out
 
@@ -269,7 +268,7 @@ class SMTResult(Result):
         lines.append(_text.table(header, body, left=(2,)))
         lines.append("")
         def median(key):
-            return _quiet(np.nanmedian, np.array([r[key] for r in rows], dtype=float), None)
+            return _median([r[key] for r in rows], None)
 
         med = [f"sibling {_text.number(median('sibling_ns'), ' ns')}",
                f"nearest non-sibling {_text.number(median('nonsibling_ns'), ' ns')}"]
@@ -475,7 +474,7 @@ def smt(
         InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
         measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
     """
-    if kernel not in SMT_KERNELS:
+    if not isinstance(kernel, str) or kernel not in SMT_KERNELS:
         raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
     duration = _check_duration(duration)
@@ -490,7 +489,7 @@ def smt(
         topo = topology
         cpus = _resolve_in(cpus, topo.allowed)
     else:
-        raise InputTypeError(f"topology must be a corelat Topology, not {type(topology).__name__}")
+        check_topology(topology, records=False)  # raises InputTypeError naming the argument
     cpus = tuple(sorted(cpus))
     loops = tuple(LOOPS)
 

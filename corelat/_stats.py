@@ -7,7 +7,6 @@ reduces the last axis and returns NaN where a pair has no samples, without warni
 
 import functools
 import math
-import warnings
 
 import numpy as np
 
@@ -15,11 +14,9 @@ import numpy as np
 CI_LEVEL = 0.95
 
 
-def _quiet(fn, a, **kw):
-    # All-NaN slices (the diagonal) legitimately give NaN; numpy warns about them.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return fn(a, axis=-1, **kw)
+# No numpy nan* reductions here: they warn on all-NaN slices (the diagonal), and silencing them with
+# warnings.catch_warnings is not thread-safe (threads reading r.median at once printed warnings).
+# Sorting puts NaN last, so order statistics index the valid samples; errstate is per thread.
 
 
 def count(a):
@@ -27,36 +24,67 @@ def count(a):
     return np.sum(~np.isnan(a), axis=-1)
 
 
+def _sorted(a):
+    a = np.asarray(a, dtype=np.float64)
+    return np.sort(a, axis=-1), count(a)
+
+
+def _at(srt, rank):
+    return np.take_along_axis(srt, rank[..., None], axis=-1)[..., 0]
+
+
+def percentile(a, q):
+    """The q-th percentile (0..100) per pair (linear interpolation, as numpy's default)."""
+    srt, n = _sorted(a)
+    if srt.shape[-1] == 0:
+        return np.full(srt.shape[:-1], np.nan)
+    pos = (q / 100.0) * np.maximum(n - 1, 0)
+    lo = np.floor(pos).astype(np.intp)
+    hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
+    lo_v, hi_v = _at(srt, lo), _at(srt, hi)
+    with np.errstate(invalid="ignore"):
+        out = lo_v + (hi_v - lo_v) * (pos - lo)
+    return np.where(n > 0, out, np.nan)
+
+
 def median(a):
     """Median of the samples per pair."""
-    return _quiet(np.nanmedian, a)
+    return percentile(a, 50.0)
 
 
 def mean(a):
     """Mean of the samples per pair."""
-    return _quiet(np.nanmean, a)
+    a = np.asarray(a, dtype=np.float64)
+    n = count(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.where(np.isnan(a), 0.0, a).sum(axis=-1) / n, np.nan)
+
+
+def _extreme(a, reduce, fill):
+    a = np.asarray(a, dtype=np.float64)
+    n = count(a)
+    return np.where(n > 0, reduce(np.where(np.isnan(a), fill, a), axis=-1, initial=fill), np.nan)
 
 
 def minimum(a):
     """Minimum of the samples per pair."""
-    return _quiet(np.nanmin, a)
+    return _extreme(a, np.min, np.inf)
 
 
 def maximum(a):
     """Maximum of the samples per pair."""
-    return _quiet(np.nanmax, a)
+    return _extreme(a, np.max, -np.inf)
 
 
 def std(a):
     """Sample standard deviation (ddof=1) per pair; NaN with fewer than two samples."""
+    a = np.asarray(a, dtype=np.float64)
     n = count(a)
-    s = _quiet(np.nanstd, a, ddof=1)
-    return np.where(n >= 2, s, np.nan)
-
-
-def percentile(a, q):
-    """The q-th percentile (0..100) per pair."""
-    return _quiet(np.nanpercentile, a, q=q)
+    m = mean(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dev = np.where(np.isnan(a), 0.0, a - m[..., None])
+        var = (dev * dev).sum(axis=-1) / (n - 1)
+        return np.where(n >= 2, np.sqrt(var), np.nan)
 
 
 def median_ci_ranks(n, level=CI_LEVEL):

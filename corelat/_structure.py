@@ -432,7 +432,9 @@ def structure(result, statistic="median", topology=None):
     None to use ``result.metadata["topology"]`` when present.
     """
     from . import _blocks
+    from ._validate import check_topology
 
+    check_topology(topology)
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)

@@ -32,6 +32,7 @@ from ._validate import (
     STRATEGIES,
     check_params,
     check_sampling,
+    check_topology,
     resolve_cpus,
 )
 
@@ -258,6 +259,7 @@ def measure(
         raise InputError(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}")
     if (partition is not None or topology is not None) and strategy != "sample":
         raise InputError("partition and topology are used by strategy='sample' only")
+    check_topology(topology)
     if partition is not None and topology is not None:
         raise InputError("give either a partition or a topology, not both")
     _retest_limit(retest, 0)  # validate before measuring

@@ -4,13 +4,14 @@ Every argument is checked here, in Python, before any thread starts; bad input r
 :class:`~corelat._errors.InputError` (a ``ValueError``) with a message that says what is allowed.
 """
 
+import itertools
 import os
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _cpulist, _sysinfo
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
@@ -70,32 +71,57 @@ def allowed_cpus():
     return sorted(os.sched_getaffinity(0))
 
 
+def possible_cpus():
+    """How many CPU ids this machine can ever have: one more than the largest id in
+    ``/sys/devices/system/cpu/possible`` (hot-pluggable CPUs included), else ``os.cpu_count()``."""
+    text = _sysinfo.read_text("/sys/devices/system/cpu/possible")
+    try:
+        return max(_cpulist.parse(text, limit=1 << 22)) + 1
+    except (InputError, ValueError):
+        return max(os.cpu_count() or 1, max(allowed_cpus(), default=0) + 1)
+
+
 def resolve_cpus(cpus, minimum=2):
-    """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple."""
+    """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple.
+
+    Linear in the length of the selection, and a selection longer than the machine's possible CPU
+    count (:func:`possible_cpus`) is refused before it is read to the end (``range(10**9)`` too).
+    """
     allowed = allowed_cpus()
+    limit = possible_cpus()
     if cpus is None:
         cpus = allowed
     elif isinstance(cpus, str):
-        cpus = _cpulist.parse(cpus)
+        cpus = _cpulist.parse(cpus, limit=limit)
+    elif isinstance(cpus, (bytes, bytearray, memoryview)) or not hasattr(cpus, "__iter__"):
+        raise InputTypeError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not "
+                         f"{type(cpus).__name__} {cpus!r:.60}")
     else:
-        try:
-            cpus = list(cpus)
-        except TypeError:
-            raise InputError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not {cpus!r}") from None
+        cpus = list(itertools.islice(cpus, limit + 1))
+        if len(cpus) > limit:
+            raise InputError(f"cpus lists more than the {limit:,} CPUs this machine can have "
+                             "(/sys/devices/system/cpu/possible)")
     out = []
     for c in cpus:
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-            raise InputError(f"CPU ids must be integers, got {c!r}")
+            raise InputTypeError(f"cpus: CPU ids must be integers, got {type(c).__name__} {c!r:.60}")
         out.append(int(c))
-    dup = sorted({c for c in out if out.count(c) > 1})
+    seen, dup = set(), set()
+    for c in out:
+        (dup if c in seen else seen).add(c)
     if dup:
         raise InputError(f"CPU {_cpulist.format(dup)} listed more than once")
-    bad = [c for c in out if c not in allowed]
+    allowed_set = set(allowed)
+    bad = [c for c in out if c not in allowed_set]
     if bad:
         online = _sysinfo.read_text("/sys/devices/system/cpu/online")
         why = []
         if online:
-            offline = [c for c in bad if c not in set(_cpulist.parse(online))]
+            try:
+                online_set = set(_cpulist.parse(online, limit=1 << 22))
+            except InputError:
+                online_set = set()
+            offline = [c for c in bad if c not in online_set]
             if offline:
                 why.append(f"{_cpulist.format(offline)} not online or not present")
         raise InputError(
@@ -111,6 +137,21 @@ def resolve_cpus(cpus, minimum=2):
     return tuple(out)
 
 
+def check_topology(topology, records=True):
+    """``topology=`` arguments: None, a :class:`~corelat._topology.Topology`, or (with ``records``)
+    a list of its ``records()`` (dicts with an integer ``"cpu"``). Raises InputTypeError otherwise."""
+    from ._topology import Topology
+
+    if topology is None or isinstance(topology, Topology) or records and callable(getattr(topology, "records", None)):
+        return topology
+    if records and isinstance(topology, (list, tuple)) and all(
+            isinstance(r, dict) and isinstance(r.get("cpu"), int) and not isinstance(r.get("cpu"), bool)
+            for r in topology):
+        return topology
+    want = "a corelat.Topology" + (" or a list of its records()" if records else "")
+    raise InputTypeError(f"topology must be {want}, not {type(topology).__name__} {topology!r:.60}")
+
+
 def _positive_int(name, value, maximum, minimum=1):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{name} must be an integer, got {value!r}")
@@ -124,7 +165,7 @@ def check_params(kernel, round_trips, samples, warmup, timeout):
 
     ``samples`` may be None (precision-driven sampling chooses); it is returned as None then.
     """
-    if kernel not in ALL_KERNELS:
+    if not isinstance(kernel, str) or kernel not in ALL_KERNELS:
         raise InputError(f"unknown kernel {kernel!r}; choose one of: {', '.join(ALL_KERNELS)}")
     round_trips = _positive_int("round_trips", round_trips, MAX_ROUND_TRIPS)
     if samples is not None:  # None: the sampling mode decides (see check_sampling)

@@ -9,10 +9,12 @@ Exit status: 0 success, 1 the measurement failed (e.g. time-out), 2 bad input, 1
 """
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
+from .. import _early
 from .._errors import InputError
 
 #: name -> (module, one-line help)
@@ -34,10 +36,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class _Parser(argparse.ArgumentParser):
-    # argparse prints usage and exits 2 by itself; keep that, but with one clear line.
+    # argparse prints its usage (5-8 lines here) and exits 2 by itself: one line instead.
     def error(self, message):
-        self.print_usage(sys.stderr)
-        raise _UsageError(f"{self.prog}: error: {message}")
+        raise _UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
 
 class _UsageError(Exception):
@@ -63,9 +64,64 @@ def _top_help():
     return "\n".join(lines)
 
 
+def _message(e):
+    """One line for an exception, naming the file for OSErrors that have one."""
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    if isinstance(e, OSError) and e.errno == errno.EAGAIN:
+        return (f"{e.strerror or e}: cannot start a thread (the limit on threads or processes is reached: "
+                "ulimit -u, or the cgroup's pids.max)")
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _quiet_stdout():
+    # The reader of our stdout went away (`corelat --csv | head`): send the rest nowhere, so that
+    # the flush at exit does not fail again.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv=None):
     """Entry point of the console script; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _early.release()
+        status = _run(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()
+        return status
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return EXIT_USAGE
+    except InputError as e:
+        print(f"corelat: error: {_message(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("corelat: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Like other Unix tools: no message when the reader of our output has gone.
+        _quiet_stdout()
+        return EXIT_OK
+    except MemoryError:
+        print("corelat: error: out of memory (try fewer CPUs or fewer samples, or raise the memory limit)",
+              file=sys.stderr)
+        return EXIT_FAILED
+    except (TimeoutError, OSError, RuntimeError, ValueError) as e:
+        print(f"corelat: error: {_message(e)}", file=sys.stderr)
+        return EXIT_FAILED
+    except SystemExit as e:  # argparse --help/--version
+        return e.code if isinstance(e.code, int) else 0
+    except Exception as e:  # a bug: still one line, unless asked for the traceback
+        if os.environ.get("CORELAT_DEBUG"):
+            raise
+        print(f"corelat: internal error: {type(e).__name__}: {_message(e)} (set CORELAT_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _run(argv):
     if argv in (["--version"], ["-V"]):
         from .._version import __version__
 
@@ -79,30 +135,6 @@ def main(argv=None):
     if argv and argv[0] == name:
         argv = argv[1:]
     modname, _ = COMMANDS[name]
-    try:
-        module = importlib.import_module(f"{__name__}.{modname}")
-        args = _parser(name, module).parse_args(argv)
-        return int(module.run(args) or 0)
-    except _UsageError as e:
-        print(e, file=sys.stderr)
-        return EXIT_USAGE
-    except InputError as e:
-        print(f"corelat: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("corelat: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # `corelat --csv | head`: the reader went away; not an error worth a message.
-        return EXIT_OK
-    except (TimeoutError, OSError, RuntimeError, ValueError) as e:
-        print(f"corelat: error: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    except SystemExit as e:  # argparse --help/--version
-        return e.code if isinstance(e.code, int) else 0
-    except Exception as e:  # a bug: still one line, unless asked for the traceback
-        if os.environ.get("CORELAT_DEBUG"):
-            raise
-        print(f"corelat: internal error: {type(e).__name__}: {e} (set CORELAT_DEBUG=1 for details)",
-              file=sys.stderr)
-        return EXIT_FAILED
+    module = importlib.import_module(f"{__name__}.{modname}")
+    args = _parser(name, module).parse_args(argv)
+    return int(module.run(args) or 0)

@@ -1,5 +1,7 @@
 """Report what on this machine can distort latency measurements (read-only, no root needed)."""
 
+import os
+
 from .._check import check
 from . import common
 
@@ -17,6 +19,8 @@ def add_arguments(p):
 def run(args):
     from .._errors import InputError
 
+    if not os.path.isdir(args.root):
+        raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and proc/)")
     if not 0 < args.interval <= 60:
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None

@@ -8,13 +8,16 @@ Exit status 0 when every node has a result, 1 when a node failed or is missing, 
 import json
 import sys
 
+from . import common
+
 
 def add_arguments(p):
     p.add_argument("folder", metavar="DIR", help="folder of node results")
     p.add_argument("--expect", metavar="NODES",
                    help="nodes that should be there: a file of names or a Slurm-style list like node[01-64]")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
-    p.add_argument("-o", "--output", metavar="FILE", help="save the fleet result (.json or .npz)")
+    p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
+                   help="save the fleet result (.json or .npz)")
 
 
 def run(args):

@@ -26,7 +26,8 @@ def add_arguments(p):
                    help="what the matrix cells show (default: median ± half its 95%% CI)")
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
-    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz, or .csv for the matrix)")
+    p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
+                   help="save the result (.npz, or .csv for the matrix)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")

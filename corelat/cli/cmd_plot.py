@@ -13,7 +13,7 @@ def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="result file(s): corelat .npz, core-to-core-latency CSV, c2clat table; "
                         "several files are drawn side by side on one colour scale")
-    p.add_argument("-o", "--output", metavar="OUT",
+    p.add_argument("-o", "--output", metavar="OUT", type=common.output_file,
                    help="image to write (.png, .svg or .pdf; default: NAME.png in the current folder)")
     p.add_argument("--kind", choices=("heatmap", "violin", "hist"), default="heatmap",
                    help="heatmap (default), or per-pair sample distributions as violins or histograms")

@@ -1,39 +1,49 @@
 """Helpers shared by CLI commands: output paths, the terminal."""
 
+import argparse
 import json
 import os
 import sys
 
 import numpy as np
 
+from .. import _files
 from .._errors import InputError
 from .._text import counts as fmt_counts
 
 
+def output_file(text):
+    """argparse ``type=`` for ``-o``: an empty name would save nothing, silently."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty file name (-o '') saves nothing; give a file name")
+    return text
+
+
 def check_output_path(path, suffixes=(".npz", ".csv")):
-    """Fail early (before minutes of measuring) if ``path`` cannot be written."""
+    """Fail early (before minutes of measuring) if ``path`` cannot be written.
+
+    Touches nothing of an existing file or symlink: it makes and removes a temporary file beside
+    the target, as the atomic save will.
+    """
+    if not path:
+        raise InputError("an empty output file name saves nothing; give a file name")
     if suffixes and not path.lower().endswith(tuple(suffixes)):
         raise InputError(f"output file {path!r} must end in {' or '.join(suffixes)}")
-    folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise InputError(f"output path {path!r} is a directory")
+    folder = os.path.dirname(os.path.realpath(path))
     if not os.path.isdir(folder):
         raise InputError(f"cannot write {path!r}: folder {folder!r} does not exist")
-    # Try for real: permission bits say nothing for root, read-only mounts or /proc.
-    existed = os.path.exists(path)
     try:
-        with open(path, "ab"):
-            pass
+        _files.check_writable(path)
     except OSError as e:
         raise InputError(f"cannot write {path!r}: {e.strerror or e}") from None
-    if not existed:
-        os.unlink(path)
     return path
 
 
 def add_output_arguments(p, what="the result"):
     """``-o FILE`` (a corelat .npz that ``corelat.load`` reads back) and ``--json``."""
-    p.add_argument("-o", "--output", metavar="FILE", help=f"save {what} (.npz)")
+    p.add_argument("-o", "--output", metavar="FILE", type=output_file, help=f"save {what} (.npz)")
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of text")
 
 

@@ -1,0 +1,223 @@
+"""Messages, signals and argument checks of issue 15 (items 4 and 10): one line, the right exit
+status, never a traceback; every bad API argument an InputError naming it; validation linear."""
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import corelat
+from conftest import run_cli
+from corelat import _stats
+
+CMD = [sys.executable, "-m", "corelat"]
+
+
+def test_sigint_while_starting_never_prints_a_traceback():
+    # Signals spread over the start-up (NumPy's import and the extension load, before main() runs).
+    ended = []
+    for k in range(12):
+        p = subprocess.Popen([*CMD, "topology"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.03 + 0.02 * k)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        if "Fatal Python error" in err:
+            continue  # the interpreter was still starting (importing site): nothing of corelat ran yet
+        assert "Traceback" not in err, err
+        assert p.returncode in (0, 130, -signal.SIGINT), (p.returncode, err)
+        if p.returncode == 130:
+            assert err.strip().splitlines()[-1] == "corelat: interrupted"
+        ended.append(p.returncode)
+    assert 130 in ended, ended  # at least one signal arrived while corelat was running
+
+
+def _with_closed_stdout(args):
+    r, w = os.pipe()
+    os.close(r)  # nobody will read: the first write gets EPIPE, as with `corelat ... | true`
+    try:
+        p = subprocess.run([*CMD, *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    return p
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["topology"], ["locks", "--list"]])
+def test_broken_pipe_exits_quietly(args):
+    p = _with_closed_stdout(args)
+    assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr)
+
+
+def test_import_under_a_small_memory_limit_is_one_line():
+    # ulimit -v: Python starts, NumPy's import runs out of address space. The limits are tried from
+    # high to low; each gives either a working command or a one-line error, never a traceback.
+    seen = set()
+    for mib in (400, 200, 140, 110, 80, 60):
+        limit = mib * 1024 * 1024
+
+        def cap(limit=limit):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        p = subprocess.run([*CMD, "topology"], capture_output=True, text=True, timeout=60, preexec_fn=cap,
+                           env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        seen.add(p.returncode)
+        if "Fatal Python error" in p.stderr or "Could not find platform" in p.stderr:
+            continue  # the interpreter itself could not start: nothing of ours ran
+        assert "Traceback" not in p.stderr, (mib, p.stderr[-1500:])
+        assert p.returncode in (0, 1), (mib, p.returncode, p.stderr)
+        if p.returncode == 1:  # ours, or OpenBLAS's own line (it exits from C as NumPy loads it)
+            assert p.stderr.count("\n") == 1, p.stderr
+            assert "corelat: error: cannot start" in p.stderr or p.stderr.startswith("OpenBLAS"), p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--no-such-flag"], "unrecognized arguments"),
+    (["--kernel", "bogus"], "invalid choice"),
+    (["locks", "--bogus"], "unrecognized arguments"),
+    (["report"], "required"),
+    (["-o", ""], "empty file name"),
+    (["smt", "-o", ""], "empty file name"),
+    (["check", "--root", "/nonexistent"], "not a folder"),
+])
+def test_usage_errors_one_line_exit_2(args, message):
+    p = run_cli(*args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
+
+
+def test_dangling_symlink_as_output_is_followed_not_replaced(tmp_path):
+    link = tmp_path / "link.npz"
+    link.symlink_to("real.npz")
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    p = run_cli("-o", link, "--cpus", f"{cpus[0]},{cpus[1]}", "5", "2", timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert link.is_symlink() and (tmp_path / "real.npz").is_file()
+    assert corelat.load(link).n == 2
+
+
+@pytest.mark.parametrize("exc, words", [
+    (MemoryError(), "out of memory"),
+    (OSError(errno.EAGAIN, "Resource temporarily unavailable"), "cannot start a thread"),
+    (OSError(errno.ENOSPC, "No space left on device", "/x/out.npz"), "/x/out.npz: No space left"),
+])
+def test_runtime_failures_are_one_clear_line(monkeypatch, capsys, exc, words):
+    from corelat.cli import cmd_topology, main
+
+    def fail(args):
+        raise exc
+
+    monkeypatch.setattr(cmd_topology, "run", fail)
+    assert main(["topology"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({"kernel": ["cas"]}, "kernel"),
+    ({"cpus": b"0,1"}, "cpus"),
+    ({"cpus": 5}, "cpus"),
+    ({"cpus": ["0", "1"]}, "cpus"),
+    ({"topology": 5, "strategy": "sample"}, "topology"),
+    ({"topology": "x", "strategy": "sample"}, "topology"),
+    ({"topology": [1, 2], "strategy": "sample"}, "topology"),
+])
+def test_bad_api_arguments_are_input_errors_naming_them(kwargs, argument):
+    with pytest.raises(corelat.InputError, match=argument):
+        corelat.measure(**kwargs)
+
+
+@pytest.mark.parametrize("topology", [5, "x", [1, 2]])
+def test_bad_topology_for_smt_and_structure(topology):
+    with pytest.raises(corelat.InputError, match="topology"):
+        corelat.smt(topology=topology)
+    r = corelat.load(corelat.example_files()[0])
+    with pytest.raises(corelat.InputError, match="topology"):
+        corelat.structure(r, topology=topology)
+
+
+@pytest.mark.parametrize("cpus", ["0-50000", "0-1000000", "0-999999,0-999999", range(10**9), iter(range(10**9))])
+def test_absurd_cpu_lists_refused_at_once(cpus):
+    t = time.monotonic()
+    with pytest.raises(corelat.InputError, match="can have"):
+        corelat.measure(cpus)
+    with pytest.raises(corelat.InputError, match="can have"):
+        corelat.locks(cpus)
+    assert time.monotonic() - t < 5  # was 60 s and more (quadratic checks)
+
+
+def test_validation_is_linear_for_long_allowed_lists(monkeypatch):
+    # A 20000-CPU machine: checking every CPU must not cost n² (it took 10 s).
+    from corelat import _validate
+
+    big = list(range(20000))
+    monkeypatch.setattr(_validate, "allowed_cpus", lambda: big)
+    monkeypatch.setattr(_validate, "possible_cpus", lambda: len(big))
+    t = time.monotonic()
+    assert len(_validate.resolve_cpus("0-19999")) == 20000
+    assert len(_validate.resolve_cpus(big)) == 20000
+    assert time.monotonic() - t < 5
+
+
+def test_nan_statistics_match_numpy_without_warnings():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(1, 9, (6, 6, 9))
+    a[a < 3] = np.nan
+    a[2, 2] = np.nan
+    refs = {"median": np.nanmedian, "mean": np.nanmean, "minimum": np.nanmin, "maximum": np.nanmax}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = {k: f(a, axis=-1) for k, f in refs.items()}
+        want["std"] = np.where(np.sum(~np.isnan(a), -1) >= 2, np.nanstd(a, axis=-1, ddof=1), np.nan)
+        want_p = np.nanpercentile(a, 90, axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, v in want.items():
+            np.testing.assert_allclose(getattr(_stats, k)(a), v, equal_nan=True, err_msg=k)
+        np.testing.assert_allclose(_stats.percentile(a, 90), want_p, equal_nan=True)
+
+
+def test_concurrent_statistics_print_no_warnings():
+    code = (
+        "import threading, corelat\n"
+        "r = corelat.load(corelat.example_files()[0])\n"
+        "def work():\n"
+        "    for _ in range(50):\n"
+        "        x = corelat.LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=r.samples)\n"
+        "        x.median; x.mean; x.min; x.max; x.std\n"
+        "ts = [threading.Thread(target=work) for _ in range(8)]\n"
+        "[t.start() for t in ts]; [t.join() for t in ts]\n"
+        "print('done')\n"
+    )
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.stdout.strip() == "done" and "Warning" not in p.stderr, p.stderr[-1000:]
+
+
+def test_sigint_handler_left_alone_for_library_users():
+    code = ("import signal, corelat\n"
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "True", p.stderr
+
+
+def test_threads_do_not_break_import():
+    errors = []
+
+    def imp():
+        try:
+            import corelat  # noqa: F401
+        except Exception as e:  # pragma: no cover - the assertion shows it
+            errors.append(e)
+
+    t = threading.Thread(target=imp)
+    t.start()
+    t.join()
+    assert not errors

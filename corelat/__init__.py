@@ -4,7 +4,7 @@
 :class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
 """
 
-from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401, I001
+from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401
 from ._check import CheckItem, CheckReport, check
 from ._compare import Comparison, compare, example_files
 from ._errors import (

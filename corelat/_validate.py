@@ -88,7 +88,7 @@ def resolve_cpus(cpus, minimum=2):
     count (:func:`possible_cpus`) is refused before it is read to the end (``range(10**9)`` too).
     """
     allowed = allowed_cpus()
-    limit = possible_cpus()
+    limit = max(possible_cpus(), len(allowed))
     if cpus is None:
         cpus = allowed
     elif isinstance(cpus, str):

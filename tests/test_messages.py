@@ -13,9 +13,9 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 import corelat
-from conftest import run_cli
 from corelat import _stats
 
 CMD = [sys.executable, "-m", "corelat"]
@@ -43,7 +43,7 @@ def _with_closed_stdout(args):
     r, w = os.pipe()
     os.close(r)  # nobody will read: the first write gets EPIPE, as with `corelat ... | true`
     try:
-        p = subprocess.run([*CMD, *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+        p = subprocess.run([*CMD, *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(w)
     return p
@@ -65,7 +65,7 @@ def test_import_under_a_small_memory_limit_is_one_line():
         def cap(limit=limit):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        p = subprocess.run([*CMD, "topology"], capture_output=True, text=True, timeout=60, preexec_fn=cap,
+        p = subprocess.run([*CMD, "topology"], check=False, capture_output=True, text=True, timeout=60, preexec_fn=cap,
                            env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
         seen.add(p.returncode)
         if "Fatal Python error" in p.stderr or "Could not find platform" in p.stderr:
@@ -197,14 +197,14 @@ def test_concurrent_statistics_print_no_warnings():
         "[t.start() for t in ts]; [t.join() for t in ts]\n"
         "print('done')\n"
     )
-    p = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], check=False, capture_output=True, text=True, timeout=300)
     assert p.stdout.strip() == "done" and "Warning" not in p.stderr, p.stderr[-1000:]
 
 
 def test_sigint_handler_left_alone_for_library_users():
     code = ("import signal, corelat\n"
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
     assert p.stdout.strip() == "True", p.stderr
 
 
@@ -214,7 +214,7 @@ def test_threads_do_not_break_import():
     def imp():
         try:
             import corelat  # noqa: F401
-        except Exception as e:  # pragma: no cover - the assertion shows it
+        except (ImportError, ValueError, RuntimeError) as e:  # pragma: no cover - the assertion shows it
             errors.append(e)
 
     t = threading.Thread(target=imp)

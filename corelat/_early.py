@@ -8,11 +8,12 @@ quietly with status 130, and an excepthook that turns a failure while starting u
 :func:`release` hands Ctrl-C back to Python's KeyboardInterrupt once ``corelat.cli.main`` is ready
 to catch it. A program that merely imports corelat is left alone.
 
-Only the standard library's already-loaded modules are used here.
+Only modules the interpreter has already loaded are used here (``_signal`` is the C half of
+``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to land in it).
 """
 
+import _signal as signal
 import os
-import signal
 import sys
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130

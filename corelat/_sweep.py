@@ -34,6 +34,7 @@ from ._validate import (
     check_sampling,
     check_topology,
     resolve_cpus,
+    size_warnings,
 )
 
 
@@ -349,6 +350,7 @@ def measure(
         max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
         estimated=len(estimates), notes=info)
     notes.extend(home_notes)
+    notes.extend(size_warnings(round_trips, plan, timer))
     if skipped:
         notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
                      f"(retest limit {limit}; pass retest=N to re-measure more)")

@@ -57,6 +57,13 @@ MAX_GROWTH = 3
 #: ``retest=True`` re-measures at most this share of the measured pairs (at least one).
 RETEST_FRACTION = 0.1
 
+#: Smallest sizes that mean something (smaller ones are measured, with a warning saying why):
+#: a sample of fewer round trips carries the timer's own cost and step in every value, and with
+#: fewer samples per pair the distribution-free 95 % interval of the median does not exist (the
+#: widest one, min..max, covers the median with probability 1 - 2 / 2**n < 95 % for n < 6).
+MIN_ROUND_TRIPS = 100
+MIN_SAMPLES = 6
+
 #: Largest sizes accepted: beyond them a sweep would run for days or exhaust memory.
 MAX_ROUND_TRIPS = 10_000_000
 MAX_SAMPLES = 1_000_000
@@ -183,6 +190,22 @@ def check_params(kernel, round_trips, samples, warmup, timeout):
     if not 0.001 <= timeout <= 3600:
         raise InputError(f"timeout must be between 0.001 and 3600 seconds, got {timeout}")
     return kernel, round_trips, samples, warmup, timeout
+
+
+def size_warnings(round_trips, plan, timer=None):
+    """Sentences for ``result.warnings`` when the sizes asked for are too small to mean much."""
+    out = []
+    if round_trips < MIN_ROUND_TRIPS:
+        step = (timer or {}).get("resolution_ns")
+        here = f" ({step:.0f} ns here)" if isinstance(step, (int, float)) and step > 0 else ""
+        out.append(f"each sample times only {round_trips} round trip{'s' if round_trips != 1 else ''}: the "
+                   f"timer's step{here} and the cost of reading it weigh on every value; use at least "
+                   f"{MIN_ROUND_TRIPS} round_trips per sample")
+    if plan.mode == "fixed" and plan.samples < MIN_SAMPLES:
+        out.append(f"{plan.samples} sample{'s' if plan.samples != 1 else ''} per pair: with fewer than "
+                   f"{MIN_SAMPLES} there is no 95% confidence interval of the median (the ± shown is the "
+                   f"spread of what was taken); use at least {MIN_SAMPLES} samples")
+    return out
 
 
 class SamplingPlan(NamedTuple):

@@ -21,6 +21,15 @@ from corelat import _stats
 CMD = [sys.executable, "-m", "corelat"]
 
 
+def _before_corelat_ran(err):
+    # The interpreter was still starting (site, runpy) or importing corelat/_early.py, the first thing
+    # corelat runs: no handler can be in place before that. Anything later is corelat's to handle.
+    if "Fatal Python error" in err:
+        return True
+    return "Traceback" in err and "_early.py" not in err and err.count("corelat/") <= 1 and (
+        "corelat/" not in err or "import _early" in err)
+
+
 def test_sigint_while_starting_never_prints_a_traceback():
     # Signals spread over the start-up (NumPy's import and the extension load, before main() runs).
     ended = []
@@ -29,8 +38,8 @@ def test_sigint_while_starting_never_prints_a_traceback():
         time.sleep(0.03 + 0.02 * k)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)
-        if "Fatal Python error" in err:
-            continue  # the interpreter was still starting (importing site): nothing of corelat ran yet
+        if _before_corelat_ran(err):
+            continue
         assert "Traceback" not in err, err
         assert p.returncode in (0, 130, -signal.SIGINT), (p.returncode, err)
         if p.returncode == 130:
@@ -221,3 +230,16 @@ def test_threads_do_not_break_import():
     t.start()
     t.join()
     assert not errors
+
+
+def test_tiny_sizes_warn_and_say_the_minimum():
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    r = corelat.measure(cpus, round_trips=1, samples=1, retest=False)
+    text = " | ".join(r.warnings)
+    assert "at least 100 round_trips" in text and "at least 6 samples" in text, text
+    r = corelat.measure(cpus, round_trips=100, samples=6, retest=False)
+    assert not any("at least 100 round_trips" in w or "at least 6 samples" in w for w in r.warnings)
+    p = run_cli("--cpus", f"{cpus[0]},{cpus[1]}", "1", "1", timeout=120)
+    assert p.returncode == 0 and "at least 100 round_trips" in p.stderr, p.stderr

@@ -106,7 +106,6 @@ def test_outlier_names_the_settings_that_differ(peers):
 def test_topology_classes_from_a_two_socket_smt_machine(shared_dir, tmp_path):
     import tarfile
 
-    from conftest import extract
 
     with tarfile.open(shared_dir / "fixtures/topology/hwloc/16em64t-4s2c2t-offlines.tar.bz2") as tar:
         extract(tar, tmp_path)

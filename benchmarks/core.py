@@ -1,8 +1,10 @@
 """Core engine figures: timer cost, per-pair fixed overhead, Python overhead, GIL release.
 
-Run: python benchmarks/core.py   (prints tables; figures go to benchmarks/RESULTS.md by hand)
+Run: python benchmarks/core.py [--quick]   (prints tables; figures go to benchmarks/RESULTS.md by hand;
+--quick: the timer and the fake-measurer Python costs only, a few seconds, for CI)
 """
 
+import argparse
 import os
 import platform
 import threading
@@ -79,7 +81,7 @@ def python_overhead(cpus):
         for _ in range(5):
             timed = _TimedMeasurer(make_measurer(kernel, rt, warmup, timeout))
             t0 = time.perf_counter()
-            corelat.measure(cpus, _measurer=timed, **kw)
+            _sweep.measure_with(timed, cpus, **kw)
             outer = time.perf_counter() - t0
             share = (outer - timed.seconds) / outer
             if best is None or share < best[2]:
@@ -104,7 +106,7 @@ def per_pair_python():
     cpus = sorted(os.sched_getaffinity(0))[:2]
     t0 = time.perf_counter()
     for _ in range(20):
-        corelat.measure(cpus, _measurer=fake, samples=300)
+        _sweep.measure_with(fake, cpus, samples=300)
     sweep_and_pair = (time.perf_counter() - t0) / 20
     rows = []
     for label, plan in (("default ±2 %", m.check_sampling(None, m.DEFAULT_PRECISION, m.DEFAULT_MAX_TIME_PER_PAIR)),
@@ -151,12 +153,18 @@ def gil_release(cpus):
           ("M counts/s, main thread sleeping", "M counts/s, during measure()"))
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="timer costs and per-pair Python cost only")
+    args = ap.parse_args(argv)
     cpus = sorted(os.sched_getaffinity(0))
     model, _ = _sysinfo.cpuinfo()
     print(f"# corelat core benchmarks\n\nmachine: {model}, {len(cpus)} CPUs allowed, "
           f"{platform.machine()}, kernel {platform.release()}, hypervisor: {_sysinfo.hypervisor()}")
     timer_costs()
+    if args.quick:
+        per_pair_python()
+        return
     pair_overhead(cpus)
     python_overhead(cpus)
     gil_release(cpus)

@@ -1,6 +1,6 @@
 """Lock and atomic costs on this machine: every test uncontended, then shared (cpuperf's two tables).
 
-    python benchmarks/locks.py [-d SECONDS] [--repeat N] [CPU ...]
+    python benchmarks/locks.py [-d SECONDS] [--repeat N] [--quick] [CPU ...]
 
 Prints the machine, then for each mode the full table (and with --repeat, the run-to-run spread of
 avg ns per test, since a VM's vCPUs wander). Figures go to benchmarks/RESULTS.md, section "Locks".
@@ -20,7 +20,10 @@ def main(argv=None):
     p.add_argument("cpus", nargs="*", help="CPU lists (default: all allowed)")
     p.add_argument("-d", "--duration", type=float, default=0.5, help="seconds per test (default 0.5)")
     p.add_argument("--repeat", type=int, default=1, help="runs per mode; the table shown is the first")
+    p.add_argument("--quick", action="store_true", help="5 ms per test (for CI: the script runs, figures not judged)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.duration = 0.005
     cpus = ",".join(args.cpus) if args.cpus else None
     md = _sysinfo.collect()
     print(f"# {md['cpu_model']}, {md['cpu_count']} CPUs, hypervisor {md['hypervisor']}, "

@@ -108,7 +108,7 @@ def run(label, n_cpus, rows, truth, kind, true_shape, **kw):
     warmup = kw.get("warmup") or max(1, (kw.get("samples") or _validate.FIRST_CHUNK) // 10)
     sim = SimulatedPairs(truth, kind, warmup)
     t0 = time.perf_counter()
-    r = _sweep.measure(list(range(n_cpus)), _measurer=sim, _clock=sim.clock, **kw)
+    r = _sweep.measure_with(sim, list(range(n_cpus)), clock=sim.clock, **kw)
     wall = time.perf_counter() - t0
     n = n_cpus
     low = np.tril(np.ones((n, n), bool), -1)

@@ -54,7 +54,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--duration", type=float, default=0.2, help="seconds per busy-loop run (default 0.2)")
     p.add_argument("--repeat", type=int, default=5, help="runs of each busy-loop case (default 5)")
+    p.add_argument("--quick", action="store_true", help="5 ms busy loops, one run (for CI)")
     args = p.parse_args()
+    if args.quick:
+        args.duration, args.repeat = 0.005, 1
     machine()
     print("\n## corelat.smt()\n")
     print(corelat.smt(duration=args.duration).table())

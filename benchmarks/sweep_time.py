@@ -52,7 +52,10 @@ def main(argv=None):
     ap.add_argument("--cpus", default=None, help="CPUs (default: all allowed)")
     ap.add_argument("--kernels", default="cas,rw")
     ap.add_argument("--samples", type=int, default=300, help="fixed-size samples per pair (default 300)")
+    ap.add_argument("--quick", action="store_true", help="one repetition of 20 samples (for CI)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.reps, args.samples = 1, 20
     cpus = resolve_cpus(args.cpus)
     pairs = len(cpus) * (len(cpus) - 1) // 2
     print(f"CPUs {list(cpus)} ({pairs} pairs), {args.reps} repetitions, 1000 round trips per sample; "

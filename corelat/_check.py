@@ -10,6 +10,8 @@ Every reader takes a ``root`` folder (``"/"`` for the running system, or a copy 
 ``/proc`` from another machine), so each one can be tested on a fake tree.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import time
@@ -17,6 +19,7 @@ from dataclasses import asdict, dataclass
 
 from . import _cpulist, _files, _sysinfo
 from ._protocol import Result, from_file, jsonable
+from ._types import CPUs, Path
 
 #: Item statuses: fine, worth knowing, likely to distort results, could not tell.
 OK, INFO, WARN, UNKNOWN = "ok", "info", "warn", "unknown"
@@ -332,12 +335,12 @@ def _proc_stat(root):
     return out, None
 
 
-def check_busy(root="/", interval=0.2, *, _sleep=time.sleep):
+def check_busy(root="/", interval=0.2, *, sleep=time.sleep):
     """CPUs busy with other work, and steal time, from /proc/stat read twice ``interval`` s apart."""
     a, problem = _proc_stat(root)
     if a is None:
         return CheckItem("busy", UNKNOWN, f"/proc/stat {problem}", "cannot tell which CPUs are busy")
-    _sleep(interval)
+    sleep(interval)
     b, problem = _proc_stat(root)
     if b is None:
         return CheckItem("busy", UNKNOWN, f"/proc/stat {problem}", "cannot tell which CPUs are busy")
@@ -495,7 +498,8 @@ def judge_timer_skew(records, name=None):
         "common clock", details)
 
 
-def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.sleep):
+def check(root: Path = "/", *, interval: float = 0.2, cpus: CPUs = None,
+          measure_skew: bool | None = None) -> CheckReport:
     """The report: a :class:`CheckReport` of :class:`CheckItem`, one per thing that can distort measurements.
 
     Args:
@@ -505,6 +509,11 @@ def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.s
         measure_skew: measure the timer offset bound between CPUs (default: only when ``root`` is
             ``"/"``; it runs the one-way kernel's check, a few milliseconds).
     """
+    return run_checks(root, interval=interval, cpus=cpus, measure_skew=measure_skew)
+
+
+def run_checks(root="/", *, interval=0.2, cpus=None, measure_skew=None, sleep=time.sleep):
+    """:func:`check` with a stand-in ``sleep`` (the private layer for tests)."""
     items = [
         check_governor(root),
         check_boost(root),
@@ -512,7 +521,7 @@ def check(root="/", *, interval=0.2, cpus=None, measure_skew=None, _sleep=time.s
         check_isolated(root),
         check_hypervisor(root),
         check_load(root),
-        check_busy(root, interval, _sleep=_sleep),
+        check_busy(root, interval, sleep=sleep),
         check_clocksource(root),
         check_tsc(root),
     ]

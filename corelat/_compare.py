@@ -6,6 +6,13 @@ give the same numbers as plain dicts for scripts. The example results shipped wi
 listed by :func:`example_files`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._result import LatencyResult
 import math
 import os
 from dataclasses import dataclass
@@ -14,6 +21,7 @@ import numpy as np
 
 from ._errors import InputError
 from ._protocol import Result, jsonable
+from ._types import Path, Statistic
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
 _ROWS = (
@@ -29,7 +37,7 @@ _ROWS = (
 )
 
 
-def example_files():
+def example_files() -> list[str]:
     """Paths of the example results that ship with corelat (``corelat/examples/*.npz``), sorted."""
     from importlib import resources
 
@@ -38,7 +46,7 @@ def example_files():
         names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".npz"))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [os.fspath(folder.joinpath(n)) for n in names]
+    return [str(folder.joinpath(n)) for n in names]
 
 
 def _as_result(obj):
@@ -249,7 +257,8 @@ def labels_for(items, names=None):
     return results, _unique_names(labels)
 
 
-def compare(*results, names=None, statistic="median"):
+def compare(*results: LatencyResult | Path, names: Sequence[str] | None = None,
+            statistic: Statistic = "median") -> Comparison:
     """Compare two or more results side by side.
 
     ``results`` are :class:`~corelat._result.LatencyResult` objects or paths to result files (corelat
@@ -268,4 +277,4 @@ def compare(*results, names=None, statistic="median"):
     loaded, names = labels_for(results, names)
     loaded = tuple(loaded)
     structures = tuple(structure(r, statistic=statistic) for r in loaded)
-    return Comparison(results=loaded, names=names, structures=structures, statistic=statistic)
+    return Comparison(results=loaded, names=tuple(names), structures=structures, statistic=statistic)

@@ -7,12 +7,16 @@ def _shown(text):
     return repr(text) if len(text) <= 60 else repr(text[:57] + "...")
 
 
-def parse(text, limit=None):
+def parse(text, limit=None, *, empty=False, max_cpu=None):
     """Parse a CPU list like ``"0,2,4-7"`` into a list of ints, in the order written.
 
     With ``limit``, a list of more than ``limit`` CPUs is refused before it is built (the CPU count
     a machine can have bounds any sensible list; see :func:`corelat._validate.possible_cpus`).
+    ``empty=True`` accepts ``""`` (sysfs writes it for an empty set); ``max_cpu`` refuses ids at or
+    above it. Strides like ``0-15:2`` are understood.
     """
+    if isinstance(text, str) and empty and not text.strip():
+        return []
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"empty CPU list {text!r}" if not isinstance(text, str) or len(text) < 60
                          else "empty CPU list")
@@ -30,6 +34,8 @@ def parse(text, limit=None):
             raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a CPU number or range") from None
         if lo < 0 or hi < lo or step < 1:
             raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a valid range")
+        if max_cpu is not None and hi >= max_cpu:
+            raise InputError(f"bad CPU list {_shown(text)}: CPU {hi} is beyond {max_cpu - 1}")
         if hi - lo > 1_000_000:
             raise InputError(f"bad CPU list {_shown(text)}: range {_shown(part)} is absurdly large")
         items = range(lo, hi + 1, step)

@@ -20,6 +20,7 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +186,7 @@ class FleetGroup:
     class_medians: types.MappingProxyType = field(repr=False)
     median_matrix: np.ndarray = field(repr=False)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]
 
     def __eq__(self, other):
         if type(other) is not type(self):
@@ -280,7 +281,7 @@ class FleetResult(Result):
     errors: tuple
     missing: tuple
     name: str = "fleet"
-    metadata: types.MappingProxyType = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
 
     _KIND = KIND
     _FIELDS = ("groups", "nodes", "outliers", "errors", "missing", "name", "metadata")

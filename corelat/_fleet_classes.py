@@ -46,7 +46,7 @@ def _labels(values):
     return np.array([ids.setdefault(v, len(ids)) if v is not None else -1 - i for i, v in enumerate(values)])
 
 
-_CACHE = {}
+_CACHE: dict = {}
 _CACHE_SIZE = 32
 
 

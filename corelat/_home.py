@@ -44,7 +44,7 @@ class Home(NamedTuple):
     """A validated ``home`` (see :data:`HOMES`)."""
 
     kind: str  #: "initiator", "responder", "node" or "cpu"
-    value: int = None  #: the node (``node:K``) or the third CPU (``cpu:K``)
+    value: int | None = None  #: the node (``node:K``) or the third CPU (``cpu:K``)
 
     @property
     def label(self):

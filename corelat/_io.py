@@ -5,7 +5,10 @@ and are read by that result's class; anything else is tried as another tool's te
 (:mod:`corelat._formats`).
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 from . import _formats, _npz
 from ._check import CheckReport
@@ -16,13 +19,14 @@ from ._placement import PlacementResult
 from ._result import LatencyResult
 from ._smt import SMTResult
 from ._topology import Topology
+from ._types import Path
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
 KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport,
                                     PlacementResult)}
 
 
-def load(path):
+def load(path: Path) -> Any:
     """Read a result file: any corelat ``.npz`` file, or another tool's text matrix.
 
     corelat files give back the kind of result that was saved. Text formats understood:

@@ -23,8 +23,12 @@ Mutual exclusion is checked on every run: each thread counts the calls it comple
 the lock protects must end equal to their sum (:attr:`LockResult.violations`).
 """
 
+from __future__ import annotations
+
 import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +37,8 @@ from ._errors import InputError
 from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, thaw
 from ._timer import extension, timer_info
-from ._validate import resolve_cpus
+from ._types import CPUs
+from ._validate import MAX_TIMEOUT, MIN_TIMEOUT, resolve_cpus, seconds
 
 #: Public tests in run order: name -> description (cpuperf's DESC column).
 TESTS = {
@@ -59,7 +64,6 @@ HIDDEN_TESTS = {
 _UNCHECKED = {"baseline", "lock-pthread-rwlock-rd"}
 
 MIN_DURATION, MAX_DURATION = 0.001, 60.0
-MIN_TIMEOUT, MAX_TIMEOUT = 0.01, 3600.0
 
 #: One row per test (``LockResult.data``). Ticks are timer ticks; ``*_raw`` before the baseline's
 #: subtraction (the baseline row shows its raw values, as cpuperf does).
@@ -103,7 +107,7 @@ THREAD_DTYPE = np.dtype(
 )
 
 
-def list_tests():
+def list_tests() -> list[tuple[str, str]]:
     """The public tests in run order, as ``(name, description)`` pairs."""
     return list(TESTS.items())
 
@@ -162,18 +166,6 @@ def select_tests(tests=None):
         include = set(TESTS)
     chosen = [n for n in list(TESTS) + list(HIDDEN_TESTS) if n in include - exclude]
     return ["baseline"] + [n for n in chosen if n != "baseline"]
-
-
-def _seconds(name, value, lo, hi):
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a number of seconds, got {value!r}")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number of seconds, got {value!r}") from None
-    if not lo <= value <= hi:  # also refuses NaN
-        raise InputError(f"{name} must be between {lo:g} and {hi:g} seconds, got {value:g}")
-    return value
 
 
 def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=1.0, shared=True):
@@ -264,7 +256,7 @@ class LockResult(Result):
     duration: float
     data: np.ndarray
     threads: np.ndarray
-    metadata: dict = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""
 
     _KIND = "locks"
@@ -414,7 +406,15 @@ class LockResult(Result):
                           f"{self.duration:g} s each")
 
 
-def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=None, timeout=10.0):
+def locks(
+    cpus: CPUs = None,
+    *,
+    tests: str | Sequence[str] | None = None,
+    shared: bool = False,
+    duration: float = 0.2,
+    serial_duration: float | None = None,
+    timeout: float = 10.0,
+) -> LockResult:
     """Measure what locks and atomics cost on a set of CPUs (cpuperf's method).
 
     Args:
@@ -441,10 +441,10 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
     names = select_tests(tests)
     if not isinstance(shared, (bool, np.bool_)):
         raise InputError(f"shared must be True or False, got {shared!r}")
-    duration = _seconds("duration", duration, MIN_DURATION, MAX_DURATION)
+    duration = seconds("duration", duration, MIN_DURATION, MAX_DURATION)
     serial = duration / 4 if serial_duration is None else serial_duration
-    serial = _seconds("serial_duration", serial, MIN_DURATION / 4, MAX_DURATION)
-    timeout = _seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
+    serial = seconds("serial_duration", serial, MIN_DURATION / 4, MAX_DURATION)
+    timeout = seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
 
     ext = extension()
     timer = timer_info()
@@ -467,5 +467,5 @@ def locks(cpus=None, tests=None, shared=False, duration=0.2, *, serial_duration=
             "tests": {n: _describe(n) for n in names},
         }
     )
-    return LockResult(cpus=cpus, shared=bool(shared), duration=duration, data=data, threads=threads,
+    return LockResult(cpus=tuple(int(c) for c in cpus), shared=bool(shared), duration=duration, data=data, threads=threads,
                       metadata=meta, name=meta.get("hostname", ""))

@@ -4,6 +4,8 @@ A sweep (:func:`corelat.measure`) is made of such calls; tests and benchmarks su
 the same ``__call__`` to drive the sweep without hardware.
 """
 
+from __future__ import annotations
+
 import os
 import time
 
@@ -13,6 +15,7 @@ from ._cstatus import ThreadMoved
 from ._errors import InputError, MeasurementError
 from ._home import Home, chain_lines, chain_order, merge_reports
 from ._timer import extension, timer_info
+from ._types import CPUs
 from ._validate import CHASE_KERNELS, KERNELS, resolve_cpus
 
 
@@ -239,7 +242,7 @@ def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
             f"{by:.0f} ns (messages arrived before they were sent); {advice}")
 
 
-def clock_skew(cpus=None, *, messages=200, samples=5, timeout=1.0):
+def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, timeout: float = 1.0) -> list[dict]:
     """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
 
     Returns the records of :meth:`OneWayMeasurer.check_clocks`. Raises InputError when the timer is

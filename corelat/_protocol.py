@@ -8,10 +8,12 @@ Every result a user gets (:class:`~corelat.LatencyResult`, :class:`~corelat.SMTR
 is unhashable, since it holds arrays. Measured kinds also ``save(path)`` to a corelat ``.npz``
 file that :func:`corelat.load` (or the class's ``load``) reads back as the same kind.
 """
+from __future__ import annotations
 
 import math
 import types
 from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 
@@ -75,9 +77,9 @@ class Result:
     """
 
     __slots__ = ()
-    _KIND = None
-    _FIELDS = ()
-    __hash__ = None  # holds arrays: a value, but not hashable
+    _KIND: ClassVar[str | None] = None
+    _FIELDS: ClassVar[tuple[str, ...]] = ()
+    __hash__ = None  # type: ignore[assignment]  # holds arrays: a value, but not hashable
 
     @property
     def warnings(self):

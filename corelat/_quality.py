@@ -13,7 +13,7 @@ shape of every pair's samples and says what it saw:
 * **migrated**: samples were dropped because a thread was seen off its CPU (set by the sweep);
 * **target not met**: the precision target was not reached within the time budget (set by the sweep).
 
-:func:`assess` turns samples into :class:`~corelat._result.PairFlag` bits, :func:`warnings` turns a
+:func:`assess` turns samples into :class:`~corelat._result.PairFlag` bits, :func:`sweep_warnings` turns a
 sweep's flags into pyperf-style sentences for ``result.warnings``.
 """
 
@@ -289,17 +289,17 @@ def directions(median, bound, cpus):
             f"({example(beyond)}); for the other {len(within)} the difference may be the offset")
 
 
-def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
-             retested=0, estimated=0, notes=None):
-    """pyperf-style warnings about a sweep: what looks wrong, why it matters, what to try.
+def sweep_warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
+                   retested=0, estimated=0):
+    """``(warnings, notes)`` about a sweep, pyperf-style: what looks wrong, why it matters, what to try.
 
     ``flags`` is the result's ``(n, n)`` array; ``samples`` (optional) lets the bimodal warning
     show the two groups of one pair. Lines that report what the sweep did rather than a problem
-    (re-tests that came out clean, estimated pairs) go to the list ``notes`` when one is given.
+    (re-tests that came out clean, estimated pairs) are notes.
     Every count is of CPU pairs (a one-way pair's two directions count once). A cause shared by
     several warnings (a hypervisor) is not repeated in them: :func:`cause` says it once.
     """
-    info = notes
+    info = []
     cpus = tuple(cpus)
     out = []
 
@@ -343,9 +343,9 @@ def warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_t
         line = (f"{_n(retested)} looked unstable and {'was' if retested == 1 else 'were'} re-measured at the "
                 f"end of the sweep; {still} of them still {'looks' if still == 1 else 'look'} unstable. "
                 f"The first attempts are in result.extras['first_attempt']")
-        (out if still or info is None else info).append(line)
+        (out if still else info).append(line)
     if estimated:
-        (out if info is None else info).append(
+        info.append(
             f"{estimated} of {_n(total + estimated)} were not measured but estimated from measured pairs of "
             f"the same topology blocks (flag ESTIMATED; result.extras['estimated_from'] says which)")
-    return out
+    return out, info

@@ -3,12 +3,15 @@
 Statistics are derived from the samples on demand (and cached), so a result loaded from a file
 answers exactly like the one that was measured.
 """
+from __future__ import annotations
 
 import enum
 import functools
 import io
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -77,10 +80,10 @@ class LatencyResult(Result):
     cpus: tuple
     kernel: str
     samples: np.ndarray
-    metadata: types.MappingProxyType = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""
-    flags: np.ndarray = None
-    extras: types.MappingProxyType = field(default_factory=dict)
+    flags: np.ndarray | None = None
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     _KIND = "latency"
     _FIELDS = ("cpus", "kernel", "samples", "metadata", "name", "flags", "extras")

@@ -15,11 +15,19 @@ For every core with two or more of the selected CPUs as SMT siblings, each pair 
 Where no two selected CPUs are siblings (SMT absent or disabled, or a CPU selection without a
 whole core) the result is empty and says why in :attr:`SMTResult.reason`; that is not an error.
 """
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._topology import Topology
 import functools
+import inspect
 import itertools
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +37,8 @@ from ._measurers import PairMeasurer
 from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, _frozen_array, thaw
 from ._timer import extension, timer_info
-from ._validate import KERNELS, check_params, check_topology, resolve_cpus
+from ._types import CPUs, PingPongKernel, Progress
+from ._validate import KERNELS, check_params, check_topology, resolve_cpus, seconds
 
 __all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
 
@@ -100,8 +109,8 @@ class SMTResult(Result):
     loops: tuple
     alone: np.ndarray
     together: np.ndarray
-    metadata: dict = field(default_factory=dict)
-    reason: str = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    reason: str | None = None
     name: str = ""
 
     _KIND = "smt"
@@ -350,13 +359,7 @@ def _no_pairs_reason(topo, cpus):
 
 
 def _check_duration(duration):
-    try:
-        duration = float(duration)
-    except (TypeError, ValueError):
-        raise InputError(f"duration must be a number of seconds, got {duration!r}") from None
-    if not MIN_DURATION <= duration <= MAX_DURATION:
-        raise InputError(f"duration must be between {MIN_DURATION:g} and {MAX_DURATION:g} seconds, got {duration}")
-    return duration
+    return seconds("duration", duration, MIN_DURATION, MAX_DURATION)
 
 
 def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
@@ -437,20 +440,18 @@ def _resolve_in(cpus, allowed):
 
 
 def smt(
-    cpus=None,
+    cpus: CPUs = None,
     *,
-    kernel="cas",
-    round_trips=1000,
-    samples=300,
-    warmup=None,
-    timeout=1.0,
-    duration=0.1,
-    topology=None,
-    progress=False,
-    name=None,
-    _measurer=None,
-    _throughput=None,
-):
+    kernel: PingPongKernel = "cas",
+    round_trips: int = 1000,
+    samples: int = 300,
+    warmup: int | None = None,
+    timeout: float = 1.0,
+    duration: float = 0.1,
+    topology: Topology | None = None,
+    progress: Progress = False,
+    name: str | None = None,
+) -> SMTResult:
     """Measure what SMT siblings cost each other (see the module documentation).
 
     Args:
@@ -474,6 +475,19 @@ def smt(
         InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
         measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
     """
+    return _run(measurer=None, busy=None, **locals())
+
+
+def smt_with(measurer, busy, cpus=None, **kwargs):
+    """:func:`smt` with stand-ins: ``measurer(a, b, samples)`` for the latencies (ns) and
+    ``busy(cpus, loop, seconds)`` for the throughput (iterations/s per thread); the private layer
+    for tests and benchmarks. ``kwargs`` are :func:`smt`'s."""
+    bound = inspect.signature(smt).bind(cpus, **kwargs)
+    bound.apply_defaults()
+    return _run(measurer=measurer, busy=busy, **bound.arguments)
+
+
+def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology, progress, name, measurer, busy):
     if not isinstance(kernel, str) or kernel not in SMT_KERNELS:
         raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
@@ -519,13 +533,11 @@ def smt(
     ordered = list(topo.order(cpus)[0])
     found = [_nearest(rows, ordered, a) for a, _ in pairs]
     partners = [p for p, _ in found]
-    measurer = _measurer or PairMeasurer(kernel, round_trips, warmup, timeout)
-    if _throughput is None:
+    timer = timer_info() if measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
+    measurer = measurer or PairMeasurer(kernel, round_trips, warmup, timeout)
+    if busy is None:
         def busy(cpu_list, loop, seconds):
             return throughput(cpu_list, loop, duration=seconds, timeout=timeout)
-    else:
-        busy = _throughput
-    timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
 
     from . import _progress as progress_mod
 

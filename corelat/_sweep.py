@@ -12,10 +12,13 @@ measured once more at the end of the sweep, one at a time, and both attempts are
 ``strategy="sample"`` measures only enough pairs of each topology block pair (see
 :mod:`corelat._sampling`) and estimates the rest.
 """
+from __future__ import annotations
 
+import inspect
 import math
 import time
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from ._errors import InputError
 from ._measurers import make_measurer
 from ._result import LatencyResult, PairFlag
 from ._timer import extension, timer_info
+from ._types import CPUs, Kernel, Order, Progress
 from ._validate import (
     ALL_KERNELS,
     CHASE_KERNELS,
@@ -50,9 +54,9 @@ class PairRun(NamedTuple):
     met: object  #: precision target reached (True/False); None for fixed-size sampling
     seconds: float  #: time spent, by the sweep's clock
     chunks: int  #: C calls made
-    bracket: object = None  #: (low, high) ns of the timer offset (one-way kernel), or None
-    flags: tuple = None  #: shape and migration flags per row, computed once (see _run_flags)
-    home: tuple = None  #: per row, where the page was found (see PairMeasurer.last_home), or None
+    bracket: tuple | None = None  #: (low, high) ns of the timer offset (one-way kernel), or None
+    flags: tuple | None = None  #: shape and migration flags per row, computed once (see _run_flags)
+    home: tuple | None = None  #: per row, where the page was found (see PairMeasurer.last_home), or None
 
 
 def _rows(v):
@@ -173,26 +177,24 @@ def _retest_limit(retest, measured):
 
 
 def measure(
-    cpus=None,
+    cpus: CPUs = None,
     *,
-    kernel="cas",
-    round_trips=1000,
-    samples=None,
-    warmup=None,
-    timeout=1.0,
-    progress=False,
-    order="os",
-    name=None,
-    precision="auto",
-    max_time_per_pair=None,
-    strategy="full",
-    partition=None,
-    topology=None,
-    retest=True,
-    home="initiator",
-    _measurer=None,
-    _clock=None,
-):
+    kernel: Kernel = "cas",
+    round_trips: int = 1000,
+    samples: int | None = None,
+    warmup: int | None = None,
+    timeout: float = 1.0,
+    progress: Progress = False,
+    order: Order = "os",
+    name: str | None = None,
+    precision: float | str | None = "auto",
+    max_time_per_pair: float | None = None,
+    strategy: Literal["full", "sample"] = "full",
+    partition: Sequence[Sequence[int]] | None = None,
+    topology: Any = None,
+    retest: bool | int = True,
+    home: str = "initiator",
+) -> LatencyResult:
     """Measure the core-to-core latency matrix.
 
     Args:
@@ -224,7 +226,7 @@ def measure(
         partition: for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
             of the topology read from sysfs.
         topology: for ``strategy="sample"``, the topology to use instead of this machine's (a
-            :class:`~corelat._topology.Topology` or its ``table()`` records; for simulations).
+            :class:`~corelat.Topology` or its ``records()``; for simulations).
         retest: re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
             True (at most a tenth of the pairs, worst first), False, or a number of pairs.
         home: where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
@@ -251,6 +253,31 @@ def measure(
         partner stops answering; MeasurementError when the one-way kernel finds the timers out of
         step; KeyboardInterrupt within about 0.1 s of Ctrl-C.
     """
+    return run(configure(**locals()))
+
+
+class SweepConfig(NamedTuple):
+    """A validated, immutable description of one sweep (see :func:`configure`)."""
+
+    cpus: tuple
+    kernel: str
+    round_trips: int
+    warmup: int
+    timeout: float
+    plan: object  #: the :class:`~corelat._validate.SamplingPlan`
+    progress: object
+    order: str
+    name: object
+    strategy: str
+    partition: object
+    topology: object
+    retest: object
+    home: object  #: the checked :class:`~corelat._home.Home`
+
+
+def configure(cpus, kernel, round_trips, samples, warmup, timeout, progress, order, name, precision,
+              max_time_per_pair, strategy, partition, topology, retest, home):
+    """Validate :func:`measure`'s arguments (every one, before anything is measured)."""
     cpus = resolve_cpus(cpus)
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
     plan = check_sampling(samples, precision, max_time_per_pair)
@@ -263,153 +290,196 @@ def measure(
     check_topology(topology)
     if partition is not None and topology is not None:
         raise InputError("give either a partition or a topology, not both")
-    _retest_limit(retest, 0)  # validate before measuring
-    n = len(cpus)
-    classes = _sampling.pair_classes(cpus, partition, topology) if strategy == "sample" else None
+    _retest_limit(retest, 0)
     home = _home.check_home(home, cpus, kernel)
-    measurer = _measurer or make_measurer(kernel, round_trips, warmup, timeout, home=home)
+    return SweepConfig(tuple(cpus), kernel, round_trips, warmup, timeout, plan, progress, order, name, strategy,
+                       partition, topology, retest, home)
+
+
+def measure_with(measurer, cpus=None, *, clock=None, **kwargs):
+    """:func:`measure` with a stand-in pair measurer (and clock): the private layer for tests and
+    benchmarks. ``measurer(cpu_a, cpu_b, samples)`` returns ns; ``kwargs`` are :func:`measure`'s."""
+    bound = inspect.signature(measure).bind(cpus, **kwargs)
+    bound.apply_defaults()
+    return run(configure(**bound.arguments), measurer=measurer, clock=clock)
+
+
+def run(config, *, measurer=None, clock=None):
+    """Measure as ``config`` says: the sweep, the re-tests, the assembly, the metadata."""
+    classes = None
+    if config.strategy == "sample":
+        classes = _sampling.pair_classes(config.cpus, config.partition, config.topology)
+    real = measurer is None
+    if real:
+        measurer = make_measurer(config.kernel, config.round_trips, config.warmup, config.timeout, home=config.home)
     symmetric = bool(getattr(measurer, "symmetric", True))
-    clock = _clock or time.perf_counter
-    meta = _sysinfo.collect()
-    meta.update(_topology_metadata())
-    timer = timer_info() if _measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
+    timer = timer_info() if real else {"name": "test double", "ticks_per_ns": 1.0}
     clock_check = None
     if hasattr(measurer, "check_clocks"):
-        clock_check = measurer.check_clocks(cpus)  # refuse before the sweep if the timers disagree
-
-    runs, first = {}, {}
-    sampler = None
-    bar = None
-    started = time.monotonic()
-    kernel_seconds = 0.0
-    from . import _progress as progress_mod
-
-    def run_pair(p):
-        nonlocal kernel_seconds
-        i, j = p
-        t0 = time.perf_counter()
-        run = measure_pair(measurer, cpus[j], cpus[i], plan, clock)
-        kernel_seconds += time.perf_counter() - t0
-        bar.update(1)
-        return run
-
-    try:
-        if strategy == "full":
-            pairs = sweep_pairs(n)
-            bar = progress_mod.make(progress, len(pairs))
-            for p in pairs:
-                runs[p] = run_pair(p)
-        else:
-            sampler = _sampling.Sampler(classes)
-            batch = sampler.next_batch()
-            bar = progress_mod.make(progress, len(batch))
-            while batch:
-                for p in batch:
-                    runs[p] = run_pair(p)
-                    sampler.report(p, _run_median(runs[p]))
-                batch = sampler.next_batch()
-                _grow(bar, len(batch))
-        # LinkTest: the pairs that look worst, measured again one at a time now that the sweep
-        # no longer disturbs the machine; both attempts are kept.
-        limit = _retest_limit(retest, len(runs))
-        candidates = [p for p, r in runs.items() if any(f & _quality.RETEST_FLAGS for f in _run_flags(r))]
-        candidates.sort(key=lambda p: _severity(runs[p]), reverse=True)
-        chosen, skipped = candidates[:limit], len(candidates) - min(limit, len(candidates))
-        _grow(bar, len(chosen))
-        for p in chosen:
-            first[p] = runs[p]
-            runs[p] = run_pair(p)
-    finally:
-        if bar is not None:
-            bar.close()
-    elapsed = time.monotonic() - started
-    estimates = sampler.estimates() if sampler is not None else {}
-    blocks = _sampling.cpu_blocks(cpus, partition, topology) if estimates and not symmetric else None
-
-    data, flags, extras = _assemble(n, runs, first, plan, symmetric)
+        clock_check = measurer.check_clocks(config.cpus)  # refuse before the sweep if the timers disagree
+    meta = _sysinfo.collect()
+    meta.update(_topology_metadata())
+    sweep = _Sweep(config, measurer, clock or time.perf_counter)
+    sweep.run(classes)
+    n = len(config.cpus)
+    estimates = sweep.sampler.estimates() if sweep.sampler is not None else {}
+    blocks = None
+    if estimates and not symmetric:
+        blocks = _sampling.cpu_blocks(config.cpus, config.partition, config.topology)
+    data, flags, extras = _assemble(n, sweep.runs, sweep.first, config.plan, symmetric)
     if estimates:
-        _estimate(data, flags, extras, estimates, symmetric, blocks, cpus)
+        _estimate(data, flags, extras, estimates, symmetric, blocks, config.cpus)
     if clock_check is not None:
         bound = np.full((n, n), np.nan)
-        for (i, j), run in runs.items():
-            if run.bracket is not None:
-                bound[i, j] = bound[j, i] = max(abs(run.bracket[0]), abs(run.bracket[1]))
+        for (i, j), r in sweep.runs.items():
+            if r.bracket is not None:
+                bound[i, j] = bound[j, i] = max(abs(r.bracket[0]), abs(r.bracket[1]))
         extras["skew_bound_ns"] = bound
-    placed = {cell: rep for p, run in runs.items() if run.home
-              for cell, rep in zip(_cells(*p, symmetric), run.home)}
+    placed = {cell: rep for p, r in sweep.runs.items() if r.home
+              for cell, rep in zip(_cells(*p, symmetric), r.home)}
     home_notes = []
     if placed:
-        extras["home_node"], home_notes = _home.home_record(home, cpus, placed, symmetric)
-
-    params = {"round_trips": round_trips, "samples": plan.samples, "warmup": warmup, "timeout": timeout}
-    if plan.mode == "precision":
-        params.update(precision=plan.precision, max_time_per_pair=plan.max_time_per_pair)
-    info = []
-    notes = _quality.warnings(
-        flags, cpus, symmetric=symmetric, samples=data, precision=plan.precision,
-        max_time_per_pair=plan.max_time_per_pair, retested=len(chosen),
-        estimated=len(estimates), notes=info)
-    notes.extend(home_notes)
-    notes.extend(size_warnings(round_trips, plan, timer))
-    if skipped:
-        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
-                     f"(retest limit {limit}; pass retest=N to re-measure more)")
-    if "skew_bound_ns" in extras:
-        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], cpus)
-        if note:
-            info.append(note)
-    meta.update(
-        {
-            "kernel": kernel,
-            "kernel_description": ALL_KERNELS[kernel],
-            # aarch64 picks LSE cas or an LL/SC loop at start-up; they move the line differently
-            "cas_impl": getattr(extension(), "CAS_IMPL", None) if kernel == "cas" and _measurer is None else None,
-            "timer": timer,
-            "parameters": params,
-            "sampling": {
-                "mode": plan.mode,
-                "strategy": strategy,
-                "precision": plan.precision,
-                "max_time_per_pair": plan.max_time_per_pair,
-                "max_samples": plan.samples if plan.mode == "precision" else None,
-                "first_chunk": plan.first_chunk if plan.mode == "precision" else None,
-                "pairs_measured": len(runs),
-                "pairs_estimated": len(estimates),
-                "pairs_retested": len(chosen),
-                "pairs_target_not_met": sum(1 for r in runs.values() if r.met is False),
-                "classes": len(classes) if classes is not None else None,
-                "samples_taken": int(sum(r.values.shape[1] for r in runs.values())
-                                     + sum(r.values.shape[1] for r in first.values())),
-                "chunks": int(sum(r.chunks for r in runs.values()) + sum(r.chunks for r in first.values())),
-            },
-            "unit": "ns",
-            "latency": _latency_meaning(kernel, symmetric),
-            "home": {"requested": home.label, "method": home.method},
-            "symmetric": symmetric,
-            "elapsed_s": elapsed,
-            "kernel_s": kernel_seconds,
-            "warnings": notes,
-            "notes": info,
-            "warning_cause": _quality.shared_cause(flags, meta.get("hypervisor")),
-        }
-    )
-    if kernel in CHASE_KERNELS:
-        meta["direction"] = "samples[i, j]: lines held by cpus[i], loaded by cpus[j]"
-        if hasattr(measurer, "_orders"):
-            meta["chain_lines"] = sorted(measurer._orders)
-    elif not symmetric:
-        meta["direction"] = "samples[i, j]: messages sent by cpus[i], received by cpus[j]"
+        extras["home_node"], home_notes = _home.home_record(config.home, config.cpus, placed, symmetric)
+    meta.update(_metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, meta,
+                          home_notes))
+    # aarch64 picks LSE cas or an LL/SC loop at start-up; they move the line differently
+    meta["cas_impl"] = getattr(extension(), "CAS_IMPL", None) if config.kernel == "cas" and real else None
+    if config.kernel in CHASE_KERNELS and hasattr(measurer, "_orders"):
+        meta["chain_lines"] = sorted(measurer._orders)
     if clock_check is not None:
         meta["clock_check"] = {
             "method": "smallest one-way time per direction brackets the timer offset",
             "reference": clock_check,
-            "max_bound_ns": float(np.nanmax(extras["skew_bound_ns"])) if runs else None,
+            "max_bound_ns": float(np.nanmax(extras["skew_bound_ns"])) if sweep.runs else None,
         }
-    result = LatencyResult(cpus=cpus, kernel=kernel, samples=data, metadata=meta,
-                           name=name or meta["hostname"], flags=flags, extras=extras)
-    if order == "topology":
+    result = LatencyResult(cpus=config.cpus, kernel=config.kernel, samples=data, metadata=meta,
+                           name=config.name or meta["hostname"], flags=flags, extras=extras)
+    if config.order == "topology":
         result = result.ordered("topology")
     return result
+
+
+class _Sweep:
+    """The pairs of one sweep measured in order, then the worst ones re-measured (LinkTest)."""
+
+    def __init__(self, config, measurer, clock):
+        self.config, self.measurer, self.clock = config, measurer, clock
+        self.runs, self.first = {}, {}
+        self.sampler = None
+        self.kernel_seconds = 0.0
+        self.retested, self.skipped, self.limit = 0, 0, 0
+        self.elapsed = 0.0
+        self.bar = None
+
+    def _pair(self, p):
+        i, j = p
+        t0 = time.perf_counter()
+        out = measure_pair(self.measurer, self.config.cpus[j], self.config.cpus[i], self.config.plan, self.clock)
+        self.kernel_seconds += time.perf_counter() - t0
+        self.bar.update(1)
+        return out
+
+    def run(self, classes):
+        from . import _progress
+
+        started = time.monotonic()
+        try:
+            if classes is None:
+                pairs = sweep_pairs(len(self.config.cpus))
+                self.bar = _progress.make(self.config.progress, len(pairs))
+                for p in pairs:
+                    self.runs[p] = self._pair(p)
+            else:
+                self._sample(classes, _progress)
+            self._retest()
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+        self.elapsed = time.monotonic() - started
+
+    def _sample(self, classes, progress):
+        self.sampler = _sampling.Sampler(classes)
+        batch = self.sampler.next_batch()
+        self.bar = progress.make(self.config.progress, len(batch))
+        while batch:
+            for p in batch:
+                self.runs[p] = self._pair(p)
+                self.sampler.report(p, _run_median(self.runs[p]))
+            batch = self.sampler.next_batch()
+            _grow(self.bar, len(batch))
+
+    def _retest(self):
+        # LinkTest: the pairs that look worst, measured again one at a time now that the sweep
+        # no longer disturbs the machine; both attempts are kept.
+        runs = self.runs
+        self.limit = _retest_limit(self.config.retest, len(runs))
+        candidates = [p for p, r in runs.items() if any(f & _quality.RETEST_FLAGS for f in _run_flags(r))]
+        candidates.sort(key=lambda p: _severity(runs[p]), reverse=True)
+        chosen = candidates[: self.limit]
+        self.retested, self.skipped = len(chosen), len(candidates) - len(chosen)
+        _grow(self.bar, len(chosen))
+        for p in chosen:
+            self.first[p] = runs[p]
+            runs[p] = self._pair(p)
+
+
+def _metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, machine, home_notes):
+    """What the result records about how it was measured, and the warnings and notes."""
+    plan, runs, first = config.plan, sweep.runs, sweep.first
+    params = {"round_trips": config.round_trips, "samples": plan.samples, "warmup": config.warmup,
+              "timeout": config.timeout}
+    if plan.mode == "precision":
+        params.update(precision=plan.precision, max_time_per_pair=plan.max_time_per_pair)
+    notes, info = _quality.sweep_warnings(
+        flags, config.cpus, symmetric=symmetric, samples=data, precision=plan.precision,
+        max_time_per_pair=plan.max_time_per_pair, retested=sweep.retested,
+        estimated=len(estimates))
+    notes.extend(home_notes)
+    notes.extend(size_warnings(config.round_trips, plan, timer))
+    skipped = sweep.skipped
+    if skipped:
+        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
+                     f"(retest limit {sweep.limit}; pass retest=N to re-measure more)")
+    if "skew_bound_ns" in extras:
+        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
+        if note:
+            info.append(note)
+    meta = {
+        "kernel": config.kernel,
+        "kernel_description": ALL_KERNELS[config.kernel],
+        "timer": timer,
+        "parameters": params,
+        "sampling": {
+            "mode": plan.mode,
+            "strategy": config.strategy,
+            "precision": plan.precision,
+            "max_time_per_pair": plan.max_time_per_pair,
+            "max_samples": plan.samples if plan.mode == "precision" else None,
+            "first_chunk": plan.first_chunk if plan.mode == "precision" else None,
+            "pairs_measured": len(runs),
+            "pairs_estimated": len(estimates),
+            "pairs_retested": sweep.retested,
+            "pairs_target_not_met": sum(1 for r in runs.values() if r.met is False),
+            "classes": len(classes) if classes is not None else None,
+            "samples_taken": int(sum(r.values.shape[1] for r in runs.values())
+                                 + sum(r.values.shape[1] for r in first.values())),
+            "chunks": int(sum(r.chunks for r in runs.values()) + sum(r.chunks for r in first.values())),
+        },
+        "unit": "ns",
+        "latency": _latency_meaning(config.kernel, symmetric),
+        "home": {"requested": config.home.label, "method": config.home.method},
+        "symmetric": symmetric,
+        "elapsed_s": sweep.elapsed,
+        "kernel_s": sweep.kernel_seconds,
+        "warnings": notes,
+        "notes": info,
+        "warning_cause": _quality.shared_cause(flags, machine.get("hypervisor")),
+    }
+    if config.kernel in CHASE_KERNELS:
+        meta["direction"] = "samples[i, j]: lines held by cpus[i], loaded by cpus[j]"
+    elif not symmetric:
+        meta["direction"] = "samples[i, j]: messages sent by cpus[i], received by cpus[j]"
+    return meta
 
 
 def _latency_meaning(kernel, symmetric):

@@ -5,6 +5,8 @@ The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) when it runs at a constan
 files works where the extension is not built.
 """
 
+from __future__ import annotations
+
 import os
 
 from . import _sysinfo
@@ -25,7 +27,7 @@ def extension():
     return _corelat
 
 
-def timer_info():
+def timer_info() -> dict:
     """The timer used to measure, choosing and calibrating it on first use.
 
     The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) is used when it runs at a constant rate

@@ -33,6 +33,7 @@ import warnings
 from . import _cpulist, _files, _sysinfo
 from ._errors import InputError, InputFileNotFoundError, InputTypeError
 from ._protocol import Result, from_file, jsonable
+from ._types import Path
 
 __all__ = ["Topology", "TopologyWarning", "topology"]
 
@@ -41,7 +42,6 @@ _NODE_DIR = os.path.join("sys", "devices", "system", "node")
 _CPU_NAME = re.compile(r"cpu(\d+)\Z")
 _NODE_NAME = re.compile(r"node(\d+)\Z")
 _INDEX_NAME = re.compile(r"index(\d+)\Z")
-_LIST_ITEM = re.compile(r"(\d+)(?:-(\d+))?\Z")
 _HEX_WORD = re.compile(r"[0-9a-fA-F]+\Z")
 _MAX_CPU = 1 << 22  # far above any kernel's NR_CPUS; larger ids mean a corrupt file
 _MAX_WARNINGS = 20  # per topology() call; the rest are summarised in one warning
@@ -87,21 +87,8 @@ def _parse_int(text):
 
 
 def _parse_cpulist(text):
-    """Parse a CPU list such as ``"0-3,8,10-11"`` (``""`` is the empty set)."""
-    text = _clean(text)
-    cpus = set()
-    if not text:
-        return frozenset()
-    for item in text.split(","):
-        m = _LIST_ITEM.match(item.strip())
-        if not m:
-            raise ValueError(f"bad CPU list item {item!r}")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) is not None else lo
-        if hi < lo or hi >= _MAX_CPU:
-            raise ValueError(f"bad CPU range {item!r}")
-        cpus.update(range(lo, hi + 1))
-    return frozenset(cpus)
+    """Parse a sysfs CPU list such as ``"0-3,8,10-11"`` (``""`` is the empty set)."""
+    return frozenset(_cpulist.parse(_clean(text), empty=True, max_cpu=_MAX_CPU))
 
 
 def _parse_cpumask(text):
@@ -315,7 +302,7 @@ def _read_nodes(reader, cpus, cpu_root, cpu_names):
     return {cpu: tuple(v) for cpu, v in nodes.items()}
 
 
-def topology(root="/"):
+def topology(root: Path = "/") -> Topology:
     """Read the CPU topology of a Linux system from sysfs.
 
     Parameters

@@ -3,6 +3,7 @@
 Every argument is checked here, in Python, before any thread starts; bad input raises
 :class:`~corelat._errors.InputError` (a ``ValueError``) with a message that says what is allowed.
 """
+from __future__ import annotations
 
 import itertools
 import os
@@ -69,7 +70,7 @@ MAX_ROUND_TRIPS = 10_000_000
 MAX_SAMPLES = 1_000_000
 
 
-def allowed_cpus():
+def allowed_cpus() -> list[int]:
     """The CPUs this process may run on (respects taskset and cgroup cpusets), sorted."""
     if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no CPU affinity, no measuring core built
         from ._timer import extension
@@ -167,6 +168,25 @@ def _positive_int(name, value, maximum, minimum=1):
     return int(value)
 
 
+#: Every timeout corelat takes (measure, smt, locks, the CLI), in seconds.
+MIN_TIMEOUT, MAX_TIMEOUT = 0.001, 3600.0
+
+
+def seconds(name, value, lo, hi):
+    """``value`` as a float number of seconds within ``[lo, hi]``; InputError naming ``name`` otherwise.
+
+    The one validation of durations and time-outs."""
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a number of seconds, got {value!r}")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not lo <= value <= hi:  # also refuses NaN
+        raise InputError(f"{name} must be between {lo:g} and {hi:g} seconds, got {value:g}")
+    return value
+
+
 def check_params(kernel, round_trips, samples, warmup, timeout):
     """Validate sweep parameters; returns them normalised. Raises InputError.
 
@@ -183,12 +203,7 @@ def check_params(kernel, round_trips, samples, warmup, timeout):
         # up before every chunk, so a tenth of a first chunk.
         warmup = max(1, (samples or FIRST_CHUNK) // 10)
     warmup = _positive_int("warmup", warmup, MAX_SAMPLES, minimum=0)
-    try:
-        timeout = float(timeout)
-    except (TypeError, ValueError):
-        raise InputError(f"timeout must be a number of seconds, got {timeout!r}") from None
-    if not 0.001 <= timeout <= 3600:
-        raise InputError(f"timeout must be between 0.001 and 3600 seconds, got {timeout}")
+    timeout = seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
     return kernel, round_trips, samples, warmup, timeout
 
 
@@ -213,8 +228,8 @@ class SamplingPlan(NamedTuple):
 
     mode: str  #: "fixed" or "precision"
     samples: int  #: fixed: samples per pair; precision: the most samples per pair
-    precision: float = None  #: target half-width of the median's CI, relative to the median
-    max_time_per_pair: float = None  #: seconds per pair, all chunks together
+    precision: float | None = None  #: target half-width of the median's CI, relative to the median
+    max_time_per_pair: float | None = None  #: seconds per pair, all chunks together
     first_chunk: int = FIRST_CHUNK
     min_chunk: int = MIN_CHUNK
 
@@ -248,12 +263,7 @@ def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
         raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
     if max_time_per_pair is None:
         max_time_per_pair = DEFAULT_MAX_TIME_PER_PAIR
-    try:
-        max_time_per_pair = float(max_time_per_pair)
-    except (TypeError, ValueError):
-        raise InputError(f"max_time_per_pair must be a number of seconds, got {max_time_per_pair!r}") from None
-    if not 0.001 <= max_time_per_pair <= 3600:
-        raise InputError(f"max_time_per_pair must be between 0.001 and 3600 seconds, got {max_time_per_pair}")
+    max_time_per_pair = seconds("max_time_per_pair", max_time_per_pair, 0.001, 3600.0)
     cap = samples or DEFAULT_MAX_SAMPLES
     return SamplingPlan("precision", cap, precision, max_time_per_pair,
                         first_chunk=min(FIRST_CHUNK, cap), min_chunk=min(MIN_CHUNK, cap))

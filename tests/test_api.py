@@ -87,3 +87,40 @@ def test_docs_api_table_lists_every_public_name():
     shown = set(re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)", text))
     missing = [n for n in corelat.__all__ if n not in shown]
     assert not missing, f"docs/api.md does not list {missing}"
+
+
+def test_public_signatures_have_no_test_hooks():
+    import inspect
+
+    for name in corelat.__all__:
+        fn = getattr(corelat, name)
+        if callable(fn) and not isinstance(fn, type):
+            hooks = [p for p in inspect.signature(fn).parameters if p.startswith("_")]
+            assert not hooks, f"corelat.{name} has private parameters {hooks}"
+
+
+def test_one_timeout_rule_for_every_measuring_function():
+    import pytest
+
+    messages = set()
+    for call in (lambda: corelat.measure(timeout=1e-4), lambda: corelat.smt(timeout=1e-4),
+                 lambda: corelat.locks(timeout=1e-4)):
+        with pytest.raises(corelat.InputError) as info:
+            call()
+        messages.add(str(info.value))
+    assert messages == {"timeout must be between 0.001 and 3600 seconds, got 0.0001"}
+
+
+def test_one_cpu_list_parser_strides_everywhere():
+    from corelat import _cpulist, _topology
+
+    assert sorted(_topology._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
+    assert _topology._parse_cpulist("") == frozenset()
+
+
+def test_normal_quantile_from_the_standard_library():
+    import statistics
+
+    from corelat import _stats
+
+    assert _stats._z(0.95) == statistics.NormalDist().inv_cdf(0.975)

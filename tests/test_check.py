@@ -11,7 +11,6 @@ from corelat._check import (
     OK,
     UNKNOWN,
     WARN,
-    check,
     check_boost,
     check_busy,
     check_clocksource,
@@ -20,6 +19,7 @@ from corelat._check import (
     check_load,
     check_smt,
     check_tsc,
+    run_checks,
 )
 
 STAT_IDLE = "cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 100 1000 0 0 0 0 0 0\ncpu1 100 0 100 1000 0 0 0 0 0 0\n"
@@ -57,7 +57,7 @@ def by_name(items):
 
 
 def test_quiet_bare_metal_is_all_ok(bare):
-    items = check(str(bare), interval=0, _sleep=lambda s: None)
+    items = run_checks(str(bare), interval=0, sleep=lambda s: None)
     d = by_name(items)
     assert "timer_skew" not in d  # only measured on the live machine
     assert d["governor"].status == OK and "performance on CPU 0-1" in d["governor"].found
@@ -84,7 +84,7 @@ def test_noisy_virtual_machine_items_warn(bare):
     write(bare, "proc/cpuinfo", "flags\t\t: fpu tsc hypervisor\n")
     write(bare, "sys/hypervisor/type", "xen\n")
     write(bare, "proc/loadavg", "3.50 2.00 1.00 5/100 99\n")
-    d = by_name(check(str(bare), interval=0, _sleep=lambda s: None))
+    d = by_name(run_checks(str(bare), interval=0, sleep=lambda s: None))
     assert d["governor"].status == WARN and d["governor"].value == {"powersave": [1], "schedutil": [0]}
     assert d["boost"].status == WARN
     assert d["smt"].status == INFO and "SMT on" in d["smt"].found
@@ -119,7 +119,7 @@ def test_busy_cpus_and_steal_from_two_reads(bare):
                                  "cpu0 160 0 100 1040 0 0 0 0 0 0\n"
                                  "cpu1 100 0 100 1090 0 0 0 10 0 0\n")
 
-    item = check_busy(str(bare), 0.1, _sleep=advance)
+    item = check_busy(str(bare), 0.1, sleep=advance)
     assert item.status == WARN
     assert item.value["busy"][0] == pytest.approx(0.6) and item.value["busy"][1] == pytest.approx(0.1)
     assert item.value["steal"][1] == pytest.approx(0.1)
@@ -127,7 +127,7 @@ def test_busy_cpus_and_steal_from_two_reads(bare):
 
 
 def test_missing_tree_says_unknown_never_raises(tmp_path):
-    items = check(str(tmp_path), interval=0, _sleep=lambda s: None)
+    items = run_checks(str(tmp_path), interval=0, sleep=lambda s: None)
     assert len(items) == 9
     for i in items:
         assert i.status == UNKNOWN, i

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import _corelat
+from corelat import _corelat, _sweep
 from corelat._measurers import PairMeasurer
 from corelat._result import PairFlag
-from corelat._sweep import measure, sweep_pairs
+from corelat._sweep import sweep_pairs
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -71,7 +71,7 @@ def test_timeout_names_the_cpus():
     stall = PairMeasurer("cas", 10, 1, 0.2, _stall=True)
     t0 = time.monotonic()
     with pytest.raises(corelat.MeasurementTimeout, match=f"CPUs {a} and {b}") as info:
-        measure([a, b], round_trips=10, samples=3, timeout=0.2, _measurer=stall)
+        _sweep.measure_with(stall, [a, b], round_trips=10, samples=3, timeout=0.2)
     assert isinstance(info.value, TimeoutError)
     assert time.monotonic() - t0 < 5
 
@@ -121,11 +121,11 @@ def test_sweep_logic_with_fake_measurer():
     cpus = CPUS[:2] if len(CPUS) >= 2 else None
     if cpus is None:
         pytest.skip("needs 2 allowed CPUs to pass validation")
-    r = measure(cpus, samples=4, _measurer=fake)
+    r = _sweep.measure_with(fake, cpus, samples=4)
     assert len(fake.calls) == 1
     assert r.median[1, 0] == 10.0 * abs(cpus[1] - cpus[0])
     done = []
-    measure(cpus, samples=4, _measurer=FakeMeasurer(), progress=lambda d, t: done.append((d, t)))
+    _sweep.measure_with(FakeMeasurer(), cpus, samples=4, progress=lambda d, t: done.append((d, t)))
     assert done == [(1, 1)]
 
 

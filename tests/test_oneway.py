@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import _corelat, _measurers
+from corelat import _corelat, _measurers, _sweep
 from corelat._result import PairFlag
 
 CPUS = sorted(os.sched_getaffinity(0))
@@ -57,7 +57,7 @@ def test_skewed_timers_are_refused(offset_ns):
     a, b = CPUS[:2]
     m = _measurers.OneWayMeasurer(20, 1, 1.0, _offset_ns=offset_ns)
     with pytest.raises(corelat.MeasurementError, match=r"timer of CPU \d+ is ahead .* use kernel 'cas' or 'rw'"):
-        corelat.measure([a, b], kernel="oneway", round_trips=20, samples=3, _measurer=m)
+        _sweep.measure_with(m, [a, b], kernel="oneway", round_trips=20, samples=3)
     ahead = b if offset_ns > 0 else a
     with pytest.raises(corelat.MeasurementError, match=f"timer of CPU {ahead} is ahead"):
         m.check_clocks([a, b])

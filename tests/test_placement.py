@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corelat
-from corelat import _corelat, _home
+from corelat import _corelat, _home, _sweep
 from corelat._errors import InputError, MeasurementTimeout
 from corelat._home import Home, chain_order, check_home, home_record, parse_home
 from corelat._measurers import ChaseMeasurer
@@ -139,7 +139,7 @@ def test_measure_refuses_a_node_that_does_not_exist_before_measuring():
             raise AssertionError("measured")
 
     with pytest.raises(InputError, match="no NUMA node 4000"):
-        corelat.measure(CPUS[:2], home="node:4000", _measurer=Never())
+        _sweep.measure_with(Never(), CPUS[:2], home="node:4000")
 
 
 def test_cli_impossible_home_is_a_clean_error():
@@ -176,19 +176,19 @@ def test_a_page_found_elsewhere_is_recorded_and_warned_about():
     here = _node_of_first()
     if here is None:
         pytest.skip("this machine's topology does not say which node CPU 0 is on")
-    r = corelat.measure(CPUS[:2], samples=5, home="initiator", _measurer=_Placed(here + 5))
+    r = _sweep.measure_with(_Placed(here + 5), CPUS[:2], samples=5, home="initiator")
     assert r.extras["home_node"].tolist() == [[-1, here + 5], [here + 5, -1]]
     assert any("not where it was asked" in w and f"node {here + 5}" in w for w in r.warnings)
-    ok = corelat.measure(CPUS[:2], samples=5, home="initiator", _measurer=_Placed(here))
+    ok = _sweep.measure_with(_Placed(here), CPUS[:2], samples=5, home="initiator")
     assert not any("home" in w for w in ok.warnings)
     assert ok.metadata["home"]["requested"] == "initiator"
 
 
 @two_cpus
 def test_failed_syscalls_are_warned_about():
-    r = corelat.measure(CPUS[:2], samples=5, home="responder", _measurer=_Placed(-1, query_err=1))
+    r = _sweep.measure_with(_Placed(-1, query_err=1), CPUS[:2], samples=5, home="responder")
     assert any("could not verify" in w and "move_pages" in w for w in r.warnings)
-    r = corelat.measure(CPUS[:2], samples=5, home="responder", _measurer=_Placed(_node_of_first() or 0, bind_err=22))
+    r = _sweep.measure_with(_Placed(_node_of_first() or 0, bind_err=22), CPUS[:2], samples=5, home="responder")
     assert any("mbind failed" in w for w in r.warnings)
 
 

@@ -196,20 +196,20 @@ def test_warnings_text():
     rng = np.random.default_rng(1)
     s = np.full((3, 3, 200), np.nan)
     s[1, 0] = mixture(rng, 200, 8, 90, 0.5)
-    w = _quality.warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1)
+    w, _ = _quality.sweep_warnings(f, cpus, samples=s, precision=0.02, max_time_per_pair=0.2, retested=1)
     text = "\n".join(w)
     assert "1 CPU pair is bimodal" in text and "1-0" in text
     assert "1 of 3 CPU pairs did not reach ±2.0% within 0.2 s" in text
     assert "samples dropped" in text and "2-1" in text
     assert "1 CPU pair looked unstable and was re-measured" in text and "1 of them still looks unstable" in text
-    assert _quality.warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == []
+    assert _quality.sweep_warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == ([], [])
 
 
 def test_a_hypervisor_is_named_once_not_on_every_warning():
     f = np.zeros((3, 3), np.uint32)
     f[1, 0] = PairFlag.MEASURED | PairFlag.BIMODAL
     f[2, 0] = PairFlag.MEASURED | PairFlag.UNSTABLE
-    w = _quality.warnings(f, (0, 1, 2))
+    w, _ = _quality.sweep_warnings(f, (0, 1, 2))
     assert len(w) == 2 and not any("KVM" in x or "hypervisor:" in x for x in w)
     assert "running under KVM" in _quality.shared_cause(f, "KVM")
     assert _quality.shared_cause(f, None) is None
@@ -223,7 +223,7 @@ def test_one_way_counts_pairs_not_directed_cells():
     np.fill_diagonal(f, 0)
     for cell in ((1, 0), (0, 1), (2, 0), (0, 2)):  # pairs 1-0 and 2-0, both directions
         f[cell] |= PairFlag.RETESTED | PairFlag.UNSTABLE
-    text = "\n".join(_quality.warnings(f, (0, 1, 2), symmetric=False, retested=2))
+    text = "\n".join(_quality.sweep_warnings(f, (0, 1, 2), symmetric=False, retested=2)[0])
     assert "2 CPU pairs are unstable" in text
     assert "2 CPU pairs looked unstable and were re-measured" in text and "2 of them still look unstable" in text
 
@@ -233,8 +233,8 @@ def test_cli_words_replace_python_words():
     f[1, 0] = PairFlag.MEASURED | PairFlag.BIMODAL | PairFlag.RETESTED
     f[2, 0] = PairFlag.MEASURED | PairFlag.TARGET_NOT_MET | PairFlag.UNSTABLE
     f[2, 1] = PairFlag.ESTIMATED
-    notes = []
-    w = _quality.warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1, estimated=1, notes=notes)
+    w, notes = _quality.sweep_warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1,
+                                       estimated=1)
     w.append("1 more unstable CPU pair was not re-measured (retest limit 1; pass retest=N to re-measure more)")
     python = "\n".join(w + notes)
     for word in ("result.extras", "retest=N", "max_time_per_pair=", "corelat.check()"):

@@ -103,14 +103,14 @@ def test_bad_sampling_arguments(kw, match):
         kw["partition"] = [[cpus[0]] if p == [0] else [cpus[0], cpus[1]] if p == [0, 1] else [cpus[1]]
                            for p in kw["partition"]]
     with pytest.raises(corelat.InputError, match=match):
-        corelat.measure(cpus, _measurer=FakeMeasurer(FakeClock(), flat), **kw)
+        _sweep.measure_with(FakeMeasurer(FakeClock(), flat), cpus, **kw)
 
 
 # -- precision-driven stopping --------------------------------------------------------------------------
 def test_quiet_pairs_stop_after_the_first_chunk(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.002)
-    r = _sweep.measure(many_cpus[:4], _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:4], clock=clock, retest=False)
     low = np.tril(np.ones((4, 4), bool), -1)
     assert len(fake.calls) == 6 and all(k == _validate.FIRST_CHUNK for _, _, k, _ in fake.calls)
     assert (r.extras["samples_taken"][low] == _validate.FIRST_CHUNK).all()
@@ -123,8 +123,8 @@ def test_quiet_pairs_stop_after_the_first_chunk(many_cpus):
 def test_noisy_pairs_sample_until_the_target(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, lambda a, b: 20.0 + 10 * abs(a - b), noise=0.15, per_sample=1e-5)
-    r = _sweep.measure(many_cpus[:3], precision=0.02, max_time_per_pair=100.0, _measurer=fake, _clock=clock,
-                  retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:3], precision=0.02, max_time_per_pair=100.0, clock=clock,
+                            retest=False)
     low = np.tril(np.ones((3, 3), bool), -1)
     taken = r.extras["samples_taken"][low]
     assert (taken > _validate.FIRST_CHUNK).all()
@@ -147,8 +147,8 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
     clock = FakeClock()
     # 1 ms per sample, 0.1 s per pair: at most ~100 samples, far from ±0.1 % at 20 % noise
     fake = FakeMeasurer(clock, flat, noise=0.2, per_sample=1e-3, per_call=1e-3)
-    r = _sweep.measure(many_cpus[:3], precision=0.001, max_time_per_pair=0.1, _measurer=fake, _clock=clock,
-                  retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:3], precision=0.001, max_time_per_pair=0.1, clock=clock,
+                            retest=False)
     low = np.tril(np.ones((3, 3), bool), -1)
     assert (r.flags[low] & PairFlag.TARGET_NOT_MET).all()
     assert (r.flags.T[low] & PairFlag.TARGET_NOT_MET).all()  # the mirror says so too
@@ -161,7 +161,7 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
 def test_samples_cap_ends_a_pair(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.3, per_sample=0.0, per_call=0.0)  # time never runs out
-    r = _sweep.measure(many_cpus[:2], samples=100, precision=0.001, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:2], samples=100, precision=0.001, clock=clock, retest=False)
     assert r.extras["samples_taken"][1, 0] == 100
     assert r.samples.shape[2] == 100
     assert r.flags[1, 0] & PairFlag.TARGET_NOT_MET
@@ -175,7 +175,7 @@ def test_dropped_samples_counted_and_flagged(many_cpus):
         x[::8] = np.nan  # a thread was seen off its CPU
         return x
 
-    r = _sweep.measure(many_cpus[:2], _measurer=FakeMeasurer(clock, flat, shape=shape), _clock=clock, retest=0)
+    r = _sweep.measure_with(FakeMeasurer(clock, flat, shape=shape), many_cpus[:2], clock=clock, retest=0)
     assert r.flags[1, 0] & PairFlag.MIGRATED and r.flags[0, 1] & PairFlag.MIGRATED
     assert r.extras["dropped"][1, 0] == r.extras["samples_taken"][1, 0] // 8
     assert r.count[1, 0] == r.extras["samples_taken"][1, 0] - r.extras["dropped"][1, 0]
@@ -185,7 +185,7 @@ def test_dropped_samples_counted_and_flagged(many_cpus):
 def test_fixed_size_mode_unchanged(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.3)
-    r = _sweep.measure(many_cpus[:3], samples=20, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:3], samples=20, clock=clock, retest=False)
     assert [k for _, _, k, _ in fake.calls] == [20, 20, 20]
     assert r.samples.shape == (3, 3, 20)
     assert r.metadata["parameters"] == {"round_trips": 1000, "samples": 20, "warmup": 2, "timeout": 1.0}
@@ -205,7 +205,7 @@ def bimodal_first(a, b, attempt, k, rng):
 def test_unstable_pairs_are_retested_and_both_attempts_kept(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.01, shape=bimodal_first)
-    r = _sweep.measure(many_cpus[:3], samples=200, _measurer=fake, _clock=clock)
+    r = _sweep.measure_with(fake, many_cpus[:3], samples=200, clock=clock)
     pairs_called = [(a, b) for a, b, _, _ in fake.calls]
     assert pairs_called == [(0, 1), (0, 2), (1, 2), (0, 1)]  # the sweep, then the re-test at the end
     assert r.flags[1, 0] & PairFlag.RETESTED and r.flags[0, 1] & PairFlag.RETESTED
@@ -228,7 +228,7 @@ def test_retest_limit_and_off(many_cpus):
     for retest, expect in ((False, 0), (2, 2), (True, 1)):  # True: a tenth of 6 pairs, at least 1
         clock = FakeClock()
         fake = FakeMeasurer(clock, flat, shape=all_bimodal)
-        r = _sweep.measure(many_cpus[:4], samples=100, _measurer=fake, _clock=clock, retest=retest)
+        r = _sweep.measure_with(fake, many_cpus[:4], samples=100, clock=clock, retest=retest)
         assert len(fake.calls) == 6 + expect
         assert int(np.count_nonzero(np.tril(r.flags & PairFlag.RETESTED, -1))) == expect
         if expect:
@@ -294,7 +294,7 @@ def test_sample_strategy_recovers_block_structure(many_cpus):
     fake = FakeMeasurer(clock, block_latency, noise=0.01)
     cpus = many_cpus  # 16 CPUs, 4 blocks of 4
     part = [cpus[b * 4:(b + 1) * 4] for b in range(4)]
-    r = _sweep.measure(cpus, strategy="sample", partition=part, _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure_with(fake, cpus, strategy="sample", partition=part, clock=clock, retest=False)
     n = 16
     low = np.tril(np.ones((n, n), bool), -1)
     measured = (r.flags & PairFlag.MEASURED) != 0
@@ -330,8 +330,8 @@ def test_sample_strategy_falls_back_to_measuring_when_blocks_lie(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, lambda a, b: 10.0 * abs(a - b), noise=0.001)
     cpus = many_cpus[:8]
-    r = _sweep.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
-                  retest=False)
+    r = _sweep.measure_with(fake, cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], clock=clock,
+                            retest=False)
     truth = np.array([[10.0 * abs(a - b) for b in cpus] for a in cpus])
     off = ~np.eye(8, dtype=bool)
     np.testing.assert_allclose(r.median[off], truth[off], rtol=0.05)
@@ -350,7 +350,7 @@ class FakeOneWay(FakeMeasurer):
 def test_asymmetric_measurer_fills_both_halves(many_cpus):
     clock = FakeClock()
     fake = FakeOneWay(clock, lambda a, b: 30.0 + a)  # messages from a higher CPU take longer
-    r = _sweep.measure(many_cpus[:3], _measurer=fake, _clock=clock, retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:3], clock=clock, retest=False)
     assert r.metadata["symmetric"] is False
     assert [c[:2] for c in fake.calls] == [(0, 1), (0, 2), (1, 2)]
     for i in range(3):
@@ -369,8 +369,8 @@ def test_sample_strategy_one_way_keeps_direction_between_blocks(many_cpus):
 
     fake = FakeOneWay(clock, lat, per_sample=1e-6)
     cpus = many_cpus[:8]
-    r = _sweep.measure(cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], _measurer=fake, _clock=clock,
-                  retest=False)
+    r = _sweep.measure_with(fake, cpus, strategy="sample", partition=[cpus[:4], cpus[4:]], clock=clock,
+                            retest=False)
     truth = np.array([[lat(a, b) for b in cpus] for a in cpus])
     off = ~np.eye(8, dtype=bool)
     assert (r.flags & PairFlag.ESTIMATED).any()
@@ -382,8 +382,8 @@ def test_progress_total_grows_with_sampling_and_retests(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, block_latency, noise=0.01)
     cpus = many_cpus
-    _sweep.measure(cpus, strategy="sample", partition=[cpus[b * 4:(b + 1) * 4] for b in range(4)], _measurer=fake,
-              _clock=clock, progress=lambda d, t: seen.append((d, t)), retest=False)
+    _sweep.measure_with(fake, cpus, strategy="sample", partition=[cpus[b * 4:(b + 1) * 4] for b in range(4)],
+                            clock=clock, progress=lambda d, t: seen.append((d, t)), retest=False)
     assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
     assert all(d <= t for d, t in seen) and seen[-1][0] == seen[-1][1] == len(fake.calls)
     assert math.isfinite(seen[-1][1])

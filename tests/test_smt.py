@@ -61,7 +61,7 @@ def run_fake(topo, cpus=None, **kw):
     m, b = FakeMeasurer(topo), FakeBusy()
     kw.setdefault("samples", 4)
     kw.setdefault("duration", 0.01)
-    r = corelat.smt(cpus, topology=topo, _measurer=m, _throughput=b, **kw)
+    r = smt_mod.smt_with(m, b, cpus, topology=topo, **kw)
     return r, m, b
 
 

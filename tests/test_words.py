@@ -109,7 +109,7 @@ def test_warnings_in_cli_words_with_a_shared_cause_said_once(capsys):
     np.fill_diagonal(f, 0)
     f[1, 0] |= PairFlag.BIMODAL | PairFlag.RETESTED
     f[2, 0] |= PairFlag.UNSTABLE | PairFlag.TARGET_NOT_MET
-    w = _quality.warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1)
+    w, _ = _quality.sweep_warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1)
     w.append("1 more unstable CPU pair was not re-measured (retest limit 1; pass retest=N to re-measure more)")
     r = result(warnings=w, warning_cause=_quality.shared_cause(f, "KVM"))
     cmd_measure.print_warnings(r)

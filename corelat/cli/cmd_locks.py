@@ -46,7 +46,7 @@ def run(args):
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
     cpus = ",".join(args.cpus) if args.cpus else None
-    result = locks(cpus, args.tests, shared=args.shared, duration=args.duration, timeout=args.timeout)
+    result = locks(cpus, tests=args.tests, shared=args.shared, duration=args.duration, timeout=args.timeout)
     if args.json:
         common.print_json(result)
     else:

@@ -502,12 +502,23 @@ def check(root: Path = "/", *, interval: float = 0.2, cpus: CPUs = None,
           measure_skew: bool | None = None) -> CheckReport:
     """The report: a :class:`CheckReport` of :class:`CheckItem`, one per thing that can distort measurements.
 
-    Args:
-        root: ``"/"`` for this machine, or a folder holding another machine's ``sys`` and ``proc``.
-        interval: seconds between the two reads of ``/proc/stat`` for busy CPUs and steal time.
-        cpus: CPUs for the timer-skew measurement (default: all this process may use).
-        measure_skew: measure the timer offset bound between CPUs (default: only when ``root`` is
-            ``"/"``; it runs the one-way kernel's check, a few milliseconds).
+    Parameters
+    ----------
+    root : Path
+        ``"/"`` for this machine, or a folder holding another machine's ``sys`` and ``proc``.
+    interval : float
+        seconds between the two reads of ``/proc/stat`` for busy CPUs and steal time.
+    cpus : CPUs
+        CPUs for the timer-skew measurement (default: all this process may use).
+    measure_skew : bool | None
+        measure the timer offset bound between CPUs (default: only when ``root`` is
+        ``"/"``; it runs the one-way kernel's check, a few milliseconds).
+
+    Examples
+    --------
+    >>> import corelat
+    >>> report = corelat.check(interval=0.05)  # doctest: +SKIP
+    >>> [item.name for item in report if item.matters]  # doctest: +SKIP
     """
     return run_checks(root, interval=interval, cpus=cpus, measure_skew=measure_skew)
 

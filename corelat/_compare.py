@@ -265,6 +265,13 @@ def compare(*results: LatencyResult | Path, names: Sequence[str] | None = None,
     ``.npz``, core-to-core-latency CSV, c2clat tables); a single list is accepted too. ``names``
     overrides the labels (default: each result's name, or the file's name where two results share
     one). Returns a :class:`Comparison`.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> c = corelat.compare(*corelat.example_files())
+    >>> len(c.records())
+    2
     """
     from ._structure import structure
 

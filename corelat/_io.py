@@ -34,6 +34,13 @@ def load(path: Path) -> Any:
     plot output, and a labelled CSV as written by :meth:`LatencyResult.to_csv` (``labelled=True``);
     they give a value-only :class:`LatencyResult`. Raises :class:`~corelat._errors.InputError` for a
     missing, unreadable or corrupt file.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> type(r).__name__
+    'LatencyResult'
     """
     path = os.fspath(path)
     if not _npz.is_npz(path):

@@ -417,25 +417,41 @@ def locks(
 ) -> LockResult:
     """Measure what locks and atomics cost on a set of CPUs (cpuperf's method).
 
-    Args:
-        cpus: CPU ids (list, or a string like ``"0,2,4-7"``); None for every CPU this process may
-            run on. One pinned thread per CPU; one CPU is allowed (then ``shared`` changes nothing).
-        tests: which tests, by name or pattern (see :func:`select_tests`); None for all. The
-            baseline is always measured: the others are reported with it subtracted.
-        shared: False: each thread its own object per test (uncontended); True: one object per test
-            for the whole set (contended).
-        duration: seconds of each test's throughput (``avg``) phase, 0.001 to 60.
-        serial_duration: seconds of each test's serialized (``sermin``) phase; default a quarter
-            of ``duration``.
-        timeout: seconds a thread may wait for a lock or for the others before the run stops with
-            :class:`~corelat._errors.MeasurementTimeout`.
+    Parameters
+    ----------
+    cpus : CPUs
+        CPU ids (list, or a string like ``"0,2,4-7"``); None for every CPU this process may
+        run on. One pinned thread per CPU; one CPU is allowed (then ``shared`` changes nothing).
+    tests : str | Sequence[str] | None
+        which tests, by name or pattern (see :func:`select_tests`); None for all. The
+        baseline is always measured: the others are reported with it subtracted.
+    shared : bool
+        False: each thread its own object per test (uncontended); True: one object per test
+        for the whole set (contended).
+    duration : float
+        seconds of each test's throughput (``avg``) phase, 0.001 to 60.
+    serial_duration : float | None
+        seconds of each test's serialized (``sermin``) phase; default a quarter
+        of ``duration``.
+    timeout : float
+        seconds a thread may wait for a lock or for the others before the run stops with
+        :class:`~corelat._errors.MeasurementTimeout`.
 
-    Returns:
+    Returns
+    -------
+    LockResult
         A frozen :class:`LockResult`. A run takes about ``len(tests) * (duration + serial_duration)``.
 
-    Raises:
-        InputError (a ValueError) for bad arguments; MeasurementTimeout; MeasurementError;
-        KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    Raises
+    ------
+    InputError (a ValueError) for bad arguments; MeasurementTimeout; MeasurementError;
+    KeyboardInterrupt within about 0.1 s of Ctrl-C.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.locks("0,1", tests="lock-mutex", shared=True)  # doctest: +SKIP
+    >>> r.row("lock-pthread-mutex")["avg_ns"]  # doctest: +SKIP
     """
     cpus = resolve_cpus(cpus, minimum=1)
     names = select_tests(tests)

@@ -454,26 +454,43 @@ def smt(
 ) -> SMTResult:
     """Measure what SMT siblings cost each other (see the module documentation).
 
-    Args:
-        cpus: CPUs to consider (list, or a string like ``"0-7"``); None for every CPU this process
-            may run on. Pairs are formed from siblings among them, partners chosen among them.
-        kernel: ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
-        round_trips, samples, warmup, timeout: the latency parameters, as for
-            :func:`corelat.measure` (fixed-size sampling: ``samples`` per pair); ``timeout`` also bounds the wait at the busy loops' start.
-        duration: seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
-            runs them alone once).
-        topology: a :class:`~corelat._topology.Topology` to take siblings and distances from
-            (default: this machine's). CPUs must then be allowed in it.
-        progress: False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-        name: label for the result (default: the host name).
+    Parameters
+    ----------
+    cpus : CPUs
+        CPUs to consider (list, or a string like ``"0-7"``); None for every CPU this process
+        may run on. Pairs are formed from siblings among them, partners chosen among them.
+    kernel : PingPongKernel
+        ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
+    round_trips, samples, warmup, timeout
+        the latency parameters, as for
+        :func:`corelat.measure` (fixed-size sampling: ``samples`` per pair); ``timeout`` also bounds the wait at the busy loops' start.
+    duration : float
+        seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
+        runs them alone once).
+    topology : Topology | None
+        a :class:`~corelat._topology.Topology` to take siblings and distances from
+        (default: this machine's). CPUs must then be allowed in it.
+    progress : Progress
+        False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
+    name : str | None
+        label for the result (default: the host name).
 
-    Returns:
+    Returns
+    -------
+    SMTResult
         A frozen :class:`SMTResult`; empty, with a ``reason``, where no two selected CPUs are
         siblings.
 
-    Raises:
-        InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
-        measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    Raises
+    ------
+    InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
+    measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.smt(duration=0.01)  # doctest: +SKIP
+    >>> print(r.table())  # doctest: +SKIP
     """
     return _run(measurer=None, busy=None, **locals())
 

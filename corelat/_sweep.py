@@ -197,45 +197,64 @@ def measure(
 ) -> LatencyResult:
     """Measure the core-to-core latency matrix.
 
-    Args:
-        cpus: CPU ids to measure (list, or a string like ``"0,2,4-7"``); None for every CPU this
-            process may run on (``os.sched_getaffinity(0)``: taskset and cgroup cpusets apply).
-        kernel: ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines),
-            ``"oneway"`` (timestamped messages, both directions; needs synchronized timers),
-            ``"read-clean"`` / ``"read-modified"`` (a load of a line the other CPU holds clean /
-            modified, Intel MLC's HIT / HITM; both directions, one load per value; the chain is half
-            the owner's L2 and ``round_trips`` does not apply).
-        round_trips: round trips timed together as one sample (messages per sample for
-            ``"oneway"``).
-        samples: with ``precision`` left at ``"auto"``, giving ``samples`` asks for exactly that
-            many per pair (fixed-size sampling); with a ``precision``, the most samples per pair.
-        warmup: samples run first and discarded, per pair (per chunk in precision-driven mode;
-            default: a tenth of ``samples`` or of the first chunk).
-        timeout: seconds a thread waits for its partner before the sweep stops with
-            :class:`~corelat._errors.MeasurementTimeout`.
-        progress: False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-        order: ``"os"`` (CPU ids as given) or ``"topology"`` (package → node → L3 → core → thread).
-        name: label for the result (default: the host name).
-        precision: ``"auto"`` (default: precision-driven at ±2 % unless ``samples`` is given),
-            a fraction (sample each pair until the 95 % CI of its median is within ± that fraction
-            of the median), or None (fixed-size: ``samples``, default 300).
-        max_time_per_pair: seconds each pair may take in precision-driven mode (default 0.2);
-            pairs that run out are flagged ``TARGET_NOT_MET``.
-        strategy: ``"full"`` (every pair) or ``"sample"`` (enough pairs per topology block pair,
-            the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat._sampling`).
-        partition: for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
-            of the topology read from sysfs.
-        topology: for ``strategy="sample"``, the topology to use instead of this machine's (a
-            :class:`~corelat.Topology` or its ``records()``; for simulations).
-        retest: re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
-            True (at most a tenth of the pairs, worst first), False, or a number of pairs.
-        home: where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
-            by the timing thread, the default), ``"responder"`` (first touch by the other),
-            ``"node:K"`` (NUMA node K, by ``mbind``) or ``"cpu:K"`` (a third CPU K, not one of
-            ``cpus``, first-touches and writes the page before every sample). Where the page really
-            was is recorded in ``extras["home_node"]``.
+    Parameters
+    ----------
+    cpus : CPUs
+        CPU ids to measure (list, or a string like ``"0,2,4-7"``); None for every CPU this
+        process may run on (``os.sched_getaffinity(0)``: taskset and cgroup cpusets apply).
+    kernel : Kernel
+        ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines),
+        ``"oneway"`` (timestamped messages, both directions; needs synchronized timers),
+        ``"read-clean"`` / ``"read-modified"`` (a load of a line the other CPU holds clean /
+        modified, Intel MLC's HIT / HITM; both directions, one load per value; the chain is half
+        the owner's L2 and ``round_trips`` does not apply).
+    round_trips : int
+        round trips timed together as one sample (messages per sample for
+        ``"oneway"``).
+    samples : int | None
+        with ``precision`` left at ``"auto"``, giving ``samples`` asks for exactly that
+        many per pair (fixed-size sampling); with a ``precision``, the most samples per pair.
+    warmup : int | None
+        samples run first and discarded, per pair (per chunk in precision-driven mode;
+        default: a tenth of ``samples`` or of the first chunk).
+    timeout : float
+        seconds a thread waits for its partner before the sweep stops with
+        :class:`~corelat._errors.MeasurementTimeout`.
+    progress : Progress
+        False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
+    order : Order
+        ``"os"`` (CPU ids as given) or ``"topology"`` (package → node → L3 → core → thread).
+    name : str | None
+        label for the result (default: the host name).
+    precision : float | str | None
+        ``"auto"`` (default: precision-driven at ±2 % unless ``samples`` is given),
+        a fraction (sample each pair until the 95 % CI of its median is within ± that fraction
+        of the median), or None (fixed-size: ``samples``, default 300).
+    max_time_per_pair : float | None
+        seconds each pair may take in precision-driven mode (default 0.2);
+        pairs that run out are flagged ``TARGET_NOT_MET``.
+    strategy : Literal['full', 'sample']
+        ``"full"`` (every pair) or ``"sample"`` (enough pairs per topology block pair,
+        the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat._sampling`).
+    partition : Sequence[Sequence[int]] | None
+        for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
+        of the topology read from sysfs.
+    topology : Any
+        for ``strategy="sample"``, the topology to use instead of this machine's (a
+        :class:`~corelat.Topology` or its ``records()``; for simulations).
+    retest : bool | int
+        re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
+        True (at most a tenth of the pairs, worst first), False, or a number of pairs.
+    home : str
+        where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
+        by the timing thread, the default), ``"responder"`` (first touch by the other),
+        ``"node:K"`` (NUMA node K, by ``mbind``) or ``"cpu:K"`` (a third CPU K, not one of
+        ``cpus``, first-touches and writes the page before every sample). Where the page really
+        was is recorded in ``extras["home_node"]``.
 
-    Returns:
+    Returns
+    -------
+    LatencyResult
         A frozen :class:`~corelat._result.LatencyResult` of one-way latencies in ns (round-trip time
         / 2 for ``cas`` and ``rw``, each pair measured once with the lower-index CPU timing and
         mirrored; for ``oneway`` ``samples[i, j]`` are messages from ``cpus[i]`` to ``cpus[j]``).
@@ -247,11 +266,19 @@ def measure(
         -2 spread over several).
         ``warnings`` says in words what looks wrong.
 
-    Raises:
-        InputError (a ValueError) for bad arguments (also a ``home`` that cannot be met: no such
-        node, a node the cpuset forbids); MeasurementTimeout (a TimeoutError) when a
-        partner stops answering; MeasurementError when the one-way kernel finds the timers out of
-        step; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    Raises
+    ------
+    InputError (a ValueError) for bad arguments (also a ``home`` that cannot be met: no such
+    node, a node the cpuset forbids); MeasurementTimeout (a TimeoutError) when a
+    partner stops answering; MeasurementError when the one-way kernel finds the timers out of
+    step; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.measure("0,1", round_trips=100, samples=20)  # doctest: +SKIP
+    >>> r.median.shape  # doctest: +SKIP
+    (2, 2)
     """
     return run(configure(**locals()))
 

@@ -327,6 +327,13 @@ def topology(root: Path = "/") -> Topology:
     -----
     TopologyWarning
         For each file that exists but cannot be read or parsed; the field it feeds is ``None``.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> topo = corelat.topology()
+    >>> topo.cpus == tuple(sorted(topo.cpus))
+    True
     """
     root_str = os.fspath(root)
     if not isinstance(root_str, str):

@@ -124,3 +124,15 @@ def test_normal_quantile_from_the_standard_library():
     from corelat import _stats
 
     assert _stats._z(0.95) == statistics.NormalDist().inv_cdf(0.975)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for name in ("measure", "smt", "locks", "check", "load", "compare", "topology"):
+        fn = getattr(corelat, name)
+        assert "Examples\n    --------" in fn.__doc__, f"corelat.{name} has no Examples section"
+        for test in finder.find(fn, name, globs={"corelat": corelat}):
+            runner.run(test)
+    assert runner.failures == 0

@@ -129,7 +129,10 @@ def main(argv=None):
     ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-errors", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="20 nodes of 16 CPUs, 3 fleets per peer file (for CI)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.nodes, args.cpus, args.fleets = 20, 16, 3
     if not args.skip_scale:
         scale(args.nodes, args.cpus, args.samples)
     if not args.skip_errors:

@@ -132,7 +132,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("parts", nargs="*", default=["peers", "speed", "recovery"])
     p.add_argument("--examples", type=int, default=100)
+    p.add_argument("--quick", action="store_true", help="3 examples per recovery case (for CI)")
     args = p.parse_args()
+    if args.quick:
+        args.examples = 3
     for part in args.parts:
         if part == "recovery":
             recovery(args.examples)

@@ -22,6 +22,31 @@ import numpy as np
 
 BIG_NAME = 10 * 1024 * 1024  # characters: made `plot` run past 20 s before names were capped
 
+#: ``python -c SAVE_LOOP PATH``: saves a result over PATH forever (send it SIGINT mid-save).
+SAVE_LOOP = r"""
+import sys, numpy as np, corelat
+s = np.random.default_rng(0).uniform(20, 90, (48, 48, 200))
+r = corelat.LatencyResult(cpus=range(48), kernel="cas", samples=s, name="new")
+print("ready", flush=True)
+while True:
+    r.save(sys.argv[1])
+"""
+#: ``python -c SAVE_UNDER_FSIZE PATH``: one save under a 64 KiB file size limit; prints
+#: ``OSError ERRNO NAMED`` (NAMED: whether the message names PATH).
+SAVE_UNDER_FSIZE = r"""
+import resource, signal, sys, numpy as np, corelat
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG instead of killing us
+path = sys.argv[1]
+s = np.random.default_rng(0).uniform(20, 90, (40, 40, 300))
+r = corelat.LatencyResult(cpus=range(40), kernel="cas", samples=s, name="new")
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
+try:
+    r.save(path)
+    print("saved")
+except OSError as e:
+    print("OSError", e.errno, path in str(e))
+"""
+
 
 def _valid_members(folder):
     import corelat

@@ -21,6 +21,9 @@ from conftest import run_cli
 
 import corelat
 
+sys.path.insert(0, os.path.dirname(__file__))
+import hostile
+
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 
 _CAP = 1 << 30  # address space of the subprocesses: a reader that slurps /dev/zero fails, not the machine
@@ -127,6 +130,8 @@ def test_topology_dump_with_links_to_dev_zero_and_fifos(tmp_path):
     for cmd in (["topology", "--root", tmp_path], ["check", "--root", tmp_path, "--no-skew"]):
         p = run_cli(*cmd, timeout=60)
         assert p.returncode in (0, 2) and "Traceback" not in p.stderr, (cmd, p.stderr)
+        # Warnings are one line each, no source file or code line.
+        assert all(ln.startswith("corelat: warning: ") for ln in p.stderr.splitlines()), p.stderr
 
 
 # -- atomic saves -----------------------------------------------------------------------------
@@ -176,19 +181,6 @@ def test_save_keeps_permissions_and_refuses_non_regular_targets(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-_SAVE_UNDER_FSIZE = r"""
-import resource, signal, sys, numpy as np, corelat
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # write() then fails with EFBIG instead of killing us
-path = sys.argv[1]
-s = np.random.default_rng(0).uniform(20, 90, (40, 40, 300))
-r = corelat.LatencyResult(cpus=range(40), kernel="cas", samples=s, name="new")
-resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.RLIM_INFINITY))
-try:
-    r.save(path)
-    print("saved")
-except OSError as e:
-    print("OSError", e.errno, path in str(e))
-"""
 
 
 def test_file_size_limit_mid_save_keeps_the_old_file(tmp_path):
@@ -197,7 +189,7 @@ def test_file_size_limit_mid_save_keeps_the_old_file(tmp_path):
     target = tmp_path / "out.npz"
     _result(name="old").save(target)
     before = target.read_bytes()
-    p = subprocess.run([sys.executable, "-c", _SAVE_UNDER_FSIZE, str(target)], check=False, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", hostile.SAVE_UNDER_FSIZE, str(target)], check=False, capture_output=True, text=True,
                        timeout=120)
     assert p.stdout.split() == ["OSError", str(errno.EFBIG), "True"], (p.stdout, p.stderr)
     assert target.read_bytes() == before and _leftovers(tmp_path) == []
@@ -227,21 +219,13 @@ def test_full_disk_keeps_the_old_file_and_names_it(tiny_tmpfs):
     assert target.read_bytes() == before and _leftovers(tiny_tmpfs) == []
 
 
-_SAVE_LOOP = r"""
-import sys, numpy as np, corelat
-s = np.random.default_rng(0).uniform(20, 90, (48, 48, 200))
-r = corelat.LatencyResult(cpus=range(48), kernel="cas", samples=s, name="new")
-print("ready", flush=True)
-while True:
-    r.save(sys.argv[1])
-"""
 
 
 @pytest.mark.parametrize("attempt", range(4))
 def test_ctrl_c_during_save_never_truncates(tmp_path, attempt):
     target = tmp_path / "out.npz"
     _result(name="old").save(target)
-    p = subprocess.Popen([sys.executable, "-c", _SAVE_LOOP, str(target)], stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, str(target)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "ready"

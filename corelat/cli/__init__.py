@@ -13,6 +13,7 @@ import errno
 import importlib
 import os
 import sys
+import warnings
 
 from .. import _early
 from .._errors import InputError
@@ -121,7 +122,13 @@ def main(argv=None):
         return EXIT_FAILED
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    # Python's format names our source file and repeats the line of code: one line for users instead.
+    print(f"corelat: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+
 def _run(argv):
+    warnings.showwarning = _show_warning
     if argv in (["--version"], ["-V"]):
         from .._version import __version__
 

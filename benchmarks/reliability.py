@@ -236,10 +236,14 @@ CATEGORIES = [
 ]
 
 
-def table(trees, only=None):
+#: --quick (CI's benchmark step): the categories that take seconds, not the signal and save loops.
+QUICK = ("hostile", "special", "sysfs", "CPU lists")
+
+
+def table(trees, only=None, quick=False):
     rows = []
     for name, fn in CATEGORIES:
-        if only and only not in name:
+        if only and only not in name or quick and not any(q in name for q in QUICK):
             continue
         row = [name]
         for tree in trees:
@@ -256,9 +260,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", metavar="DIR", help="checkout of older code to compare with (PYTHONPATH)")
     ap.add_argument("--only", metavar="WORD", help="run only the categories whose name holds WORD")
+    ap.add_argument("--quick", action="store_true", help="only the quick categories (CI)")
     args = ap.parse_args()
     trees = ([args.before] if args.before else []) + [None]
-    rows = table(trees, args.only)
+    rows = table(trees, args.only, args.quick)
     head = "| category | cases | failures before | failures after |" if args.before else "| category | cases | failures |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))

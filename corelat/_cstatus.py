@@ -45,7 +45,16 @@ def exception(what, code, cpu, err, timeout, grace, waited_for):
             f"{what}: the thread pinned to CPU {cpu} ran on {where}: the affinity changed under the measurement "
             "(taskset -p, a cgroup cpuset, or a CPU taken offline)", cpu, err)
     if code == EPIN:
-        return MeasurementError(f"{what}: cannot pin a thread to CPU {cpu} (sched_setaffinity: {_errno_text(err)})")
+        hint = ""
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except OSError:
+            allowed = None
+        if allowed is not None and cpu not in allowed:
+            hint = (f"; CPU {cpu} is no longer among the CPUs this process may use ({','.join(map(str, allowed))}): "
+                    "the affinity changed during the measurement (taskset -p, a cgroup cpuset, or a CPU taken offline)")
+        return MeasurementError(
+            f"{what}: cannot pin a thread to CPU {cpu} (sched_setaffinity: {_errno_text(err)}){hint}")
     if code == ETHREAD:
         hint = ""
         if err == 11:  # EAGAIN

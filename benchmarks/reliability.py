@@ -22,6 +22,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import hostile
 
+# Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
+# sent to them; a caught signal is reset to the default at exec instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 CAP = 1 << 30
 
 

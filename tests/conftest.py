@@ -6,11 +6,18 @@ checkout (CI lays it there); where it is absent (a user's clone) the tests that 
 
 import os
 import pathlib
+import signal
 import tarfile
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+
+# A background job (`.ci/run &`, `nohup`) starts with SIGINT ignored, and an ignored signal stays ignored
+# across exec: every subprocess a test sends Ctrl-C to would then ignore it. A caught signal is reset
+# to the default at exec, so catching it here gives the children the disposition a terminal gives them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 SHARED = pathlib.Path(os.environ.get("CORELAT_SHARED", REPO.parent / "shared"))
 
 

@@ -607,8 +607,7 @@ def _core_types(records, cpus):
 
     ``core_type`` ("core"/"atom": the ``cpus`` of /sys/devices/cpu_core and cpu_atom) names P- and
     E-cores; ``capacity`` (sysfs ``cpu_capacity``, Arm big.LITTLE) names the larger "big" and the
-    rest "LITTLE". This corelat's topology reader records neither yet; records passed as
-    ``structure(topology=...)`` may.
+    rest "LITTLE". corelat's topology reader records both where sysfs has them.
     """
     if not records:
         return None

@@ -61,7 +61,12 @@ _ROW_KEYS = (
     "siblings",
     "thread",
     "allowed",
+    "core_type",
+    "capacity",
 )
+# Hybrid x86 parts list their P- and E-cores as two PMUs, each with the CPUs it covers.
+_CORE_TYPES = (("core", os.path.join("sys", "devices", "cpu_core", "cpus")),
+               ("atom", os.path.join("sys", "devices", "cpu_atom", "cpus")))
 _LEVELS = ("package", "node", "l3", "core")
 
 
@@ -385,6 +390,8 @@ def _read(reader, live):
         if info["core_set"] is None:
             info["core_set"] = reader.cpuset(topo, "thread_siblings_list", "thread_siblings")
         info["cluster_set"] = reader.cpuset(topo, "cluster_cpus_list", "cluster_cpus")
+        # Arm big.LITTLE (and some x86) give each CPU a relative capacity; 1024 is the largest.
+        info["capacity"] = reader.int(cpu_dir, "cpu_capacity")
         if info["package_id"] is None or info["package_id"] < 0:
             info["package_set"] = reader.cpuset(topo, "package_cpus_list", "package_cpus")
             if info["package_set"] is None:
@@ -398,6 +405,11 @@ def _read(reader, live):
 
     def field(name):
         return {cpu: raw[cpu].get(name) for cpu in cpus}
+
+    core_type = {}
+    for kind, rel in _CORE_TYPES:
+        for cpu in reader.parsed(reader.path(rel), _parse_cpulist) or ():
+            core_type[cpu] = kind
 
     # Packages: sysfs ids when every CPU that says anything gives a valid one, else group by lists.
     ids = field("package_id")
@@ -451,6 +463,8 @@ def _read(reader, live):
                 "siblings": siblings,
                 "thread": siblings.index(cpu) if siblings else None,
                 "allowed": cpu in allowed,
+                "core_type": core_type.get(cpu),
+                "capacity": raw[cpu].get("capacity"),
             }
         )
     return rows, offline

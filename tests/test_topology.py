@@ -497,7 +497,7 @@ def test_unknown_info_sorts_last(tmp_path):
     assert topo.records()[4] == {
         "cpu": 4, "package": None, "die": None, "cluster": None, "core": None, "core_id": None,
         "l2": None, "l3": None, "node": None, "nodes": (), "siblings": None, "thread": None,
-        "allowed": True,
+        "allowed": True, "core_type": None, "capacity": None,
     }  # fmt: skip
     assert topo.order([4, 3, 2, 1, 0])[0] == (0, 2, 1, 3, 4)
     assert topo.describe_cpu(4) == "P? N? L3#? C? T?"
@@ -522,3 +522,34 @@ def test_many_problems_are_summarised(tmp_path):
     assert "10 more unreadable or malformed sysfs files" in str(record[-1].message)
     assert all(w.filename == __file__ for w in record)  # attributed to the caller
     assert len(topo.cpus) == 30 and all(r["core_id"] is None for r in topo.records())
+
+
+def test_hybrid_core_types_and_capacity_read_from_sysfs(tmp_path):
+    # A hybrid x86 part lists its P- and E-cores under /sys/devices/cpu_core and cpu_atom; Arm
+    # big.LITTLE gives each CPU a cpu_capacity. Both reach the records, and structure() names its
+    # classes from them.
+    import corelat
+
+    files = _machine([(c,) for c in range(8)])
+    files["sys/devices/cpu_core/cpus"] = "0-3\n"
+    files["sys/devices/cpu_atom/cpus"] = "4-7\n"
+    for c in range(8):
+        files[f"sys/devices/system/cpu/cpu{c}/cpu_capacity"] = "1024\n" if c < 4 else "446\n"
+    topo = topology(_write(tmp_path, files))
+    rows = topo.records()
+    assert [r["core_type"] for r in rows] == ["core"] * 4 + ["atom"] * 4
+    assert [r["capacity"] for r in rows] == [1024] * 4 + [446] * 4
+    assert Topology.from_dict(json.loads(json.dumps(topo.to_dict()))) == topo
+
+    m = numpy.full((8, 8), 60.0)
+    m[:4, :4] = 20.0
+    m[4:, 4:] = 45.0
+    numpy.fill_diagonal(m, numpy.nan)
+    m += numpy.random.default_rng(3).normal(0, 0.1, m.shape)
+    s = corelat.structure(corelat.LatencyResult.from_matrix(m), topology=topo)
+    assert s.levels[0].names == ("P-cores", "E-cores")
+
+
+def test_machines_without_core_types_or_capacity_record_none(tmp_path):
+    rows = topology(_write(tmp_path, _machine([(0,), (1,)]))).records()
+    assert all(r["core_type"] is None and r["capacity"] is None for r in rows)

@@ -36,7 +36,8 @@ def _assert_flat(fn, n=2000):
     grew_blocks = sys.getallocatedblocks() - blocks0
     grew_rss = rss_kib() - rss0
     # A leak of one object or 64 bytes per call would show as >= n blocks / >= 125 KiB.
-    assert grew_blocks < n // 4, f"{grew_blocks} Python blocks more after {n} calls"
+    # Half the calls: interpreter noise reached 88 blocks in 300 calls on one Python of the matrix.
+    assert grew_blocks < n // 2, f"{grew_blocks} Python blocks more after {n} calls"
     assert grew_rss < 1024, f"RSS grew by {grew_rss} KiB after {n} calls"
     del refs0
 

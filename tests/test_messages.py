@@ -79,6 +79,9 @@ def test_import_under_a_small_memory_limit_is_one_line():
         seen.add(p.returncode)
         if "Fatal Python error" in p.stderr or "Could not find platform" in p.stderr:
             continue  # the interpreter itself could not start: nothing of ours ran
+        if "failed to map segment from shared object" in p.stderr and "corelat" not in p.stderr.split(
+                "failed to map segment")[-1]:
+            continue  # the interpreter could not map one of its own extension modules (seen on 3.9)
         assert "Traceback" not in p.stderr, (mib, p.stderr[-1500:])
         assert p.returncode in (0, 1), (mib, p.returncode, p.stderr)
         if p.returncode == 1:  # ours, or OpenBLAS's own line (it exits from C as NumPy loads it)

@@ -309,8 +309,9 @@ def test_cpuset_shrinking_mid_pair_ends_the_sweep_with_a_clear_error():
         f.write(f"{a},{b}")
     with open(os.path.join(d, "cpuset.mems"), "w") as f:
         f.write(_read(os.path.join(parent, "cpuset.mems")).strip())
-    # a default-sized sweep of the pair, 35 x 1000 round trips per chunk, as in the report
-    p = _start(["-c", f"{a},{b}", "--kernel", "rw", "1000", "35", "--timeout", "1"])
+    # 1000 round trips per sample as in the report, but samples enough to still be running when the
+    # cpuset shrinks (35 samples finished before the test saw the threads on an idle machine)
+    p = _start(["-c", f"{a},{b}", "--kernel", "rw", "1000", "100000", "--timeout", "1"])
     try:
         with open(os.path.join(d, "cgroup.procs"), "w") as f:
             f.write(str(p.pid))

@@ -128,11 +128,13 @@ def test_normal_quantile_from_the_standard_library():
 
 def test_docstring_examples_run():
     import doctest
+    import inspect
 
     finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for name in ("measure", "smt", "locks", "check", "load", "compare", "topology"):
         fn = getattr(corelat, name)
-        assert "Examples\n    --------" in fn.__doc__, f"corelat.{name} has no Examples section"
+        # cleandoc: Python 3.13 strips the docstring's indentation at compile time, older ones do not
+        assert "Examples\n--------" in inspect.cleandoc(fn.__doc__), f"corelat.{name} has no Examples section"
         for test in finder.find(fn, name, globs={"corelat": corelat}):
             runner.run(test)
     assert runner.failures == 0

@@ -59,8 +59,8 @@ def placement(cpus=None, homes="nodes", **measure_kwargs):
             ``samples``, ``precision``, ``timeout``, ``progress``, ``order``, ...), but not ``home``.
 
     Raises:
-        InputError for bad arguments, before anything is measured (every home is checked first);
-        whatever :func:`corelat.measure` raises.
+        InputError: for bad arguments, before anything is measured (every home is checked first).
+        CorelatError: whatever :func:`corelat.measure` raises.
 
     Examples:
         >>> r = corelat.placement(kernel="read-modified")          # doctest: +SKIP
@@ -87,7 +87,9 @@ class PlacementResult(Result):
     Attributes:
         homes: the homes, as labels (``"node:0"``, ``"responder"``, ...), in measuring order.
         results: one :class:`~corelat.LatencyResult` per home, same CPUs in the same order.
-        cpus, kernel, name: those of the results.
+        cpus: the CPUs of the results.
+        kernel: the kernel of the results.
+        name: the name of the results.
         median: ``(len(homes), n, n)`` medians in ns.
         home_node: ``(len(homes), n, n)`` NUMA node each cell's page was found on (-1 unknown).
     """

@@ -6,7 +6,6 @@ the same ``__call__`` to drive the sweep without hardware.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -17,17 +16,6 @@ from ._home import Home, chain_lines, chain_order, merge_reports
 from ._timer import extension, timer_info
 from ._types import CPUs
 from ._validate import CHASE_KERNELS, KERNELS, resolve_cpus
-
-
-def _test_hooks(stall, freeze):
-    """Test hooks, also reachable from a subprocess through the environment: a partner that never
-    answers but obeys abort (``CORELAT_TEST_STALL_PARTNER``), and one that sleeps deaf to everything
-    for some seconds, like a frozen thread (``CORELAT_TEST_FREEZE_PARTNER=seconds``)."""
-    if stall is None:
-        stall = bool(os.environ.get("CORELAT_TEST_STALL_PARTNER"))
-    if freeze is None:
-        freeze = float(os.environ.get("CORELAT_TEST_FREEZE_PARTNER") or 0.0)
-    return bool(stall), float(freeze)
 
 
 def _once_more_if_moved(call, cpu_a, cpu_b):
@@ -57,13 +45,15 @@ class PairMeasurer:
     symmetric = True
     budgeted = True
 
-    def __init__(self, kernel, round_trips, warmup, timeout, *, home=None, _stall=None, _freeze=None):
+    def __init__(self, kernel, round_trips, warmup, timeout, *, home=None, _stall=False, _freeze=0.0):
         ext = extension()
         self.code = getattr(ext, KERNELS[kernel][0])
         self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
         self._pingpong = ext.pingpong
-        self._stall, self._freeze = _test_hooks(_stall, _freeze)
+        # test switches of the C kernels (tests/partner_cli.py sets them in a subprocess): a partner
+        # that never answers but obeys abort, or one that sleeps deaf to everything, as frozen
+        self._stall, self._freeze = bool(_stall), float(_freeze)
         self.home = Home("initiator") if home is None else home
         #: per row of the last call: (node the page was found on, mbind errno, move_pages errno,
         #: the timing CPU, its partner); see corelat._home
@@ -111,7 +101,7 @@ class OneWayMeasurer:
     symmetric = False
     budgeted = True
 
-    def __init__(self, messages, warmup, timeout, *, home=None, _stall=None, _offset_ns=0.0, _freeze=None):
+    def __init__(self, messages, warmup, timeout, *, home=None, _stall=False, _offset_ns=0.0, _freeze=0.0):
         ext = extension()
         info = timer_info()
         if not info.get("invariant", False):
@@ -127,7 +117,7 @@ class OneWayMeasurer:
         step_ticks = max(float(info.get("resolution_ticks", 1.0)), 1.0)
         self.tolerance_ns = 2.0 * step_ticks / self.ticks_per_ns + 1.0
         self._oneway = ext.oneway
-        self._stall, self._freeze = _test_hooks(_stall, _freeze)
+        self._stall, self._freeze = bool(_stall), float(_freeze)  # test switches, as above
         self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
         self.last_bracket = None
         self.home = Home("initiator") if home is None else home
@@ -184,7 +174,7 @@ class ChaseMeasurer:
     symmetric = False
     budgeted = False
 
-    def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=None):
+    def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=False):
         ext = extension()
         if not getattr(ext, "HAVE_CHASE", 0):
             raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, aarch64 "
@@ -193,7 +183,7 @@ class ChaseMeasurer:
         self.warmup, self.timeout = warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
         self._chase = ext.chase
-        self._stall, _ = _test_hooks(_stall, 0.0)
+        self._stall = bool(_stall)  # a test switch, as PairMeasurer's
         self.home = Home("initiator") if home is None else home
         self.lines = lines  # None: from each owner's L2
         self._rng = np.random.default_rng(seed)

@@ -59,16 +59,29 @@ def extract(tar, dest, members=None, filter="data"):
         tar.extractall(dest, members=members)
 
 
-def run_cli(*args, env=None, timeout=60):
-    """Run ``python -m corelat ARGS`` in a subprocess; returns CompletedProcess (text)."""
-    import subprocess
+#: ``python PARTNER_CLI stall|freeze=SECONDS ARGS``: the command line with a stand-in partner thread.
+PARTNER_CLI = pathlib.Path(__file__).resolve().parent / "partner_cli.py"
+
+
+def cli_command(*args, partner=None):
+    """The argv of ``python -m corelat ARGS``; with ``partner`` (``"stall"`` or ``"freeze=SECONDS"``)
+    the measuring partner is a stand-in (see ``tests/partner_cli.py``)."""
     import sys
+
+    head = [sys.executable, str(PARTNER_CLI), partner] if partner else [sys.executable, "-m", "corelat"]
+    return [*head, *map(str, args)]
+
+
+def run_cli(*args, env=None, timeout=60, partner=None):
+    """Run ``python -m corelat ARGS`` in a subprocess (see :func:`cli_command`); returns
+    CompletedProcess (text)."""
+    import subprocess
 
     full_env = dict(os.environ)
     full_env.pop("CORELAT_DEBUG", None)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "corelat", *map(str, args)],
+        cli_command(*args, partner=partner),
         check=False, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=str(REPO.parent),
     )
 

@@ -117,7 +117,7 @@ def test_too_few_allowed_cpus_via_taskset():
 
 @needs2
 def test_timeout_exit_1():
-    p = run_cli("--timeout", "0.2", "10", "2", env={"CORELAT_TEST_STALL_PARTNER": "1"})
+    p = run_cli("--timeout", "0.2", "10", "2", partner="stall")
     assert p.returncode == 1
     assert "did not answer" in p.stderr and "Traceback" not in p.stderr
 

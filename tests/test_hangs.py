@@ -15,6 +15,7 @@ import time
 import uuid
 
 import pytest
+from conftest import cli_command
 
 import corelat
 from corelat import _corelat, _cstatus
@@ -24,15 +25,14 @@ CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 CGROUP_V1 = "/sys/fs/cgroup"
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-for _k in ("CORELAT_TEST_STALL_PARTNER", "CORELAT_TEST_FREEZE_PARTNER", "CORELAT_DEBUG"):
-    ENV.pop(_k, None)
+ENV.pop("CORELAT_DEBUG", None)
 
 # A pair measured for hours unless something stops it: 10^6 round trips x 1000 samples.
 LONG = ["-c", f"{CPUS[0]},{CPUS[-1]}", "--kernel", "rw", "1000000", "1000"] if len(CPUS) >= 2 else []
 
 
-def _start(args, env=None, prefix=()):
-    return subprocess.Popen([*prefix, sys.executable, "-m", "corelat", *args], stdout=subprocess.PIPE,
+def _start(args, env=None, prefix=(), partner=None):
+    return subprocess.Popen([*prefix, *cli_command(*args, partner=partner)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(ENV, **(env or {})))
 
 
@@ -113,7 +113,7 @@ def _remove_cgroup(d, parent_tasks):
 def test_frozen_partner_hook_times_out_naming_the_cpu():
     # The responder sleeps 60 s deaf to everything (as frozen): the caller leaves it behind after
     # the time-out + grace and says which CPU did not answer.
-    p = _start([*LONG, "--timeout", "0.5"], env={"CORELAT_TEST_FREEZE_PARTNER": "60"})
+    p = _start([*LONG, "--timeout", "0.5"], partner="freeze=60")
     rc, err, _ = _finish(p, 20)
     assert rc == 1, err
     # the sleeping responder, or (on a machine so loaded that the initiator got no CPU for a second
@@ -123,7 +123,7 @@ def test_frozen_partner_hook_times_out_naming_the_cpu():
 
 @needs2
 def test_frozen_partner_hook_ctrl_c_still_works():
-    p = _start(LONG, env={"CORELAT_TEST_FREEZE_PARTNER": "60"})
+    p = _start(LONG, partner="freeze=60")
     _workers(p)
     time.sleep(0.3)
     t0 = time.monotonic()

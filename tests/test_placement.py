@@ -271,7 +271,7 @@ def test_chase_owner_that_never_answers_times_out_quickly(kernel):
 
 @two_cpus
 def test_cli_chase_partner_never_answering_is_a_clean_failure():
-    p = run_cli("-k", "read-modified", "--timeout", "0.2", "10", "3", env={"CORELAT_TEST_STALL_PARTNER": "1"})
+    p = run_cli("-k", "read-modified", "--timeout", "0.2", "10", "3", partner="stall")
     assert p.returncode == 1, p.stderr
     assert "did not answer" in p.stderr and "Traceback" not in p.stderr
 

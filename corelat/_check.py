@@ -30,7 +30,15 @@ _CPU_NAME = re.compile(r"cpu(\d+)\Z")
 
 @dataclass(frozen=True)
 class CheckItem:
-    """One line of the report."""
+    """One finding of :func:`corelat.check`: a line of its report.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> item = corelat.CheckItem("governor", "ok", "performance", "the frequency stays fixed")
+    >>> item.matters, item.to_dict()["status"]
+    (False, 'ok')
+    """
 
     name: str  #: short identifier, e.g. ``"governor"``
     status: str  #: ``"ok"``, ``"info"``, ``"warn"`` or ``"unknown"``
@@ -44,7 +52,13 @@ class CheckItem:
         return self.status == WARN
 
     def to_dict(self):
-        """A plain dict (for JSON)."""
+        """The item as a plain dict (for JSON).
+
+        Returns
+        -------
+        dict
+            ``name``, ``status``, ``found``, ``why`` and ``value``.
+        """
         return asdict(self)
 
 
@@ -52,9 +66,36 @@ _MARK = {OK: "ok", INFO: "--", WARN: "!!", UNKNOWN: "??"}
 
 
 class CheckReport(Result):
-    """What :func:`check` found: a sequence of :class:`CheckItem` (iterate, index, ``len``).
+    """What :func:`corelat.check` found: a sequence of :class:`CheckItem` (iterate, index, ``len``).
 
     ``warnings`` are the items likely to distort measurements, ``notes`` those worth knowing.
+
+    Parameters
+    ----------
+    items : iterable of CheckItem or dict
+        The findings (dicts as :meth:`records` gives them are accepted).
+    metadata : dict, optional
+        Where and how the report was made.
+    name : str
+        A label (the host name by default).
+
+    Attributes
+    ----------
+    items : tuple of CheckItem
+        The findings, in the order they were checked.
+    metadata : dict
+        Where and how the report was made.
+    name : str
+        A label.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> report = corelat.check(interval=0.01, measure_skew=False)
+    >>> len(report) > 0, all(isinstance(item, corelat.CheckItem) for item in report)
+    (True, True)
+    >>> sorted(report.summary())
+    ['info', 'matters', 'ok', 'unknown', 'warn']
     """
 
     __slots__ = ("items", "metadata", "name")
@@ -88,17 +129,36 @@ class CheckReport(Result):
         return tuple(f"{i.name}: {i.found}" for i in self.items if i.status == INFO)
 
     def records(self):
-        """One dict per item: ``name``, ``status``, ``found``, ``why``, ``value``."""
+        """One dict per item.
+
+        Returns
+        -------
+        list of dict
+            ``name``, ``status``, ``found``, ``why``, ``value``.
+        """
         return [i.to_dict() for i in self.items]
 
     def summary(self):
-        """How many items have each status, and ``matters``: the names of the items to fix first."""
+        """How many items have each status.
+
+        Returns
+        -------
+        dict
+            A count per status (``ok``, ``info``, ``warn``, ``unknown``), and ``matters``: the
+            names of the items to fix first.
+        """
         out = {st: sum(i.status == st for i in self.items) for st in (OK, INFO, WARN, UNKNOWN)}
         out["matters"] = [i.name for i in self.items if i.matters]
         return out
 
     def table(self):
-        """The report as text: one line per item with its mark, then why it matters."""
+        """The report as text.
+
+        Returns
+        -------
+        str
+            One line per item with its mark, then why it matters (``str(report)``).
+        """
         width = max([len(i.name) for i in self.items] + [1])
         lines = ["corelat check: what can distort latency measurements here",
                  "(ok: fine, --: worth knowing, !!: likely to distort results, ??: could not tell)", ""]
@@ -112,7 +172,13 @@ class CheckReport(Result):
         return "\n".join(lines)
 
     def to_dict(self):
-        """JSON-able: ``kind``, ``name``, ``summary``, ``records``, ``warnings``, ``notes``, ``metadata``."""
+        """The report as plain, strict-JSON data.
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``summary``, ``records``, ``warnings``, ``notes``, ``metadata``.
+        """
         return jsonable({"kind": self._KIND, "name": self.name, "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes), "metadata": self.metadata})
 

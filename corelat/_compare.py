@@ -38,7 +38,19 @@ _ROWS = (
 
 
 def example_files() -> list[str]:
-    """Paths of the example results that ship with corelat (``corelat/examples/*.npz``), sorted."""
+    """Paths of the example results that ship with corelat.
+
+    Returns
+    -------
+    list of str
+        The ``corelat/examples/*.npz`` files, sorted (empty if the package holds none).
+
+    Examples
+    --------
+    >>> import os, corelat
+    >>> [os.path.basename(f) for f in corelat.example_files()]
+    ['vm-2cpu-cas.npz', 'vm-2cpu-rw.npz']
+    """
     from importlib import resources
 
     folder = resources.files("corelat").joinpath("examples")
@@ -87,13 +99,28 @@ def _fmt(v):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Comparison(Result):
-    """Several results side by side; see :func:`compare`.
+    """Several results side by side; made by :func:`corelat.compare`.
 
-    Attributes:
-        results: the compared :class:`~corelat._result.LatencyResult` objects.
-        names: their labels in the table (unique).
-        structures: :class:`~corelat._structure.Structure` of each result.
-        statistic: which per-pair statistic was compared (``"median"`` by default).
+    Attributes
+    ----------
+    results : tuple of LatencyResult
+        The compared results.
+    names : tuple of str
+        Their labels in the table (unique).
+    structures : tuple of Structure
+        The :func:`corelat.structure` reading of each result.
+    statistic : str
+        Which per-pair statistic was compared (``"median"`` by default).
+
+    Examples
+    --------
+    >>> import corelat
+    >>> c = corelat.compare(*corelat.example_files())
+    >>> c.name
+    '2-CPU VM, cas vs 2-CPU VM, rw'
+    >>> print(c)  # doctest: +ELLIPSIS
+    one-way latency in ns (median per pair; ratios to 2-CPU VM, cas)
+    ...
     """
 
     results: tuple
@@ -124,7 +151,14 @@ class Comparison(Result):
         return tuple(f"{n}: {w}" for n, r in zip(self.names, self.results) for w in r.notes)
 
     def summary(self):
-        """``statistic``, ``names`` and the median over pairs of each result (ns; None if unknown)."""
+        """The comparison in a few keys.
+
+        Returns
+        -------
+        dict
+            ``statistic``, ``names`` and ``median``: the median over pairs of each result (ns;
+            None if unknown), by name.
+        """
         return {"statistic": self.statistic, "names": list(self.names),
                 "median": {rec["name"]: rec["median"] for rec in self.records()}}
 
@@ -134,12 +168,21 @@ class Comparison(Result):
     def records(self):
         """One dict per result: plain numbers (ns; None where unknown) and ratios to the first.
 
-        Keys: ``name``, ``kernel``, ``cpus``, ``pairs``, ``value_only``, ``min``, ``median``, ``max``
-        (over the per-pair values), ``min_pair``/``max_pair`` (CPU ids), ``smt`` (sibling latency),
-        ``within`` (inside the finest latency groups; between all cores when there are none),
-        ``across`` (between the coarsest groups), ``levels``, ``groups`` (e.g. ``"2×16"``),
-        ``structure`` (the plain reading), and ``ratio`` (a dict of the same latency keys divided by
-        the first result's).
+        Returns
+        -------
+        list of dict
+            Keys ``name``, ``kernel``, ``cpus``, ``pairs``, ``value_only``, ``min``, ``median``,
+            ``max`` (over the per-pair values), ``min_pair`` and ``max_pair`` (CPU ids), ``smt``
+            (sibling latency), ``within`` (inside the finest latency groups; between all cores
+            when there are none), ``across`` (between the coarsest groups), ``levels``,
+            ``groups`` (e.g. ``"2×16"``), ``structure`` (the plain reading), and ``ratio`` (a
+            dict of the same latency keys divided by the first result's).
+
+        Examples
+        --------
+        >>> import corelat
+        >>> [r["kernel"] for r in corelat.compare(*corelat.example_files()).records()]
+        ['cas', 'rw']
         """
         rows = []
         for r, name, st in zip(self.results, self.names, self.structures):
@@ -171,7 +214,13 @@ class Comparison(Result):
         return rows
 
     def to_dict(self):
-        """JSON-able: ``kind``, ``name``, ``statistic``, ``summary``, ``records``, ``warnings``, ``notes``."""
+        """The comparison as plain, strict-JSON data.
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``statistic``, ``summary``, ``records``, ``warnings``, ``notes``.
+        """
         return jsonable({"kind": "comparison", "name": self.name, "statistic": self.statistic,
                          "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes)})
@@ -179,7 +228,15 @@ class Comparison(Result):
     def table(self, structure=True):
         """Results as columns, measures as rows; ratios to the first result in parentheses.
 
-        With ``structure=True`` each result's plain structure reading follows the table.
+        Parameters
+        ----------
+        structure : bool
+            Follow the table with each result's plain structure reading.
+
+        Returns
+        -------
+        str
+            What ``str(comparison)`` gives.
         """
         recs = self.records()
         header = [""] + list(self.names)
@@ -261,10 +318,25 @@ def compare(*results: LatencyResult | Path, names: Sequence[str] | None = None,
             statistic: Statistic = "median") -> Comparison:
     """Compare two or more results side by side.
 
-    ``results`` are :class:`~corelat._result.LatencyResult` objects or paths to result files (corelat
-    ``.npz``, core-to-core-latency CSV, c2clat tables); a single list is accepted too. ``names``
-    overrides the labels (default: each result's name, or the file's name where two results share
-    one). Returns a :class:`Comparison`.
+    Parameters
+    ----------
+    *results : LatencyResult or path
+        Results, or paths to result files (corelat ``.npz``, core-to-core-latency CSV, c2clat
+        tables); a single list is accepted too.
+    names : sequence of str, optional
+        Labels (default: each result's name, or the file's name where two results share one).
+    statistic : {"median", "mean", "min", "max"}
+        The per-pair statistic compared.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    InputError
+        For no results, an unknown statistic, a wrong number of names, or a file that cannot be
+        read.
 
     Examples
     --------

@@ -7,24 +7,92 @@ could not finish (exit status 1).
 
 
 class CorelatError(Exception):
-    """Base class of corelat's own errors."""
+    """Base class of every exception corelat raises on purpose.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     corelat.load("no-such-file.npz")
+    ... except corelat.CorelatError as e:
+    ...     print(type(e).__name__)
+    InputError
+    """
 
 
 class InputError(CorelatError, ValueError):
-    """A bad argument: unknown or disallowed CPU, nonsense size, unknown kernel, corrupt file."""
+    """A bad argument: unknown or disallowed CPU, nonsense size, unknown kernel, corrupt file.
+
+    Also a :class:`ValueError`; the CLI answers it with exit status 2.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     corelat.measure(kernel="no-such-kernel")
+    ... except corelat.InputError as e:
+    ...     print(isinstance(e, ValueError))
+    True
+    """
 
 
 class InputTypeError(InputError, TypeError):
-    """An argument of the wrong type (a CPU id that is not an integer, a topology that is not one)."""
+    """An argument of the wrong type (a CPU id that is not an integer, a topology that is not one).
+
+    Also a :class:`TypeError` and an :class:`InputError`.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     corelat.topology().order(["0"])
+    ... except corelat.InputTypeError as e:
+    ...     print(isinstance(e, TypeError))
+    True
+    """
 
 
 class InputFileNotFoundError(InputError, FileNotFoundError):
-    """A file or folder that an argument names does not exist."""
+    """A file or folder that an argument names does not exist.
+
+    Also a :class:`FileNotFoundError` and an :class:`InputError`.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     corelat.topology(root="/no/such/dump")
+    ... except FileNotFoundError as e:
+    ...     print(type(e).__name__)
+    InputFileNotFoundError
+    """
 
 
 class MeasurementError(CorelatError, RuntimeError):
-    """A measurement started but failed (a thread could not be created or pinned, ...)."""
+    """A measurement started but failed (a thread could not be created or pinned, ...).
+
+    Also a :class:`RuntimeError`; the CLI answers it with exit status 1.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     r = corelat.measure()  # doctest: +SKIP
+    ... except corelat.MeasurementError as e:
+    ...     print("measurement failed:", e)
+    """
 
 
 class MeasurementTimeout(MeasurementError, TimeoutError):
-    """A partner thread did not answer within the time-out; names the CPUs involved."""
+    """A partner thread did not answer within the time-out; names the CPUs involved.
+
+    Also a :class:`TimeoutError` and a :class:`MeasurementError`.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> try:
+    ...     r = corelat.measure(timeout=1.0)  # doctest: +SKIP
+    ... except corelat.MeasurementTimeout as e:
+    ...     print("a partner stalled:", e)
+    """

@@ -108,7 +108,19 @@ THREAD_DTYPE = np.dtype(
 
 
 def list_tests() -> list[tuple[str, str]]:
-    """The public tests in run order, as ``(name, description)`` pairs."""
+    """The lock and atomic tests :func:`corelat.locks` can run, in run order.
+
+    Returns
+    -------
+    list of tuple
+        ``(name, description)`` pairs; ``baseline`` (subtracted from the others) first.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> corelat.list_tests()[0]
+    ('baseline', 'call of an empty function (subtracted from the others)')
+    """
     return list(TESTS.items())
 
 
@@ -241,14 +253,33 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
 class LockResult(Result):
     """What locks and atomics cost on a set of CPUs: an immutable value.
 
-    Attributes:
-        cpus: the CPUs, one measuring thread each.
-        shared: True if the threads shared one object per test, False if each had its own.
-        duration: seconds of each test's throughput phase.
-        data: structured array, one row per test (:data:`ROW_DTYPE`), baseline first.
-        threads: structured array, one row per test and thread (:data:`THREAD_DTYPE`).
-        metadata: read-only mapping: system information, the timer, the parameters.
-        name: a label (the host name by default).
+    Made by :func:`corelat.locks` or :func:`corelat.load`.
+
+    Attributes
+    ----------
+    cpus : tuple of int
+        The CPUs, one measuring thread each.
+    shared : bool
+        True if the threads shared one object per test, False if each had its own.
+    duration : float
+        Seconds of each test's throughput phase.
+    data : numpy.ndarray
+        Structured array, one row per test, baseline first (fields: see :meth:`records`).
+    threads : numpy.ndarray
+        Structured array, one row per test and thread.
+    metadata : Mapping
+        Read-only mapping: system information, the timer, the parameters.
+    name : str
+        A label (the host name by default).
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.locks([0], tests=["inc-atomic-relaxed"], duration=0.01)
+    >>> r.tests, r.mode, r.violations
+    (('baseline', 'inc-atomic-relaxed'), 'uncontended', ())
+    >>> bool(r.row("inc-atomic-relaxed")["calls"] > 0)
+    True
     """
 
     cpus: tuple
@@ -288,7 +319,23 @@ class LockResult(Result):
         return "shared" if self.shared else "uncontended"
 
     def row(self, name):
-        """The :data:`ROW_DTYPE` record of one test."""
+        """The row of one test in :attr:`data`.
+
+        Parameters
+        ----------
+        name : str
+            A test name, one of :attr:`tests`.
+
+        Returns
+        -------
+        numpy.void
+            A structured record (``calls``, ``avg_ns``, ``sermin_ns``, ...).
+
+        Raises
+        ------
+        InputError
+            When the result holds no such test.
+        """
         hits = np.flatnonzero(self.data["name"] == name)
         if not len(hits):
             raise InputError(f"no test {name!r} in this result; it has {', '.join(self.tests)}")
@@ -300,21 +347,46 @@ class LockResult(Result):
         return tuple(str(r["name"]) for r in self.data if not r["exclusive"])
 
     def records(self, per_thread=False):
-        """One dict per test (:data:`ROW_DTYPE` fields), or with ``per_thread`` one per test and CPU
-        (:data:`THREAD_DTYPE` fields); NaN stays NaN (``to_dict`` makes it None)."""
+        """One dict per test, or per test and CPU.
+
+        Parameters
+        ----------
+        per_thread : bool
+            One dict per test and CPU (the threads' own figures) instead of one per test.
+
+        Returns
+        -------
+        list of dict
+            The fields of :attr:`data` (or :attr:`threads`): ``name``, ``calls``,
+            ``mcalls_per_s``, ``avg_ticks``, ``avg_ns``, ``sermin_ticks``, ``sermin_ns``, ...;
+            NaN stays NaN (:meth:`to_dict` makes it None).
+        """
         rows = self.threads if per_thread else self.data
         return [{k: r[k].item() for k in rows.dtype.names} for r in rows]
 
     def summary(self):
-        """``mode``, ``cpus``, ``duration``, ``avg_ns`` and ``sermin_ns`` per test, and ``violations``."""
+        """The costs in a few keys.
+
+        Returns
+        -------
+        dict
+            ``mode``, ``cpus``, ``duration``, ``avg_ns`` and ``sermin_ns`` (per test name) and
+            ``violations``.
+        """
         return {"mode": self.mode, "cpus": list(self.cpus), "duration": self.duration,
                 "avg_ns": {str(r["name"]): float(r["avg_ns"]) for r in self.data},
                 "sermin_ns": {str(r["name"]): float(r["sermin_ns"]) for r in self.data},
                 "violations": list(self.violations)}
 
     def to_dict(self):
-        """JSON-able: ``kind``, ``name``, ``cpus``, ``shared``, ``duration``, ``summary``, ``records``
-        (one per test), ``threads`` (one per test and CPU), ``warnings``, ``notes``, ``metadata``."""
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``cpus``, ``shared``, ``duration``, ``summary``, ``records`` (one
+            per test), ``threads`` (one per test and CPU), ``warnings``, ``notes``, ``metadata``.
+        """
         return jsonable({"kind": self._KIND, "name": self.name, "cpus": list(self.cpus), "shared": self.shared,
                          "duration": self.duration, "summary": self.summary(), "records": self.records(),
                          "threads": self.records(per_thread=True), "warnings": list(self.warnings),
@@ -347,8 +419,19 @@ class LockResult(Result):
         return from_file(path, build)
 
     def table(self, per_thread=False):
-        """cpuperf's table: MHz, total Mcalls, Mcalls/s, avg cycles and ns, sermin cycles and ns,
-        name, description. With ``per_thread``, one line per test and CPU after each test's line."""
+        """cpuperf's table as text.
+
+        Parameters
+        ----------
+        per_thread : bool
+            Add one line per CPU after each test's line.
+
+        Returns
+        -------
+        str
+            MHz, total Mcalls, Mcalls/s, average cycles and ns, serialized minimum cycles and ns,
+            name and description of every test (``str(result)``).
+        """
         cols = [("MHz", "TSC", 6), ("tot", "MCALLS", 10), ("avg", "MCALLS/s", 9), ("avg", "CYCLES", 8),
                 ("avg", "NSECS", 8), ("sermin", "CYCLES", 8), ("sermin", "NSECS", 8)]
         timer = self.metadata.get("timer", {})

@@ -235,8 +235,40 @@ def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
 def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, timeout: float = 1.0) -> list[dict]:
     """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
 
-    Returns the records of :meth:`OneWayMeasurer.check_clocks`. Raises InputError when the timer is
-    not invariant, MeasurementError when two timers provably disagree.
+    Parameters
+    ----------
+    cpus : CPU selection, optional
+        As for :func:`corelat.measure` (default: every CPU this process may use); the first is
+        the reference.
+    messages : int
+        Timestamped messages each way per sample.
+    samples : int
+        Samples per CPU.
+    timeout : float
+        Seconds to wait for a partner before giving up.
+
+    Returns
+    -------
+    list of dict
+        One per CPU after the first: ``cpu``, ``reference``, and ``low_ns``, ``high_ns``: the CPU's
+        timer minus the reference's lies in ``[low_ns, high_ns]``, so they differ by at most
+        ``bound_ns``.
+
+    Raises
+    ------
+    InputError
+        For a bad selection, or a timer that is not invariant.
+    MeasurementError
+        When two timers provably disagree.
+    MeasurementTimeout
+        When a partner does not answer in time.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> skew = corelat.clock_skew([0, 1], messages=20, samples=2)
+    >>> [(s["reference"], s["cpu"]) for s in skew]
+    [(0, 1)]
     """
     cpus = resolve_cpus(cpus)
     m = OneWayMeasurer(messages, 1, timeout)

@@ -21,7 +21,17 @@ from ._protocol import Result, from_file, jsonable
 
 
 class PairFlag(enum.IntFlag):
-    """Per-pair bits in :attr:`LatencyResult.flags`."""
+    """Per-pair bits in :attr:`LatencyResult.flags`.
+
+    An :class:`enum.IntFlag`: a cell's value is the OR of the bits that apply to it.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> corelat.PairFlag.MIRRORED in corelat.PairFlag(int(r.flags[0, 1]))
+    True
+    """
 
     MEASURED = 1  #: measured directly in this orientation
     MIRRORED = 2  #: copied from the measured opposite orientation (symmetric kernels)
@@ -62,19 +72,39 @@ def thaw(obj):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class LatencyResult(Result):
-    """Core-to-core latency of a set of CPUs.
+    """Core-to-core latency of a set of CPUs: an immutable value holding the raw samples.
 
-    Attributes:
-        cpus: OS ids of the CPUs, in matrix order.
-        kernel: the ping-pong kernel that measured it (``"cas"``, ``"rw"``, ``"oneway"``, or the
-            name of another tool for imported files).
-        samples: float64 array ``(n, n, k)`` of one-way latencies in ns (round-trip time / 2 for
-            ping-pong kernels); ``samples[i, j]`` is the pair ``(cpus[i], cpus[j])``. NaN where
-            nothing was measured (the diagonal, dropped samples, padding).
-        metadata: read-only mapping of system information and parameters.
-        name: a short label (hostname, file name) used when comparing results.
-        flags: ``(n, n)`` array of :class:`PairFlag` bits.
-        extras: named extra arrays (e.g. first attempts of re-tested pairs); saved with the result.
+    Made by :func:`corelat.measure`, :func:`corelat.load` or :meth:`from_matrix`. Statistics
+    (:attr:`median`, :attr:`mean`, ...) are ``(n, n)`` read-only arrays derived from the samples on
+    demand; row ``i``, column ``j`` is the pair ``(cpus[i], cpus[j])``.
+
+    Attributes
+    ----------
+    cpus : tuple of int
+        OS ids of the CPUs, in matrix order.
+    kernel : str
+        The ping-pong kernel that measured it (``"cas"``, ``"rw"``, ``"oneway"``, ...), or the
+        name of another tool for imported files.
+    samples : numpy.ndarray
+        float64 ``(n, n, k)`` one-way latencies in ns (round-trip time / 2 for ping-pong
+        kernels). NaN where nothing was measured (the diagonal, dropped samples, padding).
+    metadata : Mapping
+        Read-only mapping of system information and parameters.
+    name : str
+        A short label (host name, file name) used when comparing results.
+    flags : numpy.ndarray
+        ``(n, n)`` uint32 array of :class:`PairFlag` bits.
+    extras : Mapping
+        Named extra arrays (e.g. first attempts of re-tested pairs); saved with the result.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> r.cpus, r.kernel, r.samples.shape
+    ((0, 1), 'cas', (2, 2, 300))
+    >>> bool(r.median[1, 0] > 0)
+    True
     """
 
     cpus: tuple
@@ -180,13 +210,48 @@ class LatencyResult(Result):
         return bool(self.metadata.get("value_only", False))
 
     def statistic(self, name="median"):
-        """The ``(n, n)`` matrix of a statistic by name: median, mean, min, max, std."""
+        """The ``(n, n)`` matrix of a statistic by name.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`STATISTICS`: ``"median"``, ``"mean"``, ``"min"``, ``"max"``, ``"std"``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Read-only ``(n, n)`` float64 matrix in ns, NaN where the pair has no value.
+
+        Raises
+        ------
+        InputError
+            For an unknown statistic.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> r = corelat.load(corelat.example_files()[0])
+        >>> r.statistic("min").shape
+        (2, 2)
+        """
         if name not in self.STATISTICS:
             raise InputError(f"unknown statistic {name!r}: use median, mean, min, max or std")
         return getattr(self, name)
 
     def pairs(self):
-        """Index pairs ``(i, j)`` with a value, lower triangle first (i > j), as in the matrix."""
+        """Index pairs ``(i, j)`` (positions into :attr:`cpus`) that have a value.
+
+        Returns
+        -------
+        list of tuple
+            Off-diagonal pairs ``(i, j)``, row by row.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).pairs()
+        [(0, 1), (1, 0)]
+        """
         has = ~np.isnan(self.median)
         return [(i, j) for i in range(self.n) for j in range(self.n) if i != j and has[i, j]]
 
@@ -194,10 +259,30 @@ class LatencyResult(Result):
     def summary(self, statistic="median"):
         """Min, max and mean latency over pairs, like core-to-core-latency prints.
 
-        Returns a dict with ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``err``: half the
-        median's 95 % CI, the mean's standard error, None for other statistics; ``cpus`` is the
-        OS id pair, larger-index first as in the printed lower triangle), ``mean`` (the mean of the
-        per-pair values), ``statistic`` and ``pairs`` (how many pairs have a value).
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic summarised (see :attr:`STATISTICS`).
+
+        Returns
+        -------
+        dict
+            ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``err``: half the median's 95 %
+            CI, the mean's standard error, None for other statistics; ``cpus``: the OS id pair,
+            larger index first as in the printed lower triangle), ``mean`` (the mean of the
+            per-pair values), ``statistic`` and ``pairs`` (how many pairs have a value).
+
+        Raises
+        ------
+        InputError
+            For an unknown statistic, or a result without any measured pair.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> s = corelat.load(corelat.example_files()[0]).summary()
+        >>> s["pairs"], s["min"]["cpus"]
+        (1, (1, 0))
         """
         m = self.statistic(statistic)
         # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
@@ -225,7 +310,23 @@ class LatencyResult(Result):
 
     # -- reshaping -------------------------------------------------------------------------------
     def take(self, indices):
-        """A new result restricted to / reordered by ``indices`` (positions into :attr:`cpus`)."""
+        """A new result restricted to, or reordered by, positions into :attr:`cpus`.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Positions (not CPU ids) of the CPUs to keep, in the new order.
+
+        Returns
+        -------
+        LatencyResult
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).take([1, 0]).cpus
+        (1, 0)
+        """
         idx = np.asarray(indices, dtype=np.intp)
         ix = np.ix_(idx, idx)
         return LatencyResult(
@@ -239,7 +340,28 @@ class LatencyResult(Result):
         )
 
     def with_cpus_order(self, cpus):
-        """A new result with its CPUs in the given order (a permutation or subset of :attr:`cpus`)."""
+        """A new result with its CPUs in the given order.
+
+        Parameters
+        ----------
+        cpus : sequence of int
+            CPU ids: a permutation or a subset of :attr:`cpus`.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            When a CPU is not in this result.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).with_cpus_order([1, 0]).cpus
+        (1, 0)
+        """
         pos = {c: i for i, c in enumerate(self.cpus)}
         missing = [c for c in cpus if c not in pos]
         if missing:
@@ -249,9 +371,28 @@ class LatencyResult(Result):
     def ordered(self, by="topology"):
         """A new result with the CPUs reordered.
 
-        ``by="topology"`` sorts by package → NUMA node → L3 → core → thread using the topology the
-        result was measured on (``metadata["topology"]``); ``by="os"`` sorts by CPU id. The group
-        boundaries (indices where a new package/node/L3/core starts) are in :attr:`boundaries`.
+        Parameters
+        ----------
+        by : {"topology", "os"}
+            ``"topology"`` sorts by package, NUMA node, L3, core and thread, using the topology the
+            result was measured on (``metadata["topology"]``); ``"os"`` sorts by CPU id. The group
+            boundaries (indices where a new package, node, L3 or core starts) are in
+            :attr:`boundaries`.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            For an unknown ``by``, or ``"topology"`` on a result that carries no topology.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).ordered("os").cpus
+        (0, 1)
         """
         if by == "os":
             order, bounds = tuple(sorted(self.cpus)), {}
@@ -286,11 +427,32 @@ class LatencyResult(Result):
 
     # -- output ----------------------------------------------------------------------------------
     def to_csv(self, path=None, *, statistic="median", labelled=False):
-        """The matrix as CSV text (also written to ``path`` when given).
+        """The matrix as CSV text, also written to ``path`` when given.
 
-        Default layout is core-to-core-latency's ``--csv``: a square lower triangle of per-pair
-        values, no header, empty cells on and above the diagonal. ``labelled=True`` writes the whole
-        square matrix with CPU ids as header row and first column (empty where not measured).
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            A file to write (atomically).
+        statistic : str
+            The per-pair statistic written (see :attr:`STATISTICS`).
+        labelled : bool
+            False: core-to-core-latency's ``--csv`` layout, a square lower triangle of per-pair
+            values, no header, empty cells on and above the diagonal. True: the whole square
+            matrix with CPU ids as header row and first column (empty where not measured).
+
+        Returns
+        -------
+        str
+            The CSV text.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> print(corelat.load(corelat.example_files()[0]).to_csv(labelled=True))  # doctest: +ELLIPSIS
+        cpu,0,1
+        0,,106.6...
+        1,106.6...,
+        <BLANKLINE>
         """
         m = self.statistic(statistic)
         buf = io.StringIO()
@@ -315,11 +477,26 @@ class LatencyResult(Result):
 
     # -- text and records ------------------------------------------------------------------------
     def records(self, statistic=None):
-        """One dict per pair with a value, lower triangle first (as :meth:`pairs`).
+        """One dict per pair with a value, in the order of :meth:`pairs`.
 
-        Keys: ``cpus`` (OS ids, row CPU first), every statistic (``median``, ``err``, ``mean``,
-        ``min``, ``max``, ``std``; ns, None where unknown), ``count`` (samples) and ``flags``
-        (:class:`PairFlag` bits). ``statistic`` keeps only that statistic.
+        Parameters
+        ----------
+        statistic : str, optional
+            Keep only this statistic (default: all of them).
+
+        Returns
+        -------
+        list of dict
+            Keys ``cpus`` (OS ids, row CPU first), every statistic (``median``, ``err``,
+            ``mean``, ``min``, ``max``, ``std``; ns, None where unknown), ``count`` (samples) and
+            ``flags`` (:class:`PairFlag` bits).
+
+        Examples
+        --------
+        >>> import corelat
+        >>> rec = corelat.load(corelat.example_files()[0]).records()[0]
+        >>> rec["cpus"], rec["count"]
+        ((0, 1), 300)
         """
         names = (statistic,) if statistic else ("median", "err", "mean", "min", "max", "std")
         mats = {k: self.statistic(k) if k in self.STATISTICS else getattr(self, k) for k in names}
@@ -335,16 +512,54 @@ class LatencyResult(Result):
         return out
 
     def table(self, statistic="median"):
-        """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean."""
+        """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic shown (see :attr:`STATISTICS`).
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives for the median.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> print(corelat.load(corelat.example_files()[0]).table())  # doctest: +ELLIPSIS
+                     0
+         0
+         1 106.66±0.08
+        ...
+        """
         text = _text.matrix(self, statistic)
         if np.isnan(self.statistic(statistic)).all():
             return text
         return text + "\n\n" + _text.latency_summary(self, statistic)
 
     def to_dict(self, statistic=None):
-        """JSON-able: ``kind``, ``name``, ``kernel``, ``cpus``, ``summary``, ``records`` (one per pair),
-        ``warnings``, ``notes`` and ``metadata``; NaN becomes None. Raw samples are in :meth:`save`'s
-        file only."""
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Parameters
+        ----------
+        statistic : str, optional
+            Keep only this statistic in the records (default: all of them).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``kernel``, ``cpus``, ``summary``, ``records`` (one per pair),
+            ``warnings``, ``notes`` and ``metadata``. The raw samples are in the file
+            :meth:`save` writes only.
+
+        Examples
+        --------
+        >>> import json, corelat
+        >>> d = corelat.load(corelat.example_files()[0]).to_dict()
+        >>> d["kind"], len(json.dumps(d)) > 0
+        ('latency', True)
+        """
         has = not np.isnan(self.median).all()
         return jsonable({
             "kind": self._KIND,
@@ -387,10 +602,39 @@ class LatencyResult(Result):
 
     @classmethod
     def from_matrix(cls, matrix, cpus=None, *, kernel="unknown", name="", metadata=None, symmetric=True):
-        """A result from a plain ``(n, n)`` matrix of one value per pair (ns).
+        """A result from a plain ``(n, n)`` matrix of one value per pair.
 
-        Missing cells are NaN. With ``symmetric=True`` a pair known in one half only is mirrored to
-        the other. The result is marked value-only (no raw samples).
+        Parameters
+        ----------
+        matrix : array_like
+            Square matrix of latencies in ns; missing cells NaN; the diagonal is ignored.
+        cpus : sequence of int, optional
+            Labels of the rows and columns (default ``0 .. n-1``).
+        kernel : str
+            What measured it (another tool's name, say).
+        name : str
+            A label for comparisons.
+        metadata : dict, optional
+            Extra metadata to keep with the result.
+        symmetric : bool
+            Mirror a pair known in one half only to the other.
+
+        Returns
+        -------
+        LatencyResult
+            A value-only result (:attr:`value_only`): one sample per pair.
+
+        Raises
+        ------
+        InputError
+            For a matrix that is not square, smaller than 2 x 2, or labels that do not fit it.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> r = corelat.LatencyResult.from_matrix([[0, 50], [float("nan"), 0]])
+        >>> r.median.tolist(), r.value_only
+        ([[nan, 50.0], [50.0, nan]], True)
         """
         m = np.array(matrix, dtype=np.float64)
         if m.ndim != 2 or m.shape[0] != m.shape[1]:

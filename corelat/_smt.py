@@ -76,27 +76,53 @@ def _median(a, axis):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SMTResult(Result):
-    """What SMT siblings cost each other, pair by pair. A value: arrays are read-only.
+    """What SMT siblings cost each other, pair by pair: an immutable value (arrays are read-only).
 
-    Attributes:
-        cpus: the CPUs that were considered (the selection), ascending.
-        kernel: the ping-pong kernel of the latencies (``"cas"`` or ``"rw"``).
-        pairs: int array ``(k, 2)``: the sibling pairs, in topology order; the first CPU of a pair
-            is the timing side and the CPU whose nearest non-sibling is measured.
-        partners: int array ``(k,)``: the nearest non-sibling of ``pairs[:, 0]`` among ``cpus``
-            (-1 where the selection has none).
-        partner_levels: tuple of ``k`` str: what the partner shares with it, ``"l2"``, ``"l3"``,
-            ``"node"``, ``"package"`` or ``"any"`` (``""`` where there is no partner).
-        sibling_samples: float64 ``(k, samples)``: one-way latencies in ns between the siblings
-            (NaN where a sample was dropped because a thread was off its CPU).
-        nonsibling_samples: float64 ``(k, samples)``: the same from ``pairs[:, 0]`` to its partner.
-        loops: names of the busy loops, the last axis of the throughput arrays (see ``LOOPS``).
-        alone: float64 ``(k, 2, len(loops))``: iterations per second of each CPU of the pair
-            running the loop alone, its sibling idle.
-        together: float64 ``(k, 2, len(loops))``: the same with both siblings running it at once.
-        metadata: read-only mapping: parameters, timer, topology, system information.
-        reason: why there is nothing to show (``None`` when pairs were measured).
-        name: a label (the host name by default).
+    Made by :func:`corelat.smt` or :func:`corelat.load`; ``len(result)`` is the number of sibling
+    pairs.
+
+    Attributes
+    ----------
+    cpus : tuple of int
+        The CPUs that were considered (the selection), ascending.
+    kernel : str
+        The ping-pong kernel of the latencies (``"cas"`` or ``"rw"``).
+    pairs : numpy.ndarray
+        int ``(k, 2)``: the sibling pairs, in topology order; the first CPU of a pair is the timing
+        side and the CPU whose nearest non-sibling is measured.
+    partners : numpy.ndarray
+        int ``(k,)``: the nearest non-sibling of ``pairs[:, 0]`` among ``cpus`` (-1 where the
+        selection has none).
+    partner_levels : tuple of str
+        ``k`` entries: what the partner shares with it, ``"l2"``, ``"l3"``, ``"node"``,
+        ``"package"`` or ``"any"`` (``""`` where there is no partner).
+    sibling_samples : numpy.ndarray
+        float64 ``(k, samples)``: one-way latencies in ns between the siblings (NaN where a sample
+        was dropped because a thread was off its CPU).
+    nonsibling_samples : numpy.ndarray
+        float64 ``(k, samples)``: the same from ``pairs[:, 0]`` to its partner.
+    loops : tuple of str
+        Names of the busy loops, the last axis of the throughput arrays.
+    alone : numpy.ndarray
+        float64 ``(k, 2, len(loops))``: iterations per second of each CPU of the pair running the
+        loop alone, its sibling idle.
+    together : numpy.ndarray
+        float64 ``(k, 2, len(loops))``: the same with both siblings running it at once.
+    metadata : Mapping
+        Read-only mapping: parameters, timer, topology, system information.
+    reason : str or None
+        Why there is nothing to show (None when pairs were measured).
+    name : str
+        A label (the host name by default).
+
+    Examples
+    --------
+    One CPU has no sibling in the selection, so this result is empty and says why:
+
+    >>> import corelat
+    >>> r = corelat.smt(cpus=[0])
+    >>> len(r), r.empty, r.reason is not None
+    (0, True, True)
     """
 
     cpus: tuple
@@ -182,8 +208,15 @@ class SMTResult(Result):
             return self.alone / self.together
 
     def records(self):
-        """One dict per pair: CPUs, partner, median latencies, and per loop the mean per-thread
-        throughput alone and together and their ratio (the table's numbers)."""
+        """One dict per sibling pair: the numbers of :meth:`table`.
+
+        Returns
+        -------
+        list of dict
+            ``cpus``, ``sibling_ns``, ``partner``, ``partner_level``, ``nonsibling_ns`` and per
+            loop ``{loop}_alone``, ``{loop}_together`` (mean per-thread iterations per second) and
+            ``{loop}_slowdown`` (their ratio).
+        """
         sib, non = self.sibling_latency, self.nonsibling_latency
         with np.errstate(divide="ignore", invalid="ignore"):
             alone = self.alone.mean(axis=1)
@@ -206,8 +239,14 @@ class SMTResult(Result):
         return out
 
     def summary(self):
-        """Medians over pairs: ``pairs``, ``sibling_ns``, ``nonsibling_ns`` and per loop
-        ``{loop}_slowdown`` (None where unknown or empty), and ``reason`` when empty."""
+        """Medians over the sibling pairs.
+
+        Returns
+        -------
+        dict
+            ``pairs``, ``kernel``, ``reason``, ``sibling_ns``, ``nonsibling_ns`` and per loop
+            ``{loop}_slowdown`` (None where unknown or empty).
+        """
         rows = self.records()
         out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
         keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
@@ -217,8 +256,14 @@ class SMTResult(Result):
         return out
 
     def to_dict(self):
-        """JSON-able: ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records``
-        (one per pair), ``reason``, ``warnings``, ``notes``, ``metadata``; NaN becomes None."""
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records`` (one per
+            pair), ``reason``, ``warnings``, ``notes`` and ``metadata``.
+        """
         return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
                          "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
                          "reason": self.reason, "warnings": list(self.warnings), "notes": list(self.notes),
@@ -239,7 +284,13 @@ class SMTResult(Result):
             reason=header.get("reason"), name=header.get("name", ""), **{k: arrays[k] for k in cls._ARRAYS}))
 
     def table(self):
-        """The "Hyper-threads" table as text (or the reason there is none)."""
+        """The "Hyper-threads" table as text (or the reason there is none).
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives.
+        """
         md = self.metadata
         topo = md.get("topology_summary")
         if self.empty:

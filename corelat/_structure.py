@@ -223,24 +223,53 @@ class TopologyComparison:
 
 @dataclass(frozen=True, eq=False)
 class Structure(Result):
-    """What a latency matrix says about the machine; see :func:`structure`.
+    """What a latency matrix says about the machine; made by :func:`corelat.structure`.
 
-    Attributes:
-        cpus: the result's CPUs.
-        smt_pairs: tuples of CPU ids behaving like SMT siblings (pairs on SMT2 machines); empty when
-            the data shows none.
-        smt_latency: median latency between siblings in ns (None without siblings).
-        levels: :class:`Level` objects, finest to coarsest, each refining the next (``parent``);
-            empty on a flat matrix.
-        core_latency: median latency between different cores over the whole machine, in ns.
-        core_range: (min, max) latency between different cores, in ns.
-        topology: a :class:`TopologyComparison`, or None when the result carries no topology.
-        note: why the topology was not compared, when it was not (empty otherwise).
-        reliable: False when the matrix is indistinguishable from noise (no block structure
-            stronger than the pairs' own spread), True when it shows structure, None when too small
-            to tell.
-        noise_ratio: the statistic behind ``reliable`` (:func:`corelat._blocks.noise_ratio`).
-        artifacts: sentences naming what in the data is likely an artifact of how it was measured.
+    Attributes
+    ----------
+    cpus : tuple of int
+        The result's CPUs.
+    smt_pairs : list of tuple
+        CPU ids behaving like SMT siblings (pairs on SMT2 machines); empty when the data shows none.
+    smt_latency : float or None
+        Median latency between siblings in ns (None without siblings).
+    levels : list
+        ``Level`` objects, finest to coarsest, each refining the next (its ``parent``); empty on
+        a flat matrix.
+    core_latency : float
+        Median latency between different cores over the whole machine, in ns.
+    core_range : tuple of float
+        ``(min, max)`` latency between different cores, in ns.
+    statistic : str
+        The per-pair statistic the reading was made from.
+    name : str
+        The result's name.
+    topology : object or None
+        How the groups compare with the OS topology, or None when the result carries none.
+    note : str
+        Why the topology was not compared, when it was not (empty otherwise).
+    reliable : bool or None
+        False when the matrix is indistinguishable from noise (no block structure stronger than
+        the pairs' own spread), True when it shows structure, None when too small to tell.
+    noise_ratio : float
+        The statistic behind ``reliable``.
+    artifacts : tuple of str
+        Sentences naming what in the data is likely an artifact of how it was measured.
+    metadata : dict
+        Where the reading came from.
+
+    Examples
+    --------
+    >>> import numpy as np, corelat
+    >>> m = np.full((8, 8), 100.0)
+    >>> m[:4, :4] = m[4:, 4:] = 30.0
+    >>> for i in range(0, 8, 2):
+    ...     m[i, i + 1] = m[i + 1, i] = 8.0
+    >>> s = corelat.structure(corelat.LatencyResult.from_matrix(m))
+    >>> s.smt_pairs
+    [(0, 1), (2, 3), (4, 5), (6, 7)]
+    >>> s.nesting()
+    '2 groups of 2 cores ⊃ SMT pairs'
     """
 
     cpus: tuple
@@ -275,7 +304,15 @@ class Structure(Result):
         return tuple(self.artifacts) + ((self.note,) if self.note else ())
 
     def records(self):
-        """One dict per group of every level (finest first): its CPUs, latencies, parent and kind."""
+        """One dict per group of every level, finest level first.
+
+        Returns
+        -------
+        list of dict
+            ``level``, ``group``, ``cpus``, ``cores``, ``threads``, ``within_ns``, ``across_ns``,
+            ``parent_level``, ``parent_group``, ``split``, ``kind``, ``name`` and ``os`` (the OS
+            levels it matches).
+        """
         out = []
         for k, lv in enumerate(self.levels):
             for i, g in enumerate(lv.groups):
@@ -297,7 +334,15 @@ class Structure(Result):
         return out
 
     def summary(self):
-        """The reading in a few keys: nesting, SMT, levels' within/across, reliability."""
+        """The reading in a few keys.
+
+        Returns
+        -------
+        dict
+            ``name``, ``cpus`` (how many), ``nesting``, ``smt_pairs`` (how many),
+            ``smt_latency_ns``, ``levels`` (groups, within and across ns per level),
+            ``core_latency_ns``, ``reliable`` and ``artifacts`` (how many).
+        """
         return {
             "name": self.name,
             "cpus": len(self.cpus),
@@ -312,7 +357,13 @@ class Structure(Result):
         }
 
     def table(self):
-        """The reading as text (what ``str()`` gives)."""
+        """The reading as text.
+
+        Returns
+        -------
+        str
+            What ``str(structure)`` gives, e.g. ``"2 groups of 4 CPUs ...; SMT siblings 8.0 ns"``.
+        """
         return self._text()
 
     def __str__(self):
@@ -327,11 +378,22 @@ class Structure(Result):
         return self._cores
 
     def order(self):
-        """CPU ids ordered group by group (coarsest level first), then core, then thread."""
+        """CPU ids ordered group by group (coarsest level first), then core, then thread.
+
+        Returns
+        -------
+        list of int
+        """
         return _order(self.cpus, self._cores, self.levels)
 
     def boundaries(self):
-        """``{level index: [start positions]}`` of groups in :meth:`order` (position 0 omitted)."""
+        """Where each level's groups start in :meth:`order`.
+
+        Returns
+        -------
+        dict
+            ``{level index: [start positions]}`` (position 0 omitted).
+        """
         order = self.order()
         pos = {c: i for i, c in enumerate(order)}
         out = {}
@@ -341,7 +403,13 @@ class Structure(Result):
         return out
 
     def nesting(self):
-        """Coarsest to finest, e.g. ``2 packages ⊃ 12 L3 caches of 8 cores ⊃ SMT pairs`` ("" if flat)."""
+        """The levels in a few words, coarsest to finest.
+
+        Returns
+        -------
+        str
+            E.g. ``"2 packages ⊃ 12 L3 caches of 8 cores ⊃ SMT pairs"`` (``""`` if flat).
+        """
         parts = []
         for lv in reversed(self.levels):
             name = _OS_PLURAL.get(lv.os[0], "groups") if lv.os else ("classes" if lv.kind == "classes" else "groups")
@@ -357,13 +425,24 @@ class Structure(Result):
         return " ⊃ ".join(parts)
 
     def level_lines(self):
-        """The levels as an indented outline, coarsest first (one line per level; [] if flat)."""
+        """The levels as an indented outline, coarsest first.
+
+        Returns
+        -------
+        list of str
+            One line per level (empty if flat).
+        """
         depth = len(self.levels)
         return [f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"
                 for k, lv in reversed(list(enumerate(self.levels)))]
 
     def to_dict(self):
-        """Plain, strictly JSON-serialisable fields (NaN as None)."""
+        """The reading as plain, strict-JSON data (NaN becomes None).
+
+        Returns
+        -------
+        dict
+        """
         return jsonable({
             "name": self.name,
             "statistic": self.statistic,
@@ -425,11 +504,42 @@ class Structure(Result):
 
 # -- the analysis ----------------------------------------------------------------------------------
 def structure(result, statistic="median", topology=None):
-    """Infer SMT siblings and nested latency groups from a :class:`~corelat._result.LatencyResult`.
+    """Infer SMT siblings and nested latency groups from a latency matrix.
 
-    Works on measured results and on imported single-value matrices alike. ``topology`` overrides the
-    OS topology to compare with: a ``Topology`` (anything with ``.records()``), a list of its records, or
-    None to use ``result.metadata["topology"]`` when present.
+    Works on measured results and on imported single-value matrices alike.
+
+    Parameters
+    ----------
+    result : LatencyResult
+        The matrix to read.
+    statistic : str
+        The per-pair statistic to read (``"median"``, ``"mean"``, ``"min"``, ...).
+    topology : Topology or list of dict, optional
+        The OS topology to compare the groups with: a :class:`Topology` (anything with
+        ``.records()``) or a list of its records. None uses ``result.metadata["topology"]`` when
+        present.
+
+    Returns
+    -------
+    Structure
+
+    Raises
+    ------
+    InputError
+        For an unknown statistic.
+    InputTypeError
+        For a ``topology`` that is not one.
+
+    Examples
+    --------
+    >>> import numpy as np, corelat
+    >>> m = np.full((8, 8), 100.0)
+    >>> m[:4, :4] = m[4:, 4:] = 30.0
+    >>> for i in range(0, 8, 2):
+    ...     m[i, i + 1] = m[i + 1, i] = 8.0
+    >>> s = corelat.structure(corelat.LatencyResult.from_matrix(m))
+    >>> print(s)
+    2 groups of 4 CPUs (2 cores × 2 threads): 30 ns within, 100 ns across; SMT siblings 8.0 ns
     """
     from . import _blocks
     from ._validate import check_topology

@@ -33,6 +33,28 @@ def timer_info() -> dict:
     The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) is used when it runs at a constant rate
     (CPUID's invariant-TSC bit, or the kernel's ``constant_tsc`` and ``nonstop_tsc`` flags);
     otherwise ``clock_gettime``. Set ``CORELAT_TIMER=clock`` to force the fallback.
+
+    Returns
+    -------
+    dict
+        ``name`` (``"tsc"``, ``"cntvct_el0"`` or ``"clock"``), ``ticks_per_ns``,
+        ``frequency_hz``, ``resolution_ticks`` and ``resolution_ns``, ``overhead_ticks`` (cost of
+        one read) and ``overhead_serial_ticks`` (serialized), ``invariant`` and the flags it was
+        decided from, and ``delta_histogram`` (``(ticks, count)`` of back-to-back reads).
+
+    Raises
+    ------
+    InputError
+        For a ``CORELAT_TIMER`` other than ``hw`` or ``clock``.
+    MeasurementError
+        Where the measuring core is not available (not Linux, or not built).
+
+    Examples
+    --------
+    >>> import corelat
+    >>> info = corelat.timer_info()
+    >>> info["name"] in ("tsc", "cntvct_el0", "clock"), info["ticks_per_ns"] > 0
+    (True, True)
     """
     global _timer
     if _timer is None:

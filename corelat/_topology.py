@@ -71,7 +71,17 @@ _LEVELS = ("package", "node", "l3", "core")
 
 
 class TopologyWarning(UserWarning):
-    """A sysfs file was present but could not be read or parsed; its field is ``None``."""
+    """A sysfs file was present but could not be read or parsed; its field is ``None``.
+
+    A :class:`UserWarning`; the same text is in the topology's ``warnings``.
+
+    Examples
+    --------
+    >>> import warnings, corelat
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", corelat.TopologyWarning)  # make unreadable files fatal
+    ...     topo = corelat.topology()  # doctest: +SKIP
+    """
 
 
 # --------------------------------------------------------------------------------------------
@@ -490,16 +500,39 @@ def _sort_key(row):
 class Topology(Result):
     """The CPU topology of one machine: a record per online logical CPU.
 
-    Build one with :func:`topology` or :meth:`Topology.from_dict`. A ``Topology`` is a value: it
-    does not change after construction, compares equal to another with the same content, and
-    round-trips through JSON with :meth:`to_dict` / :meth:`from_dict`.
+    Build one with :func:`corelat.topology` or :meth:`Topology.from_dict`. A ``Topology`` is a
+    value: it does not change after construction, compares equal to another with the same
+    content, and round-trips through JSON with :meth:`to_dict` / :meth:`from_dict`;
+    ``len(topology)`` is the number of online CPUs.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows as :meth:`records` gives them.
+    root : str
+        The folder the rows were read from.
+    offline : sequence of int
+        Ids of offline CPUs.
+    problems : sequence of str
+        The files that could not be read or parsed.
+    name : str, optional
+        A label (default: the host name for ``"/"``, else the folder's name).
+
+    Examples
+    --------
+    >>> import json, corelat
+    >>> topo = corelat.topology()
+    >>> len(topo) == len(topo.cpus) > 0
+    True
+    >>> corelat.Topology.from_dict(json.loads(json.dumps(topo.to_dict()))) == topo
+    True
     """
 
     __slots__ = ("_by_cpu", "_l3_index", "_name", "_offline", "_problems", "_root", "_rows")
     _KIND = "topology"
 
     def __init__(self, rows, *, root, offline=(), problems=(), name=None):
-        """Wrap rows as produced by :func:`topology` (use that or :meth:`from_dict` instead)."""
+        # Rows as topology() makes them; users call that or from_dict() instead.
         self._root = str(root)
         self._problems = tuple(str(p) for p in problems)
         if name is None:
@@ -555,11 +588,21 @@ class Topology(Result):
     def records(self):
         """One dict per online CPU, sorted by CPU id.
 
-        Keys: ``cpu``, ``package``, ``die``, ``cluster``, ``core``, ``core_id`` (sysfs value),
-        ``l2``, ``l3``, ``node`` (``None`` if unknown), ``nodes`` (tuple of all NUMA nodes listing
-        the CPU, normally one), ``siblings`` (tuple of the SMT siblings including the CPU itself),
-        ``thread`` (index of the CPU among its siblings) and ``allowed``. Group fields are labels
-        (see the module documentation); unknown values are ``None``.
+        Returns
+        -------
+        list of dict
+            Keys ``cpu``, ``package``, ``die``, ``cluster``, ``core``, ``core_id`` (sysfs value),
+            ``l2``, ``l3``, ``node`` (None if unknown), ``nodes`` (tuple of all NUMA nodes listing
+            the CPU, normally one), ``siblings`` (tuple of the SMT siblings including the CPU
+            itself), ``thread`` (index of the CPU among its siblings), ``allowed``, ``core_type``
+            and ``capacity``. Group fields are labels; unknown values are None.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> row = corelat.topology().records()[0]
+        >>> row["cpu"] in row["siblings"]
+        True
         """
         return [dict(r) for r in self._rows]
 
@@ -584,11 +627,23 @@ class Topology(Result):
     # -- derived views ----------------------------------------------------------------------
 
     def smt_groups(self, cpus=None):
-        """SMT sibling groups among ``cpus`` (default: all online CPUs).
+        """SMT sibling groups among some CPUs.
 
-        Returns a list of tuples, one per core that has at least two of the given CPUs, holding
-        those CPUs in ascending order; the list is sorted by first CPU. Raises ValueError for ids
-        that are not online CPUs or appear twice.
+        Parameters
+        ----------
+        cpus : iterable of int, optional
+            CPU ids (default: all online CPUs).
+
+        Returns
+        -------
+        list of tuple
+            One tuple per core that has at least two of the given CPUs, holding those CPUs in
+            ascending order; sorted by first CPU. Empty on a machine without SMT.
+
+        Raises
+        ------
+        InputError
+            For ids that are not online CPUs or appear twice.
         """
         chosen = self.cpus if cpus is None else sorted(self._check_cpus(cpus))
         groups = {}
@@ -603,8 +658,12 @@ class Topology(Result):
 
         Within an L3, cores that share an L2 (clusters of small cores) are kept together. CPUs
         whose information is unknown at a level sort after the known ones at that level, in OS
-        order. Raises ValueError for ids that are not online CPUs or appear twice, TypeError for
-        ids that are not integers.
+        order.
+
+        Parameters
+        ----------
+        cpus : iterable of int
+            The CPU ids to sort.
 
         Returns
         -------
@@ -612,6 +671,21 @@ class Topology(Result):
             The ordered CPUs, and for each level ``"package"``, ``"node"``, ``"l3"`` and ``"core"``
             the list of indices into the ordered tuple where a new group of that level starts
             (0 excluded): where a heatmap of the ordered CPUs can draw separating lines.
+
+        Raises
+        ------
+        InputError
+            For ids that are not online CPUs or appear twice.
+        InputTypeError
+            For ids that are not integers.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> topo = corelat.topology()
+        >>> order, bounds = topo.order(reversed(topo.cpus))
+        >>> sorted(order) == list(topo.cpus), sorted(bounds)
+        (True, ['core', 'l3', 'node', 'package'])
         """
         rows = sorted((self._by_cpu[c] for c in self._check_cpus(cpus)), key=_sort_key)
         boundaries = {
@@ -623,8 +697,22 @@ class Topology(Result):
     def describe_cpu(self, cpu):
         """A short label for one CPU, e.g. ``"P0 N0 L3#0 C3 T1"``.
 
-        P: package, N: NUMA node, L3#: index of its L3 among the machine's L3s (in topological
-        order), C: sysfs core id, T: thread index within the core; ``?`` where unknown.
+        Parameters
+        ----------
+        cpu : int
+            An online CPU id.
+
+        Returns
+        -------
+        str
+            P: package, N: NUMA node, L3#: index of its L3 among the machine's L3s (in
+            topological order), C: sysfs core id, T: thread index within the core; ``?`` where
+            unknown.
+
+        Raises
+        ------
+        InputError
+            For an id that is not an online CPU.
         """
         row = self._row(cpu)
 
@@ -638,8 +726,15 @@ class Topology(Result):
         )
 
     def summary(self):
-        """Counts: ``packages``, ``cores``, ``cpus``, ``nodes``, ``l3``, ``offline``, ``allowed``,
-        ``smt`` (largest number of threads on a core; None if unknown) and ``text`` (:meth:`describe`)."""
+        """The machine in counts.
+
+        Returns
+        -------
+        dict
+            ``packages``, ``cores``, ``cpus``, ``nodes``, ``l3``, ``offline``, ``allowed``, ``smt``
+            (largest number of threads on a core; None if unknown) and ``text``
+            (:meth:`describe`).
+        """
         rows = self._rows
         cores = {}
         for r in rows:
@@ -656,9 +751,12 @@ class Topology(Result):
     def describe(self):
         """One line describing the machine.
 
-        For example ``"2 packages × 8 cores × 2 threads, 2 NUMA nodes, 2 L3"``, or for a
-        heterogeneous machine ``"1 package, 14 cores (6 with 2 threads), 20 CPUs, 1 NUMA node,
-        1 L3"``. Offline CPUs and a restricted affinity are mentioned at the end.
+        Returns
+        -------
+        str
+            For example ``"2 packages × 8 cores × 2 threads, 2 NUMA nodes, 2 L3"``, or for a
+            heterogeneous machine ``"1 package, 14 cores (6 with 2 threads), 20 CPUs, 1 NUMA
+            node, 1 L3"``. Offline CPUs and a restricted affinity are mentioned at the end.
         """
         rows = self._rows
         packages = {}
@@ -709,9 +807,12 @@ class Topology(Result):
         return ", ".join(parts)
 
     def table(self):
-        """An indented tree: package, NUMA node, L3, (L2 shared by several cores,) core, CPUs.
+        """The machine as an indented tree: package, NUMA node, L3, (shared L2,) core, CPUs.
 
-        CPUs this process may not run on are shown in parentheses.
+        Returns
+        -------
+        str
+            What ``str(topology)`` gives; CPUs this process may not run on are in parentheses.
         """
         lines = [f"Topology of {self._root}: {self.describe()}"]
         ordered, _ = self.order(self.cpus)
@@ -774,8 +875,11 @@ class Topology(Result):
     def to_dict(self):
         """A JSON-serialisable dict holding everything (see :meth:`from_dict`).
 
-        Keys: ``kind``, ``format``, ``version``, ``name``, ``root``, ``summary``, ``offline``,
-        ``warnings``, ``notes`` and ``cpus`` (the :meth:`records`, tuples as lists).
+        Returns
+        -------
+        dict
+            ``kind``, ``format``, ``version``, ``name``, ``root``, ``summary``, ``offline``,
+            ``warnings``, ``notes`` and ``cpus`` (the :meth:`records`, tuples as lists).
         """
         return jsonable({
             "kind": self._KIND,
@@ -801,7 +905,19 @@ class Topology(Result):
     def from_dict(cls, d):
         """Rebuild a Topology from :meth:`to_dict` output (e.g. after a JSON round trip).
 
-        Raises ValueError if ``d`` is not such a dict.
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        Topology
+
+        Raises
+        ------
+        InputError
+            If ``d`` is not such a dict.
         """
         if not isinstance(d, dict) or d.get("format") != _FORMAT:
             raise InputError("not a corelat topology dict")

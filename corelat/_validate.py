@@ -71,7 +71,19 @@ MAX_SAMPLES = 1_000_000
 
 
 def allowed_cpus() -> list[int]:
-    """The CPUs this process may run on (respects taskset and cgroup cpusets), sorted."""
+    """The CPUs this process may run on (respects taskset and cgroup cpusets).
+
+    Returns
+    -------
+    list of int
+        CPU ids, ascending.
+
+    Examples
+    --------
+    >>> import os, corelat
+    >>> corelat.allowed_cpus() == sorted(os.sched_getaffinity(0))
+    True
+    """
     if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no CPU affinity, no measuring core built
         from ._timer import extension
 

@@ -261,18 +261,35 @@ def _ns(v):
 @dataclass(frozen=True, eq=False)
 class FleetResult(Result):
     """The fleet report: groups of identical hardware, per-node class medians, outliers, errors and
-    missing nodes. See :func:`fleet` and :func:`corelat.measure_fleet`.
+    missing nodes. Made by :func:`corelat.fleet` and :func:`corelat.measure_fleet`.
 
-    Attributes:
-        groups: :class:`FleetGroup` per hardware group (with the nodes × classes ``values`` table and
-            the group's ``median_matrix``).
-        nodes: one dict per node that has a result: ``node``, ``group``, ``file``, ``hostname``,
-            ``classes`` ({class: median ns}), ``settings`` and ``differs`` ({setting: [node's, group's]}).
-        outliers: :class:`Outlier` objects, by group, node and class.
-        errors: ``{"node", "error", "file"}`` dicts of nodes whose measurement or file failed.
-        missing: names of expected nodes without a result or an error.
-        name: a label (the folder read, or ``"fleet"``).
-        metadata: thresholds, where the data came from, corelat version, date, reasons for missing nodes.
+    Attributes
+    ----------
+    groups : tuple
+        A ``FleetGroup`` per hardware group (with the nodes × classes ``values`` table and the
+        group's ``median_matrix``).
+    nodes : tuple of dict
+        One per node that has a result: ``node``, ``group``, ``file``, ``hostname``, ``classes``
+        (``{class: median ns}``), ``settings`` and ``differs`` (``{setting: [node's, group's]}``).
+    outliers : tuple
+        ``Outlier`` objects, by group, node and class.
+    errors : tuple of dict
+        ``{"node", "error", "file"}`` of the nodes whose measurement or file failed.
+    missing : tuple of str
+        Names of expected nodes without a result or an error.
+    name : str
+        A label (the folder read, or ``"fleet"``).
+    metadata : Mapping
+        Thresholds, where the data came from, corelat version, date, reasons for missing nodes.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> f = corelat.fleet(corelat.example_files())
+    >>> f.summary()
+    {'nodes': 2, 'groups': 2, 'outliers': 0, 'errors': 0, 'missing': 0, 'ok': True}
+    >>> [(r["node"], r["status"]) for r in f.records()]
+    [('vm-2cpu-cas', 'ok'), ('vm-2cpu-rw', 'ok')]
     """
 
     groups: tuple
@@ -290,16 +307,37 @@ class FleetResult(Result):
         object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
 
     def group(self, node):
-        """The :class:`FleetGroup` a node belongs to."""
+        """The hardware group a node belongs to.
+
+        Parameters
+        ----------
+        node : str
+            A node name with a result.
+
+        Returns
+        -------
+        FleetGroup
+            Its ``id``, ``label``, ``nodes``, ``classes``, ``values`` and ``median_matrix``.
+
+        Raises
+        ------
+        KeyError
+            When the fleet has no result of that node.
+        """
         for g in self.groups:
             if node in g.nodes:
                 return g
         raise KeyError(f"no node {node!r} with a result in this fleet")
 
     def records(self):
-        """One dict per node, errors and missing ones included: ``node``, ``status`` (``"ok"``,
-        ``"outlier"``, ``"error"``, ``"missing"``), ``group``, ``classes``, ``outlier_classes``,
-        ``differs``, ``error``, ``file``."""
+        """One dict per node, errors and missing ones included.
+
+        Returns
+        -------
+        list of dict
+            ``node``, ``status`` (``"ok"``, ``"outlier"``, ``"error"``, ``"missing"``), ``group``,
+            ``classes``, ``outlier_classes``, ``differs``, ``error``, ``file``.
+        """
         flagged = {}
         for o in self.outliers:
             flagged.setdefault(o.node, []).append(o.cls)
@@ -318,15 +356,31 @@ class FleetResult(Result):
         return out
 
     def summary(self):
-        """Counts: ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
-        and ``ok`` (True when nothing is off)."""
+        """The fleet in counts.
+
+        Returns
+        -------
+        dict
+            ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
+            and ``ok`` (True when nothing is off).
+        """
         off = len({o.node for o in self.outliers})
         return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
                 "errors": len(self.errors), "missing": len(self.missing),
                 "ok": not (off or self.errors or self.missing)}
 
     def to_dict(self, arrays=True):
-        """JSON-serialisable: everything (``arrays=False`` leaves out the tables and matrices)."""
+        """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
+
+        Parameters
+        ----------
+        arrays : bool
+            Include the groups' tables and median matrices.
+
+        Returns
+        -------
+        dict
+        """
         return jsonable({
             "format": _npz.FORMAT_NAME, "kind": KIND, "fleet_version": FORMAT_VERSION, "name": self.name,
             "metadata": thaw(self.metadata), "summary": self.summary(),
@@ -339,8 +393,24 @@ class FleetResult(Result):
 
     @classmethod
     def from_dict(cls, d, arrays=None):
-        """Rebuild from :meth:`to_dict` output; ``arrays`` maps group id to (values, median matrix)
-        when they are stored apart (``.npz``)."""
+        """Rebuild a fleet result from :meth:`to_dict` output.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+        arrays : dict, optional
+            Group id -> ``(values, median matrix)``, when they are stored apart (``.npz``).
+
+        Returns
+        -------
+        FleetResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a fleet result, or one of a newer layout.
+        """
         if d.get("kind") != KIND:
             raise InputError("not a fleet result")
         if int(d.get("fleet_version", 0)) > FORMAT_VERSION:
@@ -358,7 +428,22 @@ class FleetResult(Result):
 
     @classmethod
     def load(cls, path):
-        """Read a fleet result written by :meth:`save` (``.json`` or ``.npz``)."""
+        """Read a fleet result written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A ``.json`` or ``.npz`` file.
+
+        Returns
+        -------
+        FleetResult
+
+        Raises
+        ------
+        InputError
+            For a missing, corrupt or other kind of file.
+        """
         return load_fleet(path)
 
     def _to_npz(self):
@@ -380,7 +465,27 @@ class FleetResult(Result):
             for g in header.get("groups", [])}))
 
     def save(self, path):
-        """Write the result: ``.json`` (one JSON document) or ``.npz`` (JSON header plus arrays)."""
+        """Write the result (atomically).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            ``*.json`` (one JSON document) or ``*.npz`` (a JSON header plus arrays, no pickle).
+
+        Raises
+        ------
+        InputError
+            For another file ending.
+
+        Examples
+        --------
+        >>> import os, tempfile, corelat
+        >>> f = corelat.fleet(corelat.example_files())
+        >>> path = os.path.join(tempfile.mkdtemp(), "fleet.json")
+        >>> f.save(path)
+        >>> corelat.FleetResult.load(path) == f
+        True
+        """
         path = os.fspath(path)
         if path.lower().endswith(".json"):
             write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
@@ -391,11 +496,28 @@ class FleetResult(Result):
 
     # -- text --------------------------------------------------------------------------------------------
     def table(self):
-        """The fleet report as text (``str(result)``; ``corelat fleet-report`` prints it)."""
+        """The fleet report as text.
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives and ``corelat fleet-report`` prints (:meth:`report`).
+        """
         return self.report()
 
     def node_table(self, group=None):
-        """The nodes × classes table as text (class medians in ns, ``*`` marks an outlier), per group."""
+        """The nodes × classes table as text, per group.
+
+        Parameters
+        ----------
+        group : int, optional
+            Only this group's table (default: every group's).
+
+        Returns
+        -------
+        str
+            Class medians in ns; ``*`` marks an outlier.
+        """
         flagged = {(o.node, o.cls) for o in self.outliers}
         out = []
         for g in self.groups:
@@ -412,7 +534,18 @@ class FleetResult(Result):
         return "\n".join(out).rstrip()
 
     def report(self, max_rows=40):
-        """The fleet report in words (what ``print(result)`` and ``corelat fleet-report`` show)."""
+        """The fleet report in words.
+
+        Parameters
+        ----------
+        max_rows : int
+            At most this many node rows per table; the rest are counted.
+
+        Returns
+        -------
+        str
+            What ``print(result)`` and ``corelat fleet-report`` show.
+        """
         s = self.summary()
         nodes = s["nodes"]
         title = "Fleet" if self.name in ("", "fleet") else f"Fleet {self.name}"
@@ -759,6 +892,18 @@ def fleet(paths_or_results, expect=None, *, name=None):
     Returns
     -------
     FleetResult
+
+    Raises
+    ------
+    InputError
+        For a path that does not exist or an argument that is neither a path nor a result.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> print(corelat.fleet(corelat.example_files()))  # doctest: +ELLIPSIS
+    Fleet: 2 nodes in 2 groups; no outliers, no errors, none missing
+    ...
     """
     items = paths_or_results
     if isinstance(items, (str, os.PathLike, LatencyResult)):

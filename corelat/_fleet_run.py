@@ -444,7 +444,24 @@ def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measur
 
     Returns
     -------
-    FleetResult on rank 0, None on the other ranks.
+    FleetResult or None
+        The fleet report on rank 0, None on the other ranks.
+
+    Raises
+    ------
+    InputError
+        For a bad ``expect`` list (on every rank, before anything is measured).
+    ImportError
+        Where ``mpi4py`` is not installed (the message says how to install it).
+
+    Examples
+    --------
+    In a script started with ``mpirun -n 64 python script.py``, one rank per node or more:
+
+    >>> import corelat
+    >>> fleet = corelat.measure_fleet(directory="results", expect="node[01-64]")  # doctest: +SKIP
+    >>> if fleet is not None:  # rank 0  # doctest: +SKIP
+    ...     print(fleet)
     """
     MPI = mpi()
     if comm is None:

@@ -48,24 +48,42 @@ def _home_list(homes, cpus, kernel):
 
 
 def placement(cpus=None, homes="nodes", **measure_kwargs):
-    """Measure the latency matrix once per home of the line; returns a :class:`PlacementResult`.
+    """Measure the latency matrix once per home of the line.
 
-    Args:
-        cpus: as for :func:`corelat.measure`.
-        homes: ``"nodes"`` (every NUMA node this process may allocate on, as ``"node:K"``) or a list
-            of homes as :func:`corelat.measure` takes them (``"initiator"``, ``"responder"``,
-            ``"node:K"``, ``"cpu:K"``).
-        **measure_kwargs: passed to :func:`corelat.measure` for every home (``kernel``,
-            ``samples``, ``precision``, ``timeout``, ``progress``, ``order``, ...), but not ``home``.
+    Parameters
+    ----------
+    cpus : CPU selection, optional
+        As for :func:`corelat.measure`.
+    homes : str or list of str
+        ``"nodes"`` (every NUMA node this process may allocate on, as ``"node:K"``) or a list of
+        homes as :func:`corelat.measure` takes them (``"initiator"``, ``"responder"``,
+        ``"node:K"``, ``"cpu:K"``).
+    **measure_kwargs
+        Passed to :func:`corelat.measure` for every home (``kernel``, ``samples``, ``precision``,
+        ``timeout``, ``progress``, ``order``, ...), but not ``home``.
 
-    Raises:
-        InputError: for bad arguments, before anything is measured (every home is checked first).
-        CorelatError: whatever :func:`corelat.measure` raises.
+    Returns
+    -------
+    PlacementResult
 
-    Examples:
-        >>> r = corelat.placement(kernel="read-modified")          # doctest: +SKIP
-        >>> print(r.summary_text())                                 # doctest: +SKIP
-        across packages: 114 ns homed with the owner, 176 ns homed with the reader
+    Raises
+    ------
+    InputError
+        For bad arguments, before anything is measured (every home is checked first).
+    CorelatError
+        Whatever :func:`corelat.measure` raises.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.placement([0, 1], homes=["initiator", "responder"], samples=5, round_trips=20)
+    >>> r.homes
+    ('initiator', 'responder')
+
+    On a machine with several NUMA nodes, every node as the home:
+
+    >>> print(corelat.placement(kernel="read-modified").summary_text())  # doctest: +SKIP
+    across packages: 114 ns homed with the owner, 176 ns homed with the reader
     """
     from ._sweep import measure
     from ._validate import check_params, resolve_cpus
@@ -82,16 +100,36 @@ def placement(cpus=None, homes="nodes", **measure_kwargs):
 
 
 class PlacementResult(Result):
-    """The latency matrix measured once per home of the line (see :func:`placement`).
+    """The latency matrix measured once per home of the line; made by :func:`corelat.placement`.
 
-    Attributes:
-        homes: the homes, as labels (``"node:0"``, ``"responder"``, ...), in measuring order.
-        results: one :class:`~corelat.LatencyResult` per home, same CPUs in the same order.
-        cpus: the CPUs of the results.
-        kernel: the kernel of the results.
-        name: the name of the results.
-        median: ``(len(homes), n, n)`` medians in ns.
-        home_node: ``(len(homes), n, n)`` NUMA node each cell's page was found on (-1 unknown).
+    Parameters
+    ----------
+    homes : sequence of str
+        The homes, as :func:`corelat.measure` takes them.
+    results : sequence of LatencyResult
+        One per home, same CPUs in the same order, same kernel.
+    name : str, optional
+        A label (default: the first result's name).
+
+    Attributes
+    ----------
+    homes : tuple of str
+        The homes, as labels (``"node:0"``, ``"responder"``, ...), in measuring order.
+    results : tuple of LatencyResult
+        One per home, same CPUs in the same order.
+    cpus : tuple of int
+        The CPUs of the results.
+    kernel : str
+        The kernel of the results.
+    name : str
+        A label.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.placement([0, 1], homes=["initiator", "responder"], samples=5, round_trips=20)
+    >>> r.median.shape, r.result("responder").cpus
+    ((2, 2, 2), (0, 1))
     """
 
     _KIND = "placement"
@@ -130,8 +168,23 @@ class PlacementResult(Result):
                          for r in self.results])
 
     def result(self, home):
-        """The :class:`~corelat.LatencyResult` of one home: its label (``"node:1"``), its position in
-        :attr:`homes`, or a NUMA node number K (meaning ``"node:K"``)."""
+        """The result of one home.
+
+        Parameters
+        ----------
+        home : str or int
+            Its label (``"node:1"``), a NUMA node number K (meaning ``"node:K"``), or, where no
+            home is a node, its position in :attr:`homes`.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            When the result holds no such home.
+        """
         if isinstance(home, (int, np.integer)) and not isinstance(home, bool):
             label = f"node:{int(home)}"
             if label in self.homes:
@@ -165,11 +218,17 @@ class PlacementResult(Result):
         return {r["cpu"]: (r["node"], r["package"]) for r in topo.records()}
 
     def records(self):
-        """One dict per home and measured cell: ``home``, ``row``/``col`` CPU ids, ``median`` ns,
-        ``home_node`` (where the page was found), ``pair`` ("within a node", "across nodes of a
-        package", "across packages" or None) and ``relation`` of the home to the cell's two CPUs
-        ("with the initiator", "with the responder", "with both", "on a third node" or None; the
-        roles are "sender"/"receiver" for oneway, "owner"/"reader" for read-clean/read-modified)."""
+        """One dict per home and measured cell.
+
+        Returns
+        -------
+        list of dict
+            ``home``, ``row`` and ``col`` (CPU ids), ``median`` (ns), ``home_node`` (where the page
+            was found), ``pair`` ("within a node", "across nodes of a package", "across packages"
+            or None) and ``relation`` of the home to the cell's two CPUs ("with the initiator",
+            "with the responder", "with both", "on a third node" or None; the roles are
+            "sender"/"receiver" for oneway, "owner"/"reader" for read-clean/read-modified).
+        """
         places = self._cpu_places()
         which, first_word, second_word = _ROLES.get(self.kernel, ("c", "initiator", "responder"))
         out = []
@@ -195,8 +254,15 @@ class PlacementResult(Result):
         return out
 
     def summary(self):
-        """``{pair kind: {relation: {"median": ns, "cells": count}}}`` over every home: the median of
-        the cells' medians for each kind of pair and relation of the home to the pair."""
+        """What the homes change, per kind of pair.
+
+        Returns
+        -------
+        dict
+            ``{pair kind: {relation: {"median": ns, "cells": count}}}`` over every home: the
+            median of the cells' medians for each kind of pair and relation of the home to the
+            pair (see :meth:`records`).
+        """
         groups = {}
         for rec in self.records():
             if rec["pair"] is None or rec["relation"] is None:
@@ -209,8 +275,14 @@ class PlacementResult(Result):
                 for pair in sorted(groups, key=_PAIR_ORDER.index)}
 
     def summary_text(self):
-        """The summary in words, one line per kind of pair, e.g. "across packages: 114 ns homed with
-        the initiator, 176 ns homed with the responder, 190 ns homed on a third node"."""
+        """The summary in words.
+
+        Returns
+        -------
+        str
+            One line per kind of pair, e.g. "across packages: 114 ns homed with the initiator,
+            176 ns homed with the responder, 190 ns homed on a third node".
+        """
         s = self.summary()
         if not s:
             return "where the line lives: unknown (no topology or no verified homes)"
@@ -218,7 +290,13 @@ class PlacementResult(Result):
                          for pair, rels in s.items())
 
     def table(self):
-        """Text: the homes, how each was placed, the summary and the warnings."""
+        """The result as text.
+
+        Returns
+        -------
+        str
+            The homes, where each was found, and :meth:`summary_text` (``str(result)``).
+        """
         lines = [f"Where the line lives: kernel {self.kernel}, {self.n} CPUs, {len(self.homes)} home(s)"]
         for label, res in zip(self.homes, self.results):
             found = res.extras.get("home_node")
@@ -233,8 +311,14 @@ class PlacementResult(Result):
         return self._repr(f"{self.kernel}, {self.n} CPUs, homes {', '.join(self.homes)}")
 
     def to_dict(self):
-        """JSON-able: ``kind``, ``name``, ``kernel``, ``cpus``, ``homes``, per-home ``median`` and
-        ``home_node`` matrices (None for NaN), ``summary``, ``records``, ``warnings`` and ``notes``."""
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``kernel``, ``cpus``, ``homes``, per-home ``median`` and
+            ``home_node`` matrices, ``summary``, ``records``, ``warnings`` and ``notes``.
+        """
         return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
                          "homes": list(self.homes), "median": self.median, "home_node": self.home_node,
                          "summary": self.summary(), "records": self.records(), "warnings": list(self.warnings),

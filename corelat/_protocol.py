@@ -104,9 +104,29 @@ class Result:
         return f"<{type(self).__name__} {name!r}: {details}>"
 
     def save(self, path):
-        """Write the result to ``path``: a ``.npz`` of plain arrays plus a JSON header, no pickle.
+        """Write the result to a file (atomically): a ``.npz`` of plain arrays plus a JSON header, no pickle.
 
         :func:`corelat.load` (or this class's ``load``) reads it back as an equal result.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+
+        Raises
+        ------
+        InputError
+            For a result kind that is not saved (derived ones: comparisons, structures) or a path
+            that cannot be written.
+
+        Examples
+        --------
+        >>> import os, tempfile, corelat
+        >>> r = corelat.load(corelat.example_files()[0])
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.npz")
+        >>> r.save(path)
+        >>> corelat.load(path) == r
+        True
         """
         if self._KIND is None:
             raise InputError(f"a {type(self).__name__} is derived from other results and is not saved")
@@ -117,8 +137,27 @@ class Result:
     def load(cls, path):
         """Read a result of this kind written by :meth:`save`.
 
-        Raises :class:`~corelat.InputError` for a missing or corrupt file, or a file holding
-        another kind of result (:func:`corelat.load` reads any kind).
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A corelat ``.npz`` file.
+
+        Returns
+        -------
+        Result
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        InputError
+            For a missing or corrupt file, or a file holding another kind of result
+            (:func:`corelat.load` reads any kind).
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.LatencyResult.load(corelat.example_files()[0]).kernel
+        'cas'
         """
         header, arrays = _npz.read(path)
         if header["kind"] != cls._KIND:

@@ -117,21 +117,53 @@ def _figsize(n):
 
 def heatmap(result, order="topology", statistic="median", annotate=None, ax=None, *, vmin=None, vmax=None,
             colorbar=True, cmap="viridis", title=None, home=None):
-    """Draw the latency matrix; returns the matplotlib ``Axes``.
+    """Draw the latency matrix as a heatmap.
 
-    Args:
-        result: a :class:`~corelat.LatencyResult`, or a :class:`~corelat.PlacementResult` with
-            ``home`` saying which home to draw.
-        order: ``"topology"`` (package → NUMA node → L3 → core, from the topology the result carries;
-            falls back to ``"structure"`` and says so in the title), ``"structure"`` (groups found by
-            :func:`corelat.structure`) or ``"os"`` (CPU ids).
-        statistic: ``"median"``, ``"mean"``, ``"min"``, ``"max"`` or ``"std"``.
-        annotate: write each cell's value: True, False, or None for "where the cells are big enough".
-        ax: draw into this Axes (default: a new figure sized for the number of CPUs).
-        vmin, vmax: colour scale limits in ns (default: the data's range).
-        colorbar: add a colour bar in ns.
-        home: for a placement result, the home to draw: a NUMA node K, a label like ``"node:1"``
-            or ``"responder"``, or a position in ``result.homes``.
+    Parameters
+    ----------
+    result : LatencyResult or PlacementResult
+        The matrix; for a placement result ``home`` says which home to draw.
+    order : {"topology", "structure", "os"}
+        ``"topology"`` (package, NUMA node, L3, core, from the topology the result carries; falls
+        back to ``"structure"`` and says so in the title), ``"structure"`` (groups found by
+        :func:`corelat.structure`) or ``"os"`` (CPU ids).
+    statistic : str
+        ``"median"``, ``"mean"``, ``"min"``, ``"max"`` or ``"std"``.
+    annotate : bool or None
+        Write each cell's value: True, False, or None for "where the cells are big enough".
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes (default: a new figure sized for the number of CPUs).
+    vmin : float, optional
+        Lower colour scale limit in ns (default: the data's minimum).
+    vmax : float, optional
+        Upper colour scale limit in ns (default: the data's maximum).
+    colorbar : bool
+        Add a colour bar in ns.
+    cmap : str
+        A matplotlib colour map name.
+    title : str, optional
+        The title (default: the result's name, kernel, CPU count, order and median).
+    home : int or str, optional
+        For a placement result, the home to draw: a NUMA node K, a label like ``"node:1"`` or
+        ``"responder"``, or a position in ``result.homes``.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    InputError
+        For an unknown order or statistic, or a placement result without a valid ``home``.
+    ImportError
+        Where matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import corelat, corelat.plot
+    >>> ax = corelat.plot.heatmap(corelat.load(corelat.example_files()[0]), order="os")
+    >>> ax.get_title().splitlines()[0]
+    '2-CPU VM, cas: cas kernel, 2 CPUs'
     """
     plt = _plt()
     result = _one_home(result, home)
@@ -268,14 +300,42 @@ def _default_pairs(result, limit):
 
 
 def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFAULT_CLIP):
-    """Per-pair sample distributions; returns the ``Axes``.
+    """Per-pair sample distributions, where bimodal or unstable pairs show.
 
-    ``pairs`` are CPU-id tuples (default: up to ``limit`` pairs: bimodal or unstable ones first, then
-    a spread from fastest to slowest). ``kind`` is ``"violin"`` or ``"hist"``. Violins show each
-    pair's samples within the percentile range ``clip`` (low, high) of that pair, so one preempted
-    sample does not squash them; the others are marked on the edge and counted in the legend
-    (``clip=None`` draws every sample). A value-only result (imported from another tool's file) has
-    no samples: that raises :class:`~corelat._errors.InputError`.
+    Parameters
+    ----------
+    result : LatencyResult
+        A measured result (with raw samples).
+    pairs : list of tuple, optional
+        CPU-id pairs to draw (default: up to ``limit`` pairs: bimodal or unstable ones first, then
+        a spread from fastest to slowest).
+    kind : {"violin", "hist"}
+        Violins or histograms.
+    ax : matplotlib.axes.Axes, optional
+        Draw into this Axes (default: a new figure).
+    limit : int
+        How many pairs to choose when ``pairs`` is not given.
+    clip : tuple of float or None
+        Violins show each pair's samples within this percentile range ``(low, high)`` of that
+        pair, so one preempted sample does not squash them; the others are marked on the edge
+        and counted in the legend. None draws every sample.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    InputError
+        For a value-only result (imported from another tool's file: no samples), an unknown
+        kind, a pair that is not two CPUs of the result, or a bad ``clip``.
+    ImportError
+        Where matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import corelat, corelat.plot
+    >>> ax = corelat.plot.distribution(corelat.load(corelat.example_files()[0]), kind="hist")
     """
     # A measured result keeps its samples, however few a loaded machine's time budget left (even one):
     # only another tool's value per pair has no distribution.
@@ -435,10 +495,39 @@ def _log_labels(axis, lo, hi):
 
 
 def compare(results, names=None, order="structure", statistic="median", annotate=None):
-    """Heatmaps of several results side by side on one colour scale; returns the ``Figure``.
+    """Heatmaps of several results side by side on one colour scale.
 
-    ``results`` are results or paths to result files. Each panel is titled by ``names`` or else by
-    the result's name (the file's name where two results share one, e.g. two runs on one host).
+    Parameters
+    ----------
+    results : list of LatencyResult or path
+        Results or paths to result files.
+    names : list of str, optional
+        Panel titles (default: each result's name, or the file's name where two results share
+        one, e.g. two runs on one host).
+    order : {"structure", "topology", "os"}
+        How each matrix is ordered (see :func:`heatmap`).
+    statistic : str
+        The per-pair statistic drawn.
+    annotate : bool or None
+        Write each cell's value (None: where the cells are big enough).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    InputError
+        For no results, or a file that cannot be read.
+    ImportError
+        Where matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import corelat, corelat.plot
+    >>> fig = corelat.plot.compare(corelat.example_files())
+    >>> len(fig.axes) >= 2
+    True
     """
     from ._compare import labels_for
 
@@ -471,16 +560,39 @@ FLEET_DEVIATION_RANGE = 0.3
 
 
 def fleet(result, node=None, *, group=None, max_nodes=200):
-    """Pictures of a :class:`~corelat.FleetResult`; returns the ``Figure``.
+    """Pictures of a fleet result.
 
-    Without ``node``: a heat table per group, nodes × pair classes, coloured by each class median's
-    deviation from the group's median (white = typical, red = slower, blue = faster), outliers
-    boxed. ``group`` picks one group; groups of more than ``max_nodes`` nodes show the nodes
-    that deviate most.
+    Without ``node``: a heat table per group, nodes × pair classes, coloured by each class
+    median's deviation from the group's median (white = typical, red = slower, blue = faster),
+    outliers boxed. With ``node``: that node's matrix divided by its group's median matrix, as a
+    ratio heatmap (1 = typical).
 
-    With ``node`` (a node name or its :class:`~corelat.LatencyResult`): that node's matrix divided by
-    its group's median matrix, as a ratio heatmap (1 = typical). A name is read from the node's
-    file as the fleet recorded it.
+    Parameters
+    ----------
+    result : FleetResult
+        What :func:`corelat.fleet` or :func:`corelat.measure_fleet` returned.
+    node : str or LatencyResult, optional
+        A node name (its matrix is read from the file the fleet recorded) or its result.
+    group : int, optional
+        Draw only this group.
+    max_nodes : int
+        Groups of more nodes show the nodes that deviate most.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    InputError
+        For an unknown group or node, or a node without a recorded file.
+    ImportError
+        Where matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import corelat, corelat.plot
+    >>> fig = corelat.plot.fleet(corelat.fleet(corelat.example_files()))
     """
     plt = _plt()
     if node is not None:
@@ -573,8 +685,39 @@ def _fleet_ratio(plt, result, node):
 
 
 def placement(result, order="topology", statistic="median", annotate=None):
-    """Small multiples of a :func:`corelat.placement` result: one heatmap per home of the line, on
-    one colour scale, titled with each home and where its pages were found; returns the ``Figure``."""
+    """Small multiples of a :func:`corelat.placement` result.
+
+    One heatmap per home of the line, on one colour scale, titled with each home and where its
+    pages were found (:func:`heatmap` draws one home with ``home=``).
+
+    Parameters
+    ----------
+    result : PlacementResult
+        What :func:`corelat.placement` returned.
+    order : {"topology", "structure", "os"}
+        How each matrix is ordered (see :func:`heatmap`).
+    statistic : str
+        The per-pair statistic drawn.
+    annotate : bool or None
+        Write each cell's value (None: where the cells are big enough).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    InputError
+        For anything but a placement result.
+    ImportError
+        Where matplotlib is not installed (the message says how to install it).
+
+    Examples
+    --------
+    >>> import corelat, corelat.plot
+    >>> r = corelat.placement([0, 1], homes=["initiator", "responder"], samples=5, round_trips=20)
+    >>> fig = corelat.plot.placement(r)
+    """
     from ._placement import PlacementResult
 
     if not isinstance(result, PlacementResult):

@@ -7,7 +7,10 @@ People look at a heatmap and say "2 groups of 8 cores, 17 ns within, 85 ns acros
    than every other CPU (a gap of :data:`SMT_RATIO` or more) and fast in absolute terms (at most
    :data:`SMT_MAX_NS`: siblings share an L1 cache, so a hand-off between them costs a few ns; the
    40 ns clusters of an Apple M1 are fast *relative* to the rest but are separate cores). Sibling
-   groups must be mutual (every member names the same group).
+   groups must be mutual (every member names the same group), of one size, and follow one
+   numbering rule across the machine (cpu XOR 1, or cpu + N/2) unless the OS says they are cores;
+   fast pairs in no such numbering are a level (tiles), and the rule fills in a sibling pair that
+   a noisy CPU left ambiguous.
 2. **Levels.** A group is a set of cores whose rows look alike: the same latency to every other
    core, whether faster inside than across (an L3, a socket) or slower (an E-core cluster bouncing a
    line inside its shared L2). Groups are found by row-profile similarity and a block test
@@ -255,6 +258,9 @@ class Structure(Result):
         The statistic behind ``reliable``.
     artifacts : tuple of str
         Sentences naming what in the data is likely an artifact of how it was measured.
+    smt_note : str
+        Why fast pairs were not read as SMT siblings (they follow no numbering rule and the OS
+        does not confirm them as cores); empty otherwise.
     metadata : dict
         Where the reading came from.
 
@@ -286,6 +292,7 @@ class Structure(Result):
     reliable: object = None
     noise_ratio: float = math.nan
     artifacts: tuple = ()
+    smt_note: str = ""
     metadata: dict = field(default_factory=dict, repr=False)
 
     _FIELDS = ("name", "statistic", "cpus", "smt_pairs", "smt_latency", "levels", "core_latency", "core_range",
@@ -301,7 +308,7 @@ class Structure(Result):
     @property
     def notes(self):
         """Artifacts named in the data, and why the OS topology was not compared (when it was not)."""
-        return tuple(self.artifacts) + ((self.note,) if self.note else ())
+        return tuple(self.artifacts) + tuple(x for x in (self.smt_note, self.note) if x)
 
     def records(self):
         """One dict per group of every level, finest level first.
@@ -493,7 +500,7 @@ class Structure(Result):
         elif n > 2:
             parts.append("no SMT siblings")
         text = "; ".join(parts)
-        for a in self.artifacts:
+        for a in (*self.artifacts, *([self.smt_note] if self.smt_note else [])):
             text += ". " + a
         if self.topology is not None:
             text += ". " + self.topology.sentence
@@ -549,7 +556,8 @@ def structure(result, statistic="median", topology=None):
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)
 
-    smt_groups = _smt_groups(d)
+    records, note = _topology_records(result, topology)
+    smt_groups, smt_note = _smt_rule(d, _smt_groups(d), cpus, records)
     in_group = {i for g in smt_groups for i in g}
     core_idx = sorted([tuple(sorted(g)) for g in smt_groups] + [(i,) for i in range(n) if i not in in_group],
                       key=lambda g: g[0])
@@ -573,7 +581,6 @@ def structure(result, statistic="median", topology=None):
     else:
         reliable = None if math.isnan(ratio) else bool(ratio < _blocks.NOISE_RATIO)
 
-    records, note = _topology_records(result, topology)
     level_objs = _make_levels(d, cpus, core_idx, core_of, labels, records)
     st = Structure(
         cpus=cpus,
@@ -589,6 +596,7 @@ def structure(result, statistic="median", topology=None):
         reliable=reliable,
         noise_ratio=ratio,
         artifacts=_artifacts(level_objs, result),
+        smt_note=smt_note,
     )
     if records is not None:
         object.__setattr__(st, "topology", compare_topology(st, records))
@@ -874,6 +882,85 @@ def _smt_groups(d):
         if all(nearest.get(j) == g for j in g):
             groups.add(g)
     return [tuple(sorted(g)) for g in groups]
+
+
+def _rule_of(group):
+    """(stride, size) of the numbering rule a sibling group (sorted CPU ids) follows, or None.
+
+    Linux numbers the hardware threads of a machine one of two ways: adjacent (cpu XOR 1: 0,1 and
+    2,3; SMT4 0-3) or one thread of every core first (cpu + N/2: 0,16 and 1,17). Both are
+    ``{b, b + S, ..., b + (k - 1) S}`` with ``(b // S) % k == 0``.
+    """
+    k, b = len(group), group[0]
+    stride = group[1] - b
+    if stride <= 0 or (b // stride) % k or any(group[j] != b + j * stride for j in range(k)):
+        return None
+    return stride, k
+
+
+def _rule_group(cpu, rule):
+    stride, k = rule
+    b = cpu - ((cpu // stride) % k) * stride
+    return tuple(b + j * stride for j in range(k))
+
+
+def _smt_rule(d, groups, cpus, records):
+    """(sibling index groups, note): the groups that follow one numbering rule across the machine
+    (or are the OS's cores), completed by the rule where a noisy pair was missed.
+
+    Fast pairs that follow no rule are not SMT siblings (separate cores sharing an L2 in a
+    scrambled numbering, a tile) unless the OS says they are cores: they are left to the levels,
+    and the note says why.
+    """
+    if not groups:
+        return groups, ""
+    ids = [tuple(sorted(cpus[i] for i in g)) for g in groups]
+    os_cores = _partition(records, "core", cpus) if records else None
+    confirmed = [os_cores is not None and frozenset(g) in os_cores for g in ids]
+    rules = [_rule_of(g) for g in ids]
+    counts = {}
+    for r in rules:
+        if r is not None:
+            counts[r] = counts.get(r, 0) + 1
+    rule = max(counts, key=lambda r: (counts[r], -r[0])) if counts else None
+    fits = rule is not None and (counts[rule] >= 2 or rule[1] * 2 >= len(cpus)) \
+        and 3 * counts[rule] >= 2 * len(groups)
+    keep = [g for g, r, ok in zip(groups, rules, confirmed) if ok or (fits and r == rule)]
+    note = ""
+    if not keep:
+        lat = np.nanmedian([d[i, j] for g in groups for i in g for j in g if i < j])
+        shown = ", ".join("(" + ",".join(map(str, g)) + ")" for g in sorted(ids)[:4])
+        note = (f"CPUs {shown}{' ...' if len(ids) > 4 else ''} pair up as fast as SMT siblings "
+                f"({_ns(float(lat))}) but follow no numbering rule (n and n+1, n and n+N/2) "
+                "and the OS does not confirm them as cores: read as a level of pairs, not as SMT siblings")
+        return [], note
+    if fits:
+        keep = _complete(d, keep, rule, cpus)
+    return keep, note
+
+
+def _complete(d, groups, rule, cpus):
+    """Add the sibling groups the rule predicts among CPUs left out, where they are as fast as the
+    machine's siblings and (within 10 %) the fastest partners their members have (a quantised timer
+    ties CPU 28's sibling with two cores of its CCX)."""
+    typical = float(np.median([np.nanmedian([d[i, j] for i in g for j in g if i < j]) for g in groups]))
+    pos = {c: i for i, c in enumerate(cpus)}
+    taken = {i for g in groups for i in g}
+    out = list(groups)
+    for c in cpus:
+        if pos[c] in taken:
+            continue
+        want = [pos.get(x) for x in _rule_group(c, rule)]
+        if None in want or taken & set(want):
+            continue
+        inside = d[np.ix_(want, want)][~np.eye(len(want), dtype=bool)]
+        rest = np.delete(d[want], want, axis=1)
+        if np.isnan(inside).any() or np.isnan(rest).all():
+            continue
+        if inside.max() <= SMT_GROUP_SPREAD * typical and inside.max() <= 1.1 * float(np.nanmin(rest)):
+            out.append(tuple(sorted(want)))
+            taken.update(want)
+    return out
 
 
 def _order(cpus, cores, levels):

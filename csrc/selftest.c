@@ -148,8 +148,10 @@ static void frozen_partner(int slow)
 }
 
 /* The responder moved off its CPU in mid-run (as by taskset -p or a cpuset change): the call ends
- * with CORELAT_EMOVED long before it would have finished. */
-static void moved_partner(void)
+ * with CORELAT_EMOVED long before it would have finished. With delay_ns 0 the move comes as soon as
+ * the start returns, perhaps before the thread ever ran: a thread pinned late (by itself, after
+ * that) would undo the move and run for hours; every thread must be pinned when the start returns. */
+static void moved_partner(long delay_ns)
 {
     corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 10.0);
     p.round_trips = 1000000;
@@ -159,8 +161,9 @@ static void moved_partner(void)
     EXPECT(job && corelat_pp_start(job) == CORELAT_OK);
     if (!job)
         return;
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
+    struct timespec ts = {0, delay_ns};
+    if (delay_ns)
+        nanosleep(&ts, NULL);
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(0, &one);
@@ -275,7 +278,8 @@ int main(void)
 
     chase_and_placement();
     frozen_partner(slow != NULL);
-    moved_partner();
+    moved_partner(20000000);
+    moved_partner(0);
     EXPECT(corelat_jobs_alive() == 0);
 
     printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok", info.name,

@@ -71,14 +71,31 @@ void corelat_member_spin(corelat_member *m, corelat_spin *s)
 
 int corelat_member_on_cpu(const corelat_member *m) { return corelat_on_cpu(m->cpu); }
 
+/* Where the C library cannot pin at creation, wait (bounded, abort-aware) until the creator pinned
+ * this thread. Not on its CPU yet: no move check (cpu -1). CORELAT_OK, or the status to end with. */
+static int await_pin(corelat_member *m)
+{
+    if (CORELAT_PIN_AT_CREATE)
+        return CORELAT_OK;
+    corelat_spin s;
+    corelat_spin_begin(&s, &m->job->abort, &m->beat, -1, m->job->timeout_ns);
+    int rc = corelat_spin_until(&m->pinned, CORELAT_PIN_DONE, &s);
+    if (rc == CORELAT_OK && atomic_load_explicit(&m->pinned, memory_order_acquire) != CORELAT_PIN_DONE)
+        rc = CORELAT_EABORT; /* the creator could not pin it and reports why */
+    return rc;
+}
+
 static void *trampoline(void *p)
 {
     corelat_member *m = p;
     corelat_job *job = m->job;
-    /* pthread_attr_setaffinity_np placed us, but verify: a cpuset change in between would make
+    /* Pinned (at creation, or by the creator), but verify: a cpuset change in between would make
      * every number a lie. */
+    int rc = await_pin(m);
     int cpu = corelat_current_cpu();
-    if (!corelat_on_cpu(m->cpu)) {
+    if (rc != CORELAT_OK) {
+        m->status = rc;
+    } else if (!corelat_on_cpu(m->cpu)) {
         m->status = CORELAT_EMOVED;
         m->err = cpu;
     } else {
@@ -176,6 +193,7 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus)
         m->index = i;
         m->cpu = cpus[i];
         atomic_init(&m->beat, 0);
+        atomic_init(&m->pinned, CORELAT_PIN_AT_CREATE ? CORELAT_PIN_DONE : CORELAT_PIN_WAIT);
     }
 
     /* New threads inherit the creator's signal mask: block everything around the creation so no
@@ -188,7 +206,7 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus)
         corelat_member *m = &job->members[i];
         pthread_attr_t attr;
         pthread_attr_init(&attr);
-        int e = corelat_attr_pin(&attr, cpus[i]);
+        int e = corelat_attr_pin(&attr, cpus[i]), created = 0;
         if (e != 0) {
             rc = CORELAT_EPIN;
         } else if ((e = attr_sched(&attr)) != 0) {
@@ -200,19 +218,30 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus)
                 atomic_fetch_sub(&job->refs, 1);
                 /* glibc reports a CPU it cannot pin to as EINVAL from pthread_create */
                 rc = e == EINVAL ? CORELAT_EPIN : CORELAT_ETHREAD;
+            } else {
+                created = 1;
+                job->started++;
             }
+        }
+        if (created && !CORELAT_PIN_AT_CREATE) {
+            /* The thread waits for this (affinity.h); on failure it ends as aborted, we say why. */
+            e = corelat_thread_pin(job->threads[i], cpus[i]);
+            if (e != 0)
+                rc = CORELAT_EPIN;
+            atomic_store_explicit(&m->pinned, e ? CORELAT_PIN_FAILED : CORELAT_PIN_DONE, memory_order_release);
         }
         pthread_attr_destroy(&attr);
         if (rc != CORELAT_OK) {
-            m->status = rc;
-            m->err = e;
-            m->done = 1;
+            if (!created) { /* a started thread sets its own status and done */
+                m->status = rc;
+                m->err = e;
+                m->done = 1;
+            }
             job->err = e;
             job->failed_cpu = cpus[i];
             job->failed_index = i;
             break;
         }
-        job->started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != CORELAT_OK) {

@@ -30,7 +30,11 @@ typedef struct {
     int err;                    /* errno or detail where the status has one */
     int done;                   /* finished; guarded by the job's mutex */
     atomic_uint_fast64_t beat;  /* bumped by the thread while it runs (see spin.h) */
+    atomic_int pinned;          /* CORELAT_PIN_* below: set by the creator (see affinity.h) */
 } corelat_member;
+
+/* Values of a member's `pinned`: the thread waits for the creator to leave WAIT. */
+enum { CORELAT_PIN_WAIT = 0, CORELAT_PIN_DONE = 1, CORELAT_PIN_FAILED = 2 };
 
 typedef void (*corelat_work_fn)(corelat_member *m);
 

@@ -32,8 +32,22 @@ def load(path: Path) -> Any:
     corelat files give back the kind of result that was saved. Text formats understood:
     core-to-core-latency's ``--csv`` output (square lower triangle, no labels), c2clat's table and
     plot output, and a labelled CSV as written by :meth:`LatencyResult.to_csv` (``labelled=True``);
-    they give a value-only :class:`LatencyResult`. Raises :class:`~corelat._errors.InputError` for a
-    missing, unreadable or corrupt file.
+    they give a value-only :class:`LatencyResult`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to read.
+
+    Returns
+    -------
+    LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport or PlacementResult
+        The kind of result the file holds.
+
+    Raises
+    ------
+    InputError
+        For a missing, unreadable or corrupt file.
 
     Examples
     --------

@@ -527,8 +527,14 @@ def locks(
 
     Raises
     ------
-    InputError (a ValueError) for bad arguments; MeasurementTimeout; MeasurementError;
-    KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    InputError
+        For bad arguments (also a ``ValueError``).
+    MeasurementTimeout
+        When a thread waits longer than ``timeout``.
+    MeasurementError
+        When a thread cannot be started or pinned.
+    KeyboardInterrupt
+        Within about 0.1 s of Ctrl-C.
 
     Examples
     --------

@@ -534,8 +534,14 @@ def smt(
 
     Raises
     ------
-    InputError (a ValueError) for bad arguments; MeasurementTimeout / MeasurementError when a
-    measurement fails; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    InputError
+        For bad arguments (also a ``ValueError``).
+    MeasurementTimeout
+        When a partner stops answering.
+    MeasurementError
+        When a measurement fails.
+    KeyboardInterrupt
+        Within about 0.1 s of Ctrl-C.
 
     Examples
     --------

@@ -268,10 +268,15 @@ def measure(
 
     Raises
     ------
-    InputError (a ValueError) for bad arguments (also a ``home`` that cannot be met: no such
-    node, a node the cpuset forbids); MeasurementTimeout (a TimeoutError) when a
-    partner stops answering; MeasurementError when the one-way kernel finds the timers out of
-    step; KeyboardInterrupt within about 0.1 s of Ctrl-C.
+    InputError
+        For bad arguments (also a ``ValueError``), also a ``home`` that cannot be met: no such
+        node, a node the cpuset forbids.
+    MeasurementTimeout
+        When a partner stops answering (also a ``TimeoutError``).
+    MeasurementError
+        When the one-way kernel finds the timers out of step.
+    KeyboardInterrupt
+        Within about 0.1 s of Ctrl-C.
 
     Examples
     --------

@@ -1,7 +1,8 @@
-"""Sphinx configuration: API reference (autodoc; napoleon reads the docstrings, which are Google style,
-``Args:``/``Returns:``, and would read numpydoc's style too), the README as the user guide, the notebooks with
-their outputs (myst-nb executes them), and the CLI reference generated from argparse. Built by
-`make docs` (warnings are errors) against the installed package, never the source tree."""
+"""Sphinx configuration: API reference (autodoc; napoleon reads the numpydoc docstrings; the page and
+its settings are in ``_apiref.py``, which ``tests/test_docstrings.py`` builds alone), the README as the
+user guide, the notebooks with their outputs (myst-nb executes them), and the CLI reference generated
+from argparse. Built by `make docs` (warnings are errors) against the installed package, never the
+source tree."""
 
 import os
 import pathlib
@@ -14,6 +15,10 @@ ROOT = HERE.parent
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != ROOT]
 
 import corelat  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+import _apiref  # noqa: E402
+
 GENERATED = HERE / "generated"
 
 project = "corelat"
@@ -21,18 +26,13 @@ author = "the corelat developers"
 copyright = "the corelat developers, MIT licence"
 release = version = corelat.__version__
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "myst_nb"]
+extensions = [*_apiref.EXTENSIONS, "myst_nb"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 html_theme = "alabaster"
 html_static_path = []
 
-autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": True}
-autodoc_typehints = "description"  # hints (where the code has them) beside each argument's text
-autodoc_member_order = "bysource"
-napoleon_google_docstring = True
-napoleon_numpy_docstring = True
-napoleon_use_ivar = True  # "Attributes:" as fields, not entries that duplicate autodoc's members
+globals().update(_apiref.SETTINGS)
 
 myst_heading_anchors = 3
 nb_execution_mode = "force"  # render the notebooks with fresh outputs, from the shipped example results
@@ -59,32 +59,7 @@ def _generate():
         lines += ["   " + line if line else "" for line in text.splitlines()]
         lines += [""]
     (GENERATED / "cli.rst").write_text("\n".join(lines) + "\n")
-    (GENERATED / "api.rst").write_text(_api())
-
-
-def _api():
-    """The reference of everything in ``corelat.__all__`` (so a new public name needs no docs edit),
-    grouped as functions, classes, exceptions and constants, then ``corelat.plot``."""
-    import inspect
-
-    groups = {"Functions": [], "Classes": [], "Exceptions": [], "Constants": []}
-    for name in sorted(set(corelat.__all__) - {"__version__"}, key=str.lower):
-        obj = getattr(corelat, name)
-        if inspect.isclass(obj) and issubclass(obj, BaseException):
-            groups["Exceptions"].append(f".. autoexception:: corelat.{name}\n   :members:\n")
-        elif inspect.isclass(obj):
-            groups["Classes"].append(f".. autoclass:: corelat.{name}\n   :members:\n")
-        elif callable(obj):
-            groups["Functions"].append(f".. autofunction:: corelat.{name}\n")
-        else:
-            groups["Constants"].append(f".. py:data:: {name}\n   :value: {obj!r}\n")
-    out = ["API reference", "=============", "", ".. module:: corelat", "", "Everything in ``corelat.__all__``.", ""]
-    for title, entries in groups.items():
-        if entries:
-            out += [title, "-" * len(title), "", *entries, ""]
-    out += ["Plots: ``corelat.plot``", "-----------------------", "",
-            ".. automodule:: corelat.plot\n   :members:\n   :no-index:", ""]
-    return "\n".join(out)
+    (GENERATED / "api.rst").write_text(_apiref.api_rst(corelat))
 
 
 _generate()

@@ -1,0 +1,171 @@
+"""The public docstrings: numpydoc style, an example on every public function and class, examples that
+run, and the API reference page built by Sphinx with warnings as errors (what CI's docs step does,
+here in seconds and without the notebooks)."""
+
+import doctest
+import inspect
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+import corelat
+import corelat.plot
+
+DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
+
+
+def _public_objects():
+    """Dotted name -> object: every function and class in ``corelat.__all__``, ``corelat.plot``'s
+    functions, and the public methods and properties of the classes (inherited from corelat's own
+    bases included)."""
+    out = {}
+    for name in corelat.__all__:
+        obj = getattr(corelat, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            out[f"corelat.{name}"] = obj
+    for name, obj in vars(corelat.plot).items():
+        if inspect.isfunction(obj) and not name.startswith("_") and obj.__module__ == "corelat.plot":
+            out[f"corelat.plot.{name}"] = obj
+    for qual, cls in list(out.items()):
+        if not inspect.isclass(cls) or issubclass(cls, BaseException) or issubclass(cls, int):
+            continue
+        for base in cls.__mro__:
+            if not base.__module__.startswith("corelat"):
+                continue
+            for attr, member in vars(base).items():
+                if attr.startswith("_") or f"{qual}.{attr}" in out:
+                    continue
+                if isinstance(member, (classmethod, staticmethod)):
+                    member = member.__func__
+                if inspect.isfunction(member) or isinstance(member, property):
+                    out[f"{qual}.{attr}"] = member
+    return out
+
+
+PUBLIC = _public_objects()
+TOP_LEVEL = sorted(n for n in PUBLIC if n.count(".") == 1 or n.startswith("corelat.plot."))
+
+
+def test_the_public_set_is_what_it_should_be():
+    # A guard on the collection itself: a test over nothing passes.
+    assert {"corelat.measure", "corelat.LatencyResult", "corelat.plot.heatmap", "corelat.InputError",
+            "corelat.LatencyResult.ordered", "corelat.LatencyResult.save", "corelat.Topology.from_dict",
+            "corelat.FleetResult.load"} <= set(PUBLIC)
+    assert len(PUBLIC) > 150
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL)
+def test_every_public_function_and_class_has_an_example(name):
+    doc = inspect.getdoc(PUBLIC[name]) or ""
+    assert re.search(r"^Examples\n-{8}\n", doc, re.MULTILINE), f"{name} has no numpydoc Examples section"
+    assert ">>> " in doc.split("Examples\n--------", 1)[1], f"{name}'s Examples section shows no example"
+
+
+# What numpydoc's validator must not find. Style rules (capitals, full stops, See Also, extended
+# summaries) are left out; these are the ones that make a section unreadable or wrong.
+_STRUCTURE = {
+    "GL06": "unknown section",
+    "GL07": "sections in the wrong order",
+    "GL08": "no docstring",
+    "SS01": "no summary",
+    "PR10": "parameter without a space before the colon",
+}
+_PARAMETERS = {"PR01": "parameter not documented", "PR02": "documented parameter that does not exist"}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_docstrings_are_well_formed_numpydoc(name):
+    numpydoc_validate = pytest.importorskip("numpydoc.validate", reason="numpydoc is in the test extra")
+    obj = PUBLIC[name]
+    doc = inspect.getdoc(obj) or ""
+    # napoleon would read these as Google-style sections (last session's failed docs build)
+    google = re.findall(r"^\s*(?:Args|Arguments|Returns|Raises|Attributes|Examples|Yields|Parameters):\s*$", doc, re.MULTILINE)
+    assert not google, f"{name}: Google-style section headers {google}; use numpydoc's underlined ones"
+    wanted = dict(_STRUCTURE)
+    if inspect.isfunction(obj) or inspect.ismethod(obj) or (inspect.isclass(obj) and "Parameters" in doc):
+        wanted.update(_PARAMETERS)
+    if isinstance(obj, property):
+        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in {"GL06", "GL07", "SS01"}]
+    else:
+        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in wanted]
+    assert not errors, f"{name}: {errors}"
+
+
+def test_raises_sections_name_real_exceptions():
+    import builtins
+
+    for name, obj in PUBLIC.items():
+        doc = inspect.getdoc(obj) or ""
+        m = re.search(r"^Raises\n-{6}\n(.*?)(?:\n\n[A-Z][a-z]+( [A-Z][a-z]+)?\n-+\n|\Z)", doc, re.MULTILINE | re.DOTALL)
+        if not m:
+            continue
+        for line in m.group(1).splitlines():
+            if line and not line[0].isspace():
+                exc = line.strip()
+                assert re.fullmatch(r"[A-Za-z]+", exc), f"{name}: Raises entry {exc!r} is not one exception name"
+                cls = getattr(corelat, exc, None) or getattr(builtins, exc, None)
+                assert inspect.isclass(cls) and issubclass(cls, BaseException), f"{name}: Raises {exc!r}"
+
+
+def test_docstring_examples_run():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    ran = 0
+    try:
+        for name, obj in PUBLIC.items():
+            target = obj.fget if isinstance(obj, property) else obj
+            for test in finder.find(target, name, globs={"corelat": corelat}):
+                ran += len(test.examples)
+                runner.run(test)
+    finally:
+        plt.close("all")
+    assert runner.failures == 0
+    assert ran > 100
+
+
+def test_help_shows_no_private_parameters():
+    for name, obj in PUBLIC.items():
+        if inspect.isfunction(obj):
+            hidden = [p for p in inspect.signature(obj).parameters if p.startswith("_")]
+            assert not hidden, f"{name} has private parameters {hidden}"
+
+
+def test_api_reference_builds_without_warnings(tmp_path):
+    """The generated API page alone, built by Sphinx with autodoc and napoleon as docs/conf.py sets
+    them, warnings as errors: ambiguous cross-references, malformed sections, bad reST."""
+    pytest.importorskip("sphinx", reason="Sphinx comes with numpydoc in the test extra")
+    if not (DOCS / "_apiref.py").is_file():
+        pytest.skip(f"no docs/ beside the tests ({DOCS})")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(DOCS)!r})\n"
+        "from _apiref import EXTENSIONS as extensions, SETTINGS\n"
+        "globals().update(SETTINGS)\n"
+        "project = 'corelat'\n"
+    )
+    sys.path.insert(0, str(DOCS))
+    try:
+        import _apiref
+    finally:
+        sys.path.remove(str(DOCS))
+    (src / "index.rst").write_text(_apiref.api_rst(corelat))
+    env = dict(os.environ)
+    # the corelat this test imported (installed, or the checkout), not whatever the cwd would give
+    env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(corelat.__file__).parents[1]), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "text",
+                           str(src), str(tmp_path / "out")], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (tmp_path / "out" / "index.txt").read_text(encoding="utf-8")
+    assert "LatencyResult" in text and "heatmap" in text

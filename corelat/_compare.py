@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._errors import InputError
-from ._protocol import Result, jsonable
+from ._protocol import Result, jsonable, prefixed
 from ._types import Path, Statistic
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
@@ -143,12 +143,12 @@ class Comparison(Result):
     @property
     def warnings(self):
         """Every compared result's warnings, each prefixed with the result's name."""
-        return tuple(f"{n}: {w}" for n, r in zip(self.names, self.results) for w in r.warnings)
+        return prefixed(self.names, self.results, "warnings")
 
     @property
     def notes(self):
         """Every compared result's notes, each prefixed with the result's name."""
-        return tuple(f"{n}: {w}" for n, r in zip(self.names, self.results) for w in r.notes)
+        return prefixed(self.names, self.results, "notes")
 
     def summary(self):
         """The comparison in a few keys.

@@ -38,7 +38,7 @@ from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, thaw
 from ._timer import extension, timer_info
 from ._types import CPUs
-from ._validate import MAX_TIMEOUT, MIN_TIMEOUT, resolve_cpus, seconds
+from ._validate import MAX_TIMEOUT, MIN_TIMEOUT, as_list, resolve_cpus, seconds
 
 #: Public tests in run order: name -> description (cpuperf's DESC column).
 TESTS = {
@@ -150,12 +150,7 @@ def select_tests(tests=None):
     """
     if tests is None:
         return list(TESTS)
-    if isinstance(tests, str):
-        tests = [tests]
-    try:
-        items = list(tests)
-    except TypeError:
-        raise InputError(f"tests must be a pattern string or a list of them, not {tests!r}") from None
+    items = as_list(tests, f"tests must be a pattern string or a list of them, not {tests!r}")
     patterns = []
     for item in items:
         if not isinstance(item, str):

@@ -13,8 +13,9 @@ import numpy as np
 
 from ._errors import InputError
 from ._home import SPREAD_NODE, allowed_mems, check_home, memory_nodes, parse_home
-from ._protocol import Result, jsonable
+from ._protocol import Result, jsonable, prefixed
 from ._result import LatencyResult, PairFlag
+from ._validate import as_list
 
 #: The roles of a cell's two CPUs per kernel: (the CPU the first role names, its word, the other's word).
 #: cas/rw: the measured cell (r, c) was timed by cpus[c]; oneway: cpus[r] sent; chase: cpus[r] owned.
@@ -32,12 +33,7 @@ def _home_list(homes, cpus, kernel):
         mems = allowed_mems()
         nodes = [k for k in memory_nodes() if mems is None or k in mems]
         return [check_home(f"node:{k}", cpus, kernel) for k in nodes]
-    if isinstance(homes, str):
-        homes = [homes]
-    try:
-        homes = list(homes)
-    except TypeError:
-        raise InputError(f"homes must be 'nodes' or a list of homes like ['node:0', 'responder'], not {homes!r}") from None
+    homes = as_list(homes, f"homes must be 'nodes' or a list of homes like ['node:0', 'responder'], not {homes!r}")
     if not homes:
         raise InputError("homes is empty: give 'nodes' or at least one home")
     out = [check_home(h, cpus, kernel) for h in homes]
@@ -203,12 +199,12 @@ class PlacementResult(Result):
     @property
     def warnings(self):
         """Every home's warnings, each prefixed with its home."""
-        return tuple(f"[{h}] {w}" for h, r in zip(self.homes, self.results) for w in r.warnings)
+        return prefixed(self.homes, self.results, "warnings", "[{label}] {text}")
 
     @property
     def notes(self):
         """Every home's notes, each prefixed with its home."""
-        return tuple(f"[{h}] {w}" for h, r in zip(self.homes, self.results) for w in r.notes)
+        return prefixed(self.homes, self.results, "notes", "[{label}] {text}")
 
     # -- what the homes change --------------------------------------------------------------------
     def _cpu_places(self):

@@ -68,6 +68,13 @@ def from_file(path, build):
         raise InputError(f"{path}: inconsistent corelat file ({e})") from None
 
 
+def prefixed(labels, results, field, template="{label}: {text}"):
+    """Every part's ``warnings`` or ``notes`` (``field``), each prefixed with the part's label: the
+    texts of a result made of other results (a comparison, a placement run)."""
+    return tuple(template.format(label=label, text=text)
+                 for label, r in zip(labels, results) for text in getattr(r, field))
+
+
 class Result:
     """Base of every result class: value equality, text, warnings and notes, saving and loading.
 

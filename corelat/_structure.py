@@ -266,16 +266,13 @@ class Structure(Result):
 
     Examples
     --------
-    >>> import numpy as np, corelat
-    >>> m = np.full((8, 8), 100.0)
-    >>> m[:4, :4] = m[4:, 4:] = 30.0
-    >>> for i in range(0, 8, 2):
-    ...     m[i, i + 1] = m[i + 1, i] = 8.0
+    Two cores of two fast siblings each, no grouping beyond them:
+
+    >>> import corelat
+    >>> m = [[0, 8, 40, 40], [8, 0, 40, 40], [40, 40, 0, 8], [40, 40, 8, 0]]
     >>> s = corelat.structure(corelat.LatencyResult.from_matrix(m))
-    >>> s.smt_pairs
-    [(0, 1), (2, 3), (4, 5), (6, 7)]
-    >>> s.nesting()
-    '2 groups of 2 cores ⊃ SMT pairs'
+    >>> s.smt_pairs, s.smt_latency, s.core_latency, s.levels
+    ([(0, 1), (2, 3)], 8.0, 40.0, [])
     """
 
     cpus: tuple

@@ -279,3 +279,14 @@ def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
     cap = samples or DEFAULT_MAX_SAMPLES
     return SamplingPlan("precision", cap, precision, max_time_per_pair,
                         first_chunk=min(FIRST_CHUNK, cap), min_chunk=min(MIN_CHUNK, cap))
+
+
+def as_list(value, message):
+    """``[value]`` for a string, else ``list(value)``; InputError(``message``) for what is neither
+    (the one reading of arguments that take a name or a list of names)."""
+    if isinstance(value, str):
+        return [value]
+    try:
+        return list(value)
+    except TypeError:
+        raise InputError(message) from None

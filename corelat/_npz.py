@@ -84,11 +84,15 @@ def write(path, kind, header, arrays):
     _files.atomic_write(path, lambda f: np.savez_compressed(f, **members))
 
 
-def read(path):
+def read(path, only=None):
     """``(header, arrays)`` of a corelat file; ``header["kind"]`` says which result it holds.
 
-    Raises :class:`~corelat._errors.InputError` for a file that is not a corelat file, is corrupt,
-    exceeds the limits above, or was written by a newer corelat.
+    ``only`` reads some arrays and leaves the others compressed on disk (a fleet's summary of a
+    file of raw samples needs its median matrix, not the samples): a collection of member names,
+    or a function given ``{name: (shape, dtype)}`` of the file's arrays that returns those to read.
+    Names the file lacks are left out of ``arrays``. Every member's ``.npy`` header is checked
+    either way. Raises :class:`~corelat._errors.InputError` for a file that is not a corelat file,
+    is corrupt, exceeds the limits above, or was written by a newer corelat.
     """
     path = os.fspath(path)
     try:
@@ -99,7 +103,8 @@ def read(path):
         with f, zipfile.ZipFile(f) as z:
             members = _members(z, path)
             header = _header(z, members, path)
-            arrays = {name: _read_member(z, members, name) for name in members if name != "header"}
+            wanted = _wanted(members, only)
+            arrays = {name: _read_member(z, members, name) for name in members if name in wanted}
     except InputError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError, OSError,
@@ -109,6 +114,15 @@ def read(path):
         why = " ".join(str(e).split())
         raise _bad(path, f"corrupt or unreadable corelat file ({why[:200]})") from None
     return header, arrays
+
+
+def _wanted(members, only):
+    names = set(members) - {"header"}
+    if only is None:
+        return names
+    if callable(only):
+        only = only({k: (shape, dtype) for k, (_, shape, dtype) in members.items() if k != "header"})
+    return names & set(only)
 
 
 # -- members ------------------------------------------------------------------------------------
@@ -165,16 +179,7 @@ def _header(z, members, path):
         raise _bad(path, f"header is a {dtype} array of shape {shape}, not one JSON string")
     if dtype.itemsize // 4 > MAX_HEADER_CHARS:
         raise _bad(path, f"header of {dtype.itemsize // 4:,} characters; at most {MAX_HEADER_CHARS:,} allowed")
-    text = str(_read_member(z, members, "header")[()])
-    try:
-        header = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise _bad(path, f"header nested deeper than {MAX_DEPTH} levels") from None
-    except ValueError as e:
-        raise _bad(path, f"header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise _bad(path, f"header is {type(header).__name__} {short(header)}, not a mapping; "
-                         "not a corelat result file")
+    header = parse_json(str(_read_member(z, members, "header")[()]), path)
     if header.get("format") != FORMAT_NAME:
         raise _bad(path, "not a corelat result file")
     version = header.get("version")
@@ -182,15 +187,64 @@ def _header(z, members, path):
         raise _bad(path, f"format version {short(version)} is not a positive integer")
     if version > FORMAT_VERSION:
         raise _bad(path, f"written by a newer corelat (format {short(version)}); upgrade corelat")
-    _check_tree(header, path)
     header.setdefault("kind", DEFAULT_KIND)
     if not isinstance(header["kind"], str):
         raise _bad(path, f"kind must be a string, not {short(header['kind'])}")
     return header
 
 
+def parse_json(text, path, what="header"):
+    """The JSON object in ``text`` (a corelat header, or a JSON file corelat wrote), checked as
+    headers are: a mapping, no ``NaN``/``Infinity``, nesting and strings within the limits above."""
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise _bad(path, f"{what} nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as e:
+        raise _bad(path, f"{what} is not valid JSON ({e})") from None
+    if not isinstance(obj, dict):
+        raise _bad(path, f"{what} is {type(obj).__name__} {short(obj)}, not a mapping; "
+                         "not a corelat result file")
+    _check_tree(obj, path)
+    return obj
+
+
 def _check_tree(obj, path):
-    """Depth and string lengths of a JSON value; iterative (no recursion to exhaust)."""
+    """Depth and string lengths of a JSON value; iterative (no recursion to exhaust).
+
+    A header of a large machine holds tens of thousands of values: the walk keeps no path text and
+    only a failed check walks again (:func:`_tree_problem`) to name where.
+    """
+    if not _tree_ok(obj):
+        _tree_problem(obj, path)
+
+
+def _tree_ok(obj):
+    limit, stack = MAX_STRING_CHARS, [(obj, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            if len(v) > limit:
+                return False
+            continue
+        if isinstance(v, dict):
+            if v and max(map(len, v)) > limit:
+                return False
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        if v and depth >= MAX_DEPTH:  # its members would be one level too deep
+            return False
+        for x in v:
+            if isinstance(x, (dict, list)):
+                stack.append((x, depth + 1))
+            elif isinstance(x, str) and len(x) > limit:
+                return False
+    return True
+
+
+def _tree_problem(obj, path):
+    """Raise the InputError naming where ``obj`` breaks :func:`_check_tree`'s limits."""
     stack = [(obj, 1, "header")]
     while stack:
         v, depth, at = stack.pop()
@@ -207,3 +261,4 @@ def _check_tree(obj, path):
                 stack.append((x, depth + 1, f"{at}.{k}"))
         elif isinstance(v, list):
             stack.extend((x, depth + 1, f"{at}[{i}]") for i, x in enumerate(v))
+    raise _bad(path, "header breaks the limits on nesting or string length")

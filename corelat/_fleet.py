@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _files, _npz, _text
+from . import _files, _npz, _schema, _text
 from . import _fleet_classes as classes
 from ._errors import InputError
 from ._fleet_stats import RunningMedian, nan_median, robust
 from ._hostlist import expected_nodes
 from ._protocol import Result, from_file, jsonable, same
-from ._result import LatencyResult, thaw
+from ._result import MEDIAN_MEMBER, LatencyResult, thaw
 from ._version import __version__
 
 #: A class median deviating by more than this fraction of the group's median can be an outlier...
@@ -123,25 +123,40 @@ def summarize(result, node=None, file=""):
     return node_data(node, result.cpus, result.kernel, result.median, md, file)
 
 
+def _summary_members(available):
+    """The arrays a node's summary needs: its median matrix where the file has one, else (older
+    files, and those of one value per pair) the samples, decompressed and sorted: slower."""
+    return ("cpus", MEDIAN_MEMBER) if MEDIAN_MEMBER in available else ("cpus", "samples")
+
+
 def read_node_file(path, node):
     """The :class:`NodeData` of a corelat latency file, read straight from its arrays and header
     (None when the file holds another kind of result); InputError when it is unreadable or
-    inconsistent."""
-    header, arrays = _npz.read(path)
+    inconsistent. The raw samples are not read where the file holds their median matrix."""
+    header, arrays = _npz.read(path, only=_summary_members)
     if header["kind"] != LatencyResult._KIND:
         return None
 
     def build():
-        cpus = [int(c) for c in arrays["cpus"]]
-        samples = arrays["samples"]
+        cpus = [int(c) for c in arrays["cpus"].tolist()]
         n = len(cpus)
-        if samples.ndim != 3 or samples.shape[:2] != (n, n) or samples.dtype.kind != "f" or n < 2:
-            raise ValueError(f"samples of shape {samples.shape} for {n} CPUs")
         md = header.get("metadata") or {}
         if not isinstance(md, Mapping):
             raise TypeError("metadata is not a mapping")
+        if MEDIAN_MEMBER in arrays:
+            median = arrays[MEDIAN_MEMBER]
+            if median.shape != (n, n) or median.dtype.kind != "f" or n < 2:
+                raise ValueError(f"median of shape {median.shape} ({median.dtype}) for {n} CPUs")
+        else:
+            samples = arrays["samples"]
+            if samples.ndim != 3 or samples.shape[:2] != (n, n) or samples.dtype.kind != "f" or n < 2:
+                raise ValueError(f"samples of shape {samples.shape} for {n} CPUs")
+            median = nan_median(samples)
+        median = median.astype(np.float64, copy=False)
+        floor = 0.0 if md.get("symmetric", True) else -_schema.ONEWAY_SLACK_NS
+        _schema.check_samples(median, path, floor)
         name = (md.get("fleet") or {}).get("node") if isinstance(md.get("fleet"), Mapping) else None
-        return node_data(name or node, cpus, header.get("kernel", "?"), nan_median(samples), md, path)
+        return node_data(name or node, cpus, header.get("kernel", "?"), median, md, path)
 
     return from_file(path, build)
 
@@ -411,8 +426,9 @@ class FleetResult(Result):
         InputError
             When ``d`` is not a fleet result, or one of a newer layout.
         """
-        if d.get("kind") != KIND:
-            raise InputError("not a fleet result")
+        if not isinstance(d, Mapping) or d.get("kind") != KIND:
+            what = f"a {_npz.short(d.get('kind'))} result" if isinstance(d, Mapping) else f"a JSON {type(d).__name__}"
+            raise InputError(f"{what}, not a fleet report (corelat reads its other results from .npz files)")
         if int(d.get("fleet_version", 0)) > FORMAT_VERSION:
             raise InputError(f"a fleet result of layout {d.get('fleet_version')}: upgrade corelat")
         groups = []
@@ -619,7 +635,8 @@ def load_fleet(path):
         if _npz.is_npz(path):
             header, arrays = _npz.read(path)
             return FleetResult._from_npz(header, arrays, path)
-        return FleetResult.from_dict(json.loads(_files.read_bytes(path, MAX_JSON).decode("utf-8")))
+        text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
+        return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
     except InputError as e:
         raise InputError(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

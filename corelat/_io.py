@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import _formats, _npz
+from . import _files, _formats, _npz
 from ._check import CheckReport
 from ._errors import InputError
-from ._fleet import FleetResult
+from ._fleet import FleetResult, load_fleet
 from ._locks import LockResult
 from ._placement import PlacementResult
 from ._result import LatencyResult
@@ -26,10 +26,21 @@ KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetR
                                     PlacementResult)}
 
 
+def _starts_like_json(path: str) -> bool:
+    """True when the file's first non-blank byte opens a JSON object (no text matrix does)."""
+    try:
+        with _files.open_regular(path, _files.MAX_TEXT_BYTES) as f:
+            head = f.read(4096)
+    except OSError:
+        return False  # the text reader says what is wrong with the file
+    return head.lstrip()[:1] == b"{"
+
+
 def load(path: Path) -> Any:
     """Read a result file: any corelat ``.npz`` file, or another tool's text matrix.
 
-    corelat files give back the kind of result that was saved. Text formats understood:
+    corelat files give back the kind of result that was saved, a fleet report saved as JSON
+    (``fleet.json``) its :class:`FleetResult`. Text formats understood:
     core-to-core-latency's ``--csv`` output (square lower triangle, no labels), c2clat's table and
     plot output, and a labelled CSV as written by :meth:`LatencyResult.to_csv` (``labelled=True``);
     they give a value-only :class:`LatencyResult`.
@@ -58,6 +69,8 @@ def load(path: Path) -> Any:
     """
     path = os.fspath(path)
     if not _npz.is_npz(path):
+        if path.lower().endswith(".json") or _starts_like_json(path):
+            return load_fleet(path)  # the one kind saved as JSON: a fleet report (fleet.json)
         return _formats.load_text(path)
     header, arrays = _npz.read(path)
     cls = KINDS.get(header["kind"])

@@ -106,11 +106,25 @@ def report_text(result, st, statistic="median", matrix=False, pairs=False):
     return "\n".join(lines)
 
 
+def _to_dict(result):
+    try:
+        return result.to_dict(arrays=False)  # a fleet's tables and matrices are not for the terminal
+    except TypeError:
+        return result.to_dict()
+
+
 def run(args):
     from .._io import load
+    from .._result import LatencyResult
     from .._structure import structure
 
     result = load(args.file)
+    if not isinstance(result, LatencyResult):  # a fleet report, SMT or lock result: its own report
+        if args.json:
+            print(json.dumps(_to_dict(result), indent=2, allow_nan=False))
+        else:
+            print(result.table())
+        return 0
     st = structure(result, statistic=args.statistic)
     if args.json:
         print(json.dumps(st.to_dict(), indent=2))

@@ -6,11 +6,14 @@ Only expansion is needed (``--expect``): a list names the nodes that should have
 import os
 import re
 
+from . import _files
 from ._errors import InputError
 
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
 #: A host list naming more nodes than this is a typo, not a cluster.
 MAX_NODES = 1_000_000
+#: Largest node list file read (a million names of 16 characters).
+MAX_LIST_BYTES = 16 << 20
 
 
 def _split_top(text):
@@ -77,12 +80,15 @@ def expected_nodes(spec):
     if not isinstance(spec, (str, os.PathLike)):
         return list(dict.fromkeys(str(s) for s in spec))
     path = os.fspath(spec)
-    if os.path.isfile(path):
+    if os.path.isdir(path) and "/" in path:
+        raise InputError(f"node list {path}: a folder, not a file of node names")
+    if os.path.lexists(path) and not os.path.isdir(path):  # a folder "node01" beside you: a host name
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read(16 << 20)
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot read the node list {path}: {e}") from None
+            text = _files.read_bytes(path, MAX_LIST_BYTES).decode("utf-8")
+        except OSError as e:  # not a regular file (/dev/zero, a FIFO, a folder), too large, unreadable
+            raise InputError(f"cannot read the node list {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
         words = []
         for line in text.splitlines():
             words.extend(line.split("#", 1)[0].split())

@@ -1,16 +1,17 @@
 """Fleet analysis at scale, and how often it is wrong.
 
 1. **Scale.** Writes ``--nodes`` result files of a ``--cpus``-CPU machine with an OS topology
-   (2 packages, L3 per 8 cores, SMT2; what ``corelat fleet`` leaves in its folder, one value per pair
-   by default or ``--samples`` raw samples per pair), then times ``corelat.fleet(folder)`` in a fresh
-   process and reports its peak memory (RSS): the analysis streams the files, keeping per node its
-   class medians and per group a running median matrix.
+   (2 packages, L3 per 8 cores, SMT2; one value per pair by default, or ``--samples`` raw samples
+   per pair as ``corelat fleet`` leaves them: with their median matrix as its own member, or without
+   it with ``--old-layout``, as corelat wrote them before), then times ``corelat.fleet(folder)`` in a
+   fresh process and reports its peak memory (RSS): the analysis streams the files, keeping per node
+   its class medians and per group a running median matrix.
 2. **Errors.** Over ``--fleets`` random fleets of 50 nodes per shared peer result file (each pair
    jittered within the file's own spread, each node by a 2 % overall factor): the false-positive rate
    (node-class flags with no node slowed) and the detection rate of one node slowed by 25 % in one
    class (flagged, and nothing else flagged).
 
-    python benchmarks/fleet.py [--nodes 1000] [--cpus 192] [--samples 1] [--fleets 100]
+    python benchmarks/fleet.py [--nodes 1000] [--cpus 192] [--samples 1] [--old-layout] [--fleets 100]
 """
 
 import argparse
@@ -23,7 +24,7 @@ import time
 import numpy as np
 
 import corelat
-from corelat import _fleet_classes, _fleet_synth
+from corelat import _fleet_classes, _fleet_synth, _npz
 
 SHARED = os.environ.get("CORELAT_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 PEERS = os.path.join(SHARED, "fixtures", "peer-results", "core-to-core-latency")
@@ -43,7 +44,7 @@ def machine(n):
     return corelat.Topology(rows, root="/synthetic")
 
 
-def write_fleet(folder, nodes, n, samples, seed=0):
+def write_fleet(folder, nodes, n, samples, seed=0, old_layout=False):
     topo = machine(n)
     codes, names = _fleet_classes.from_topology(topo.records(), topo.cpus)
     typical = {"smt": 8.0, "l2": 12.0, "l3": 35.0, "package": 60.0, "packages": 140.0}
@@ -65,7 +66,13 @@ def write_fleet(folder, nodes, n, samples, seed=0):
         else:
             s = m[:, :, None] * np.exp(0.05 * rng.standard_normal((n, n, samples)))
             r = corelat.LatencyResult(cpus=topo.cpus, kernel="cas", samples=s, metadata=md, name=name)
-        r.save(os.path.join(folder, name + ".npz"))
+        path = os.path.join(folder, name + ".npz")
+        if old_layout:
+            header, arrays = r._to_npz()
+            arrays.pop("median", None)
+            _npz.write(path, r._KIND, header, arrays)
+        else:
+            r.save(path)
 
 
 ANALYSE = """
@@ -80,16 +87,18 @@ print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, r.summary()
 BASELINE = "import resource, corelat; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
 
 
-def scale(nodes, n, samples):
+def scale(nodes, n, samples, old_layout=False):
     with tempfile.TemporaryDirectory(prefix="fleet-bench-") as folder:
         t = time.perf_counter()
-        write_fleet(folder, nodes, n, samples)
+        write_fleet(folder, nodes, n, samples, old_layout=old_layout)
         gen = time.perf_counter() - t
         size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 2**20
         base_rss = float(subprocess.check_output([sys.executable, "-c", BASELINE]))
         out = subprocess.check_output([sys.executable, "-c", ANALYSE, folder]).split()
         dt, rss, got, groups = float(out[0]), float(out[1]), int(out[2]), int(out[3])
-    print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair: {size:.0f} MiB of files (written in {gen:.0f} s)")
+    layout = " (old layout: no median member)" if old_layout and samples > 1 else ""
+    print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files "
+          f"(written in {gen:.0f} s)")
     print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} MiB "
           f"(import corelat alone: {base_rss:.0f} MiB); {got} nodes in {groups} group(s)")
 
@@ -126,15 +135,17 @@ def main(argv=None):
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--cpus", type=int, default=192)
     ap.add_argument("--samples", type=int, default=1, help="raw samples per pair in the generated files")
+    ap.add_argument("--old-layout", action="store_true",
+                    help="write the files without their median member, as corelat did before")
     ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-errors", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="20 nodes of 16 CPUs, 3 fleets per peer file (for CI)")
+    ap.add_argument("--quick", action="store_true", help="20 nodes of 16 CPUs, 3 samples per pair, 3 fleets per peer file (for CI)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.nodes, args.cpus, args.fleets = 20, 16, 3
+        args.nodes, args.cpus, args.fleets, args.samples = 20, 16, 3, max(args.samples, 3)
     if not args.skip_scale:
-        scale(args.nodes, args.cpus, args.samples)
+        scale(args.nodes, args.cpus, args.samples, args.old_layout)
     if not args.skip_errors:
         if not os.path.isdir(PEERS):
             sys.exit(f"peer result files not found at {PEERS} (set CORELAT_SHARED)")

@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from . import _fleet
+from . import _fleet, _sysinfo
 from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
 from ._hostlist import expected_nodes
 
@@ -58,20 +58,6 @@ def node_name(MPI):
     name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
     name = _NAME_OK.sub("_", name).lstrip(".")[:200]
     return name or "node"
-
-
-def microcode():
-    """The CPU microcode revision where Linux tells it (None elsewhere)."""
-    from ._sysinfo import read_text
-
-    v = read_text("/sys/devices/system/cpu/cpu0/microcode/version")
-    if v:
-        return v
-    for line in (read_text("/proc/cpuinfo") or "").splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() == "microcode":
-            return value.strip()
-    return None
 
 
 # -- messages ---------------------------------------------------------------------------------------------
@@ -242,7 +228,7 @@ def _save_result(result, directory, node, rank):
     from ._result import LatencyResult, thaw
 
     md = thaw(result.metadata)
-    md["fleet"] = {"node": node, "rank": rank, "microcode": microcode(),
+    md["fleet"] = {"node": node, "rank": rank, "microcode": _sysinfo.microcode(),
                    "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID")}
     result = LatencyResult(cpus=result.cpus, kernel=result.kernel, samples=result.samples, metadata=md,
                            name=node, flags=result.flags, extras=dict(result.extras))

@@ -88,6 +88,18 @@ def tsc_flags_ok(flags):
     return {"constant_tsc", "nonstop_tsc"} <= set(flags)
 
 
+def microcode(root="/"):
+    """The CPU's microcode revision where Linux tells it (sysfs, else /proc/cpuinfo); None elsewhere."""
+    v = read_text(os.path.join(root, "sys/devices/system/cpu/cpu0/microcode/version"))
+    if v:
+        return v
+    for line in (read_text(os.path.join(root, "proc/cpuinfo"), _files.MAX_PROC_BYTES) or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "microcode":
+            return value.strip() or None
+    return None
+
+
 def hostname():
     """This machine's host name (the default name of what it measures)."""
     return socket.gethostname()
@@ -112,6 +124,7 @@ def collect():
         "boost": boost(),
         "smt_active": smt_active(),
         "hypervisor": hypervisor(flags),
+        "microcode": microcode(),
         "cpu_count": os.cpu_count(),
         "allowed_cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "argv": list(sys.argv),

@@ -204,3 +204,30 @@ def test_fleet_report_cli_with_a_device_as_node_list(tmp_path):
     p = run_cli("fleet-report", folder, "--expect", "/dev/zero")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "/dev/zero" in p.stderr and "not a regular file" in p.stderr
+
+
+# -- the settings a fleet compares -----------------------------------------------------------------------
+def test_every_result_records_the_microcode_revision(tmp_path):
+    from corelat import _sysinfo
+
+    assert "microcode" in _sysinfo.collect()  # files from job arrays (corelat -o) carry it too, not only fleet runs
+    cpu0 = tmp_path / "sys/devices/system/cpu/cpu0/microcode"
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nmicrocode\t: 0xde\n")
+    assert _sysinfo.microcode(str(tmp_path)) == "0xde"
+    cpu0.mkdir(parents=True)
+    (cpu0 / "version").write_text("0xb000040\n")
+    assert _sysinfo.microcode(str(tmp_path)) == "0xb000040"
+    assert _sysinfo.microcode(str(tmp_path / "nothing")) is None
+
+
+def test_a_job_array_node_with_other_microcode_is_named(ryzen, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    md = lambda i: {"microcode": "0x2" if i == 2 else "0x1", "governor": "performance"}
+    for r in _fleet_synth.copies(ryzen, 6, seed=4, slow=(2, "across", 1.3), metadata=md):
+        r.save(folder / f"{r.name}.npz")
+    got = corelat.fleet(folder)
+    [o] = got.outliers
+    assert (o.node, o.cls) == ("node002", "across") and ("microcode", "0x2", "0x1") in o.differs
+    assert "microcode '0x2' (group: '0x1')" in got.report()

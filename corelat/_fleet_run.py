@@ -2,9 +2,11 @@
 
 The job, in phases (every wait is bounded; none blocks forever on another rank):
 
-1. **Join.** Ranks find who shares their machine (``Split_type(COMM_TYPE_SHARED)``, guarded by a
-   watchdog) and send rank 0 their node name (``MPI.Get_processor_name()``, or ``CORELAT_NODE_NAME``).
-   Rank 0 waits :data:`JOIN_TIMEOUT` seconds for all of them, then sends each rank its role.
+1. **Join.** Ranks send rank 0 their node name (``MPI.Get_processor_name()``, or
+   ``CORELAT_NODE_NAME``); rank 0 waits :data:`JOIN_TIMEOUT` seconds for all of them (else it names
+   the ranks that did not start and ends the job) before any collective is entered. Then ranks find
+   who shares their machine (``Split_type(COMM_TYPE_SHARED)``, guarded by a watchdog), tell rank 0,
+   and rank 0 sends each rank its role.
 2. **Measure.** The lowest rank of each node measures; the other ranks of the node only wait. Node
    names that share one machine (containers, tests) take turns, so two measurements never share a
    machine. A measuring rank saves ``DIR/<node>.npz`` the moment it is done (or
@@ -32,7 +34,7 @@ from . import _fleet, _sysinfo
 from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
 from ._hostlist import expected_nodes
 
-TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY = 7301, 7302, 7303, 7304
+TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
 JOIN_TIMEOUT = 120.0
 #: Exit status after the job was ended for a rank that did not answer in time.
@@ -220,6 +222,8 @@ def _plan(hellos, wait):
                         "next": order[k + 1] if leader and k + 1 < len(order) else None,
                         "wait": wait * per_machine, "per_machine": per_machine}
     leaders = {ranks[0]: names[key] for key, ranks in by_node.items()}
+    for role in roles.values():
+        role["root"] = roles[0]["node"]
     return roles, leaders, notes
 
 
@@ -287,28 +291,39 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         except OSError as e:  # this node reports it; the job goes on
             folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
 
-    with _watchdog(join_timeout, f"rank {rank}: not every rank joined (MPI_Comm_split_type took more than "
-                                 f"{join_timeout:g} s)"):
-        shm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
-    machine = min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), comm.Get_group()))
-    shm.Free()
-    hello = {"rank": rank, "name": name, "machine": int(machine), "host": socket.gethostname(), "pid": os.getpid()}
+    hello = {"rank": rank, "name": name, "host": socket.gethostname(), "pid": os.getpid()}
 
-    # 1. join
+    # 1. join: rank 0 hears from every rank before any collective, so it can name who is missing
     t_join = time.monotonic()
     if rank == 0:
-        hellos = {0: hello}
-        deadline = t_join + join_timeout
-        while len(hellos) < size and time.monotonic() < deadline:
-            got = link.poll(TAG_HELLO)
-            if got is None:
-                _nap(3)
-                continue
-            h, _ = unpack(got[1])
-            hellos[int(h["rank"])] = h
+        hellos = _gather(link, TAG_HELLO, size, {0: hello}, t_join + join_timeout)
         if len(hellos) < size:
             absent = sorted(set(range(size)) - set(hellos))
-            _abort(comm, f"ranks {', '.join(map(str, absent))} did not join within {join_timeout:g} s")
+            _abort(comm, f"not every rank joined: rank(s) {_ranks(absent)} of {size} did not start corelat "
+                         f"fleet within {join_timeout:g} s (no node name known for them; the others: "
+                         f"{', '.join(sorted({h['name'] for h in hellos.values()}))})")
+        for r in range(1, size):
+            link.send(b"go", r, TAG_GO)
+    else:
+        link.send(pack(hello), 0, TAG_HELLO)
+        if link.recv(TAG_GO, 0, t_join + 2 * join_timeout) is None:
+            _abort(comm, f"rank {rank} ({name}): not every rank joined; no answer from rank 0 within "
+                         f"{2 * join_timeout:g} s")
+    with _watchdog(join_timeout, f"rank {rank} ({name}): MPI_Comm_split_type took more than {join_timeout:g} s "
+                                 "(a rank ended after joining)"):
+        shm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    machine = int(min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), comm.Get_group())))
+    shm.Free()
+    t_machine = time.monotonic()
+    if rank == 0:
+        hellos[0]["machine"] = machine
+        got = _gather(link, TAG_MACHINE, size, {0: {"machine": machine}}, t_machine + join_timeout)
+        if len(got) < size:
+            absent = sorted(set(range(size)) - set(got))
+            _abort(comm, f"node(s) {', '.join(hellos[r]['name'] for r in absent)} (rank(s) {_ranks(absent)}) "
+                         f"did not say which machine they are on within {join_timeout:g} s; ending the job")
+        for r, h in got.items():
+            hellos[r]["machine"] = int(h["machine"])
         roles, leaders, notes = _plan(hellos, wait)
         for r in range(1, size):
             link.send(pack(roles[r]), r, TAG_PLAN)
@@ -316,10 +331,10 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         log(f"corelat fleet: {len(leaders)} node(s) on {size} rank(s); waiting at most {role['wait']:.0f} s "
             f"for their results")
     else:
-        link.send(pack(hello), 0, TAG_HELLO)
-        got = link.recv(TAG_PLAN, 0, t_join + 2 * join_timeout)
+        link.send(pack({"rank": rank, "machine": machine}), 0, TAG_MACHINE)
+        got = link.recv(TAG_PLAN, 0, t_machine + 2 * join_timeout)
         if got is None:
-            _abort(comm, f"rank {rank}: no answer from rank 0 within {2 * join_timeout:g} s")
+            _abort(comm, f"rank {rank} ({name}): no answer from rank 0 within {2 * join_timeout:g} s")
         role, _ = unpack(got)
     t_plan = time.monotonic()
     total_wait = float(role["wait"])
@@ -332,6 +347,8 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         if role["prev"] is not None and link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
             error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
                      f"within {total_wait:g} s")
+            with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
+                _save_error(directory if folder_error is None else None, node, rank, error)
         if error is None and folder_error is not None:
             error = folder_error
         if error is None:
@@ -383,8 +400,29 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
 
     # 4. leave
     if not link.barrier(time.monotonic() + total_wait + 2 * join_timeout):
-        _abort(comm, f"rank {rank} ({node}): the job did not finish within its time-out")
+        who = "a rank" if rank == 0 else f"rank 0 ({role['root']}, which writes the report) or another rank"
+        _abort(comm, f"rank {rank} ({node}): the job did not finish within its time-out: {who} did not "
+                     "reach the end")
     return result
+
+
+def _gather(link, tag, size, have, deadline):
+    """{rank: header} of one message ``tag`` from every rank (``have``: those known already), until
+    ``deadline``."""
+    have = dict(have)
+    while len(have) < size and time.monotonic() < deadline:
+        got = link.poll(tag)
+        if got is None:
+            link.flush()
+            _nap(3)
+            continue
+        h, _ = unpack(got[1])
+        have[int(got[0])] = h
+    return have
+
+
+def _ranks(ranks):
+    return ", ".join(map(str, ranks[:20])) + (" ..." if len(ranks) > 20 else "")
 
 
 def _take(builder, nd, error, node):

@@ -122,17 +122,19 @@ DRIVER = textwrap.dedent("""
                 time.sleep(3600)
             if mode == "raise":
                 raise RuntimeError("injected failure")
+        if node == "a" and mode == "hang_root":
+            time.sleep(3600)
         return corelat.measure(samples=10, round_trips=50, retest=False, timeout=20, name=node)
 
     _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait, join_timeout=join)
 """)
 
 
-def driver_job(tmp_path, mode, wait=60):
+def driver_job(tmp_path, mode, wait=60, join=120):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     out = tmp_path / "run"
-    argv = [str(script), str(out), mode, str(wait), "120"]
+    argv = [str(script), str(out), mode, str(wait), str(join)]
     t0 = time.monotonic()
     p = mpirun([(n, argv) for n in ("a", "b", "c")])
     return p, out, time.monotonic() - t0
@@ -167,6 +169,14 @@ def test_a_hung_node_ends_the_job_naming_it(tmp_path):
     assert took < MPI_TIMEOUT / 2
 
 
+def test_a_hung_rank_0_ends_the_job_naming_it(tmp_path):
+    p, out, took = driver_job(tmp_path, "hang_root", wait=2, join=4)
+    assert p.returncode != 0
+    assert "rank 0 (a, which writes the report)" in p.stderr, p.stderr
+    assert sorted(os.listdir(out)) == ["b.error.json", "c.error.json"]  # their turn never came: said so
+    assert took < MPI_TIMEOUT / 2
+
+
 def test_a_rank_that_never_joins_ends_the_job(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
@@ -176,5 +186,6 @@ def test_a_rank_that_never_joins_ends_the_job(tmp_path):
     p = mpirun([("a", [str(script), str(out), "ok", "60", "3"]), ("b", [str(script), str(out), "ok", "60", "3"]),
                 ("c", stray)])
     assert p.returncode != 0
-    assert "not every rank joined" in p.stderr
+    assert "not every rank joined: rank(s) 2 of 3 did not start" in p.stderr, p.stderr
+    assert "the others: a, b" in p.stderr
     assert time.monotonic() - t0 < MPI_TIMEOUT / 2

@@ -21,6 +21,7 @@ done
 timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt"
 cat "$fleet_dir/report.txt"
 "$venv/bin/corelat" fleet-report "$fleet_dir/run" --expect 'node[01-03]' > /dev/null
+"$venv/bin/corelat" report "$fleet_dir/run/fleet.json" | grep -q "Fleet run: 3 nodes in 1 group"  # corelat.load reads it
 
 "$venv/bin/python" -m pip install -q "papermill>=2.4"
 (cd "$fleet_dir" && JUPYTER_PLATFORM_DIRS=1 "$venv/bin/papermill" --no-progress-bar --cwd . \

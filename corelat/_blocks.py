@@ -38,6 +38,8 @@ CLASS_REL = math.log(1.25)
 #: Singleton groups (one core) are folded into their nearest group when at most this share of the
 #: cores is alone; cuts with more lone cores are not groupings.
 MAX_LONE = 0.25
+#: A lone core joins its nearest group only when its rows are this much nearer to it than to the next.
+LONE_CLEAR = 0.8
 #: :func:`noise_ratio` above which a matrix is indistinguishable from noise (noise gives 0.8-1).
 NOISE_RATIO = 0.6
 #: Fewer cores than this cannot tell noise from structure.
@@ -173,8 +175,8 @@ def _cuts(dist):
 
 
 def _absorb_singletons(labels, dist):
-    """Fold each one-unit group into the group it is closest to on average (one odd core, a favoured
-    ring stop, is not a group of its own). None when a lone unit's nearest unit is alone too: the
+    """Fold each one-unit group into the group it is clearly closest to on average (one odd core, a
+    favoured ring stop, is not a group of its own; see :data:`LONE_CLEAR`). None when a lone unit's nearest unit is alone too: the
     tree has not yet formed the group they belong to."""
     sizes = np.bincount(labels)
     lone = int((sizes == 1).sum())
@@ -194,8 +196,16 @@ def _absorb_singletons(labels, dist):
     onehot = np.zeros((labels.size, groups.size))
     onehot[np.flatnonzero(keep), col[labels[keep]]] = 1.0
     mean_to = (dist[lone_rows] @ onehot) / sizes[groups]
+    best = np.argmin(mean_to, axis=1)
+    # A lone core as near to two groups as to each other (the one online core of a package, as far
+    # from every other package as they are from each other) is a group of its own, not a member of
+    # whichever group happens to come first.
+    clear = np.ones(lone_rows.size, dtype=bool)
+    if groups.size > 1:
+        ranked = np.sort(mean_to, axis=1)
+        clear = ranked[:, 0] <= LONE_CLEAR * ranked[:, 1]
     labels = labels.copy()
-    labels[lone_rows] = groups[np.argmin(mean_to, axis=1)]
+    labels[lone_rows[clear]] = groups[best[clear]]
     return _relabel(labels)
 
 

@@ -78,7 +78,9 @@ class Level:
     where group i is the whole of its parent group (a level may refine only part of the machine: the
     E-core clusters of a hybrid part, not its P-cores). ``group_within[i]`` (with its range
     ``group_range[i]``) and ``group_across[i]`` are the two latencies for group i alone (NaN where
-    it has no subgroups); ``children[i]`` counts its groups one level finer (its cores at the
+    it has no subgroups); ``group_cores[i]`` is the (median, min, max) latency between different
+    cores anywhere inside group i (what a class of P-cores that no finer level splits is inside);
+    ``children[i]`` counts its groups one level finer (its cores at the
     finest level). ``kind`` is ``"classes"`` when the groups differ in kind of core (threads per
     core, or L2 sharing in the OS topology), with ``names`` such as ``("P-cores", "E-cores")`` where
     the OS topology tells; ``os`` names the OS objects the level matches (``("l3",)``,
@@ -98,6 +100,7 @@ class Level:
     group_across: tuple = ()
     children: tuple = ()
     group_threads: tuple = ()
+    group_cores: tuple = ()
     kind: str = "groups"
     names: tuple = ()
     os: tuple = ()
@@ -166,9 +169,17 @@ class Level:
             kind = "" if not mixed or not t else (f" × {t} threads" if t > 1 else " × 1 thread")
             parts.append(f"{self.cores[i]} {what}{kind} (CPUs {_cpus(g)})")
         text = f"{len(self.groups)} classes of cores: {_join(parts)}; {_ns(self.across)} between classes"
-        inside = [(self.group_within[i], g) for i, g in enumerate(self.groups) if not math.isnan(self.group_within[i])]
+        inside = []
+        for i, g in enumerate(self.groups):
+            if not math.isnan(self.group_within[i]):
+                inside.append(f"{_ns(self.group_within[i])} inside CPUs {_cpus(g)}")
+            elif self.group_cores and not math.isnan(self.group_cores[i][0]):
+                # A class no finer level splits (the P-cores): its cores among themselves.
+                w, lo, hi = self.group_cores[i]
+                spread = f" ({_num(lo)}–{_ns(hi)})" if _num(lo) != _num(hi) else ""
+                inside.append(f"{_ns(w)} between the cores of CPUs {_cpus(g)}{spread}")
         if inside:
-            text += ", " + ", ".join(f"{_ns(w)} inside CPUs {_cpus(g)}" for w, g in inside)
+            text += ", " + ", ".join(inside)
         return text
 
     def to_dict(self):
@@ -186,6 +197,7 @@ class Level:
             "group_across_ns": [_jsonable(v) for v in self.group_across],
             "children": list(self.children),
             "group_threads": list(self.group_threads),
+            "group_cores_ns": [[_jsonable(v) for v in t] for t in self.group_cores],
             "kind": self.kind,
             "names": list(self.names),
             "os": list(self.os),
@@ -647,8 +659,10 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
         top = k + 1 == len(parts)
         within_mask = pair_ok & same[k] & ~finer_same[k]
         across_mask = pair_ok & ~same[k] & (True if top else same[k + 1])
-        gw, gr, ga, ch, gt = [], [], [], [], []
+        gw, gr, ga, ch, gt, gc = [], [], [], [], [], []
         for g in part:
+            c = d[np.ix_(g, g)][pair_ok[np.ix_(g, g)]]
+            gc.append((float(np.median(c)), float(c.min()), float(c.max())) if c.size else (math.nan,) * 3)
             w = d[np.ix_(g, g)][within_mask[np.ix_(g, g)]]
             a = d[g][across_mask[g]]
             gw.append(float(np.median(w)) if w.size else math.nan)
@@ -691,6 +705,7 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             group_across=tuple(ga),
             children=tuple(ch),
             group_threads=tuple(gt),
+            group_cores=tuple(gc),
             kind=kind,
             names=names,
             os=_os_matches(groups, split, kind, names, records, cpus),
@@ -745,7 +760,7 @@ def _classes(part, group_threads, sharing, core_type=None):
         for g in part:
             t = {core_type[int(i)] for i in g}
             named.append(t.pop() if len(t) == 1 else None)
-        if None not in named and len(set(named)) > 1:
+        if None not in named and len(set(named)) == len(named) > 1:
             return "classes", tuple(named)
     kinds = [group_threads[i] for i in range(len(part))]
     shares = None
@@ -754,8 +769,10 @@ def _classes(part, group_threads, sharing, core_type=None):
         for g in part:
             s = {sharing[int(i)] for i in g}
             shares.append(s.pop() if len(s) == 1 else None)
-    differ_threads = None not in kinds and len(set(kinds)) > 1
-    differ_l2 = shares is not None and None not in shares and len(set(shares)) > 1
+    # Classes are groups that differ from each other as a whole: one group per kind of core. Groups
+    # of one kind (packages, one of them with CPUs offline) are groups even where threads differ.
+    differ_threads = None not in kinds and len(set(kinds)) == len(kinds) > 1
+    differ_l2 = shares is not None and None not in shares and len(set(shares)) == len(shares) > 1
     if not (differ_threads or differ_l2):
         return "groups", ()
     names = ()

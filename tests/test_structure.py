@@ -298,6 +298,9 @@ def test_i9_12900k_p_cores_and_two_slower_inside_e_clusters(shared_dir):
     assert text.startswith("2 classes of 8 cores ⊃ 2 groups of 4 cores in CPUs 16-23 ⊃ SMT pairs: ")
     assert "8 cores × 2 threads (CPUs 0-15) and 8 cores × 1 thread (CPUs 16-23)" in text
     assert "CPUs 16-23 in 2 groups of 4 CPUs: 50 ns within, 44 ns across (slower within than across)" in text
+    # The P-cores among themselves (publisher: 35 ns; the data 28-37 ns), which v2 left out.
+    assert "39 ns between classes, 35 ns between the cores of CPUs 0-15 (28–37 ns), 44 ns inside CPUs 16-23" in text
+    assert top.group_cores[0][0] == pytest.approx(35, abs=1)
 
 
 def block_model(labels_per_level, lat, noise=0.0, seed=0):
@@ -545,3 +548,30 @@ def test_real_sibling_numberings_follow_a_rule(shared_dir, tmp_path, name):
     want = {frozenset(c for c, k in zip(cpus, core) if k == key) for key in set(core)}
     assert {frozenset(p) for p in s.smt_pairs} == {g for g in want if len(g) > 1}
     assert s.smt_note == ""
+
+
+def offline_packages():
+    """4 packages of 2 cores x 2 threads, CPUs 2, 5, 13 and 14 offline (16em64t-4s2c2t-offlines):
+    package 1 keeps one core (CPUs 1, 9), package 2 one thread of each core (CPUs 6, 10)."""
+    cpus = [0, 1, 3, 4, 6, 7, 8, 9, 10, 11, 12, 15]
+    rng = np.random.default_rng(15)
+    m = np.array([[6.0 if a % 8 == b % 8 else 30.0 if a % 4 == b % 4 else 70.0 for b in cpus] for a in cpus])
+    m = m * (1 + 0.02 * rng.standard_normal(m.shape))
+    m = (m + m.T) / 2
+    np.fill_diagonal(m, np.nan)
+    return LatencyResult.from_matrix(m, cpus=cpus)
+
+
+def test_a_package_left_with_one_core_is_a_group_of_its_own(shared_dir, tmp_path):
+    # v2 folded the lone core of package 1 into whichever package came first, and called the
+    # packages "classes of cores" because offline CPUs leave them with different threads per core.
+    r = offline_packages()
+    packages = {frozenset(c for c in r.cpus if c % 4 == p) for p in range(4)}
+    s = structure(r)
+    (lv,) = s.levels
+    assert as_sets(lv.groups) == packages
+    assert lv.kind == "groups"
+    assert str(s).startswith("4 groups (4, 2, 4, 2 CPUs): 30 ns within, 70 ns across; SMT siblings")
+    s = structure(r, topology=os_topology(shared_dir, tmp_path, "16em64t-4s2c2t-offlines"))
+    assert s.levels[0].os == ("l3", "package") and s.topology.agrees, s.topology.sentence
+    assert s.nesting() == "4 L3 caches ⊃ SMT pairs"

@@ -22,6 +22,21 @@ class ThreadMoved(MeasurementError):
         self.cpu, self.now_on = cpu, now_on
 
 
+def once_more_if_moved(call, what):
+    """Run ``call()``; if a thread was moved off its CPU, re-pin (a new call pins new threads) and
+    retry once; if that fails too, say plainly that the affinity changed under the measurement.
+    ``what`` names the CPUs (``"CPUs 0 and 1"``)."""
+    try:
+        return call()
+    except ThreadMoved as first:
+        try:
+            return call()
+        except MeasurementError as again:
+            raise MeasurementError(
+                f"{what}: the CPU affinity changed during the measurement and measuring again failed: {again} "
+                f"(first: {first})") from again
+
+
 def _errno_text(err):
     return f"{os.strerror(err)} [errno {err}]" if err > 0 else "no detail"
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import _cpulist, _sysinfo
+from ._cstatus import once_more_if_moved
 from ._errors import InputError
 from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, thaw
@@ -550,7 +551,10 @@ def locks(
     timer = timer_info()
     codes = [ext.LOCK_TESTS.index(n) for n in names]
     meta = _sysinfo.collect()
-    raw = ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout)
+    # A thread moved off its CPU ends the run at once (threads sharing a CPU would measure each
+    # other); it is run once more on freshly pinned threads, then it fails saying why.
+    raw = once_more_if_moved(lambda: ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout),
+                             f"CPUs {_cpulist.format(cpus)}")
     data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"],
                               timer.get("resolution_ticks", 1.0), shared)
     meta.update(

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from ._cstatus import ThreadMoved
+from ._cstatus import once_more_if_moved
 from ._errors import InputError, MeasurementError
 from ._home import Home, chain_lines, chain_order, merge_reports
 from ._timer import extension, timer_info
@@ -19,17 +19,8 @@ from ._validate import CHASE_KERNELS, KERNELS, resolve_cpus
 
 
 def _once_more_if_moved(call, cpu_a, cpu_b):
-    """Run ``call()``; if a thread was moved off its CPU, re-pin (a new call pins new threads) and
-    retry once; if that fails too, say plainly that the affinity changed under the measurement."""
-    try:
-        return call()
-    except ThreadMoved as first:
-        try:
-            return call()
-        except MeasurementError as again:
-            raise MeasurementError(
-                f"CPUs {cpu_a} and {cpu_b}: the CPU affinity changed during the measurement and measuring "
-                f"again failed: {again} (first: {first})") from again
+    """Run ``call()``, once more if a thread was moved off its CPU (:func:`once_more_if_moved`)."""
+    return once_more_if_moved(call, f"CPUs {cpu_a} and {cpu_b}")
 
 
 class PairMeasurer:

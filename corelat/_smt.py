@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import _cpulist, _stats, _sysinfo, _text
+from ._cstatus import once_more_if_moved
 from ._errors import InputError
 from ._measurers import PairMeasurer
 from ._protocol import Result, from_file, jsonable
@@ -417,9 +418,10 @@ def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
     """Run a busy loop on each CPU of ``cpus`` (one pinned thread each, all starting together) for
     ``duration`` seconds: iterations per second of each thread, float64 ``(len(cpus),)``.
 
-    ``loop`` is a name in :data:`LOOPS`. A thread seen off its CPU gives NaN. Raises InputError for
-    bad arguments, MeasurementError if a thread cannot be pinned, MeasurementTimeout if the threads
-    do not all reach the starting line within ``timeout`` seconds.
+    ``loop`` is a name in :data:`LOOPS`. A thread moved off its CPU ends the run at once; it is run
+    once more, then MeasurementError says the affinity changed. Raises InputError for bad arguments,
+    MeasurementError if a thread cannot be pinned, MeasurementTimeout if the threads do not all reach
+    the starting line within ``timeout`` seconds.
     """
     if loop not in LOOPS:
         raise InputError(f"unknown loop {loop!r}; choose one of: {', '.join(LOOPS)}")
@@ -428,11 +430,12 @@ def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
     _, _, _, _, timeout = check_params("cas", 1, 1, 0, timeout)
     ext = extension()
     ticks_per_ns = timer_info()["ticks_per_ns"]
-    iterations, ticks, migrated = ext.smt_throughput(
-        list(cpus), ext.SMT_LOOPS.index(loop), duration, timeout, MEM_BYTES)
+    iterations, ticks = once_more_if_moved(
+        lambda: ext.smt_throughput(list(cpus), ext.SMT_LOOPS.index(loop), duration, timeout, MEM_BYTES),
+        f"CPUs {_cpulist.format(cpus)}")
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = iterations / (ticks / (ticks_per_ns * 1e9))
-    rate[migrated | (ticks == 0)] = np.nan
+    rate[ticks == 0] = np.nan
     return rate
 
 

@@ -372,11 +372,8 @@ static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t 
             best = t1 - t0;
         if (t1 >= end)
             break;
-        if ((++brackets & 255u) == 0) {
-            if (atomic_load_explicit(&c->m->job->abort, memory_order_relaxed))
-                return CORELAT_EABORT;
-            corelat_member_beat(c->m);
-        }
+        if ((++brackets & 255u) == 0 && (rc = corelat_member_check(c->m)) != 0)
+            return rc;
     }
     *best_out = best;
     *calls_out = calls;
@@ -412,9 +409,9 @@ static int run_avg(kernel_fn fn, kctx *c, uint64_t t0, uint64_t end, uint64_t *c
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(&c->m->job->abort, memory_order_relaxed))
-            return CORELAT_EABORT;
-        corelat_member_beat(c->m);
+        int rc = corelat_member_check(c->m);
+        if (rc)
+            return rc;
     }
     *calls_out = calls;
     *ticks_out = now - t0;

@@ -583,12 +583,10 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
     npy_intp dims[1] = {(npy_intp)n};
     PyObject *it = array_copy(1, dims, NPY_UINT64, job->iterations);
     PyObject *tk = array_copy(1, dims, NPY_UINT64, job->ticks);
-    PyObject *mg = array_copy(1, dims, NPY_BOOL, job->migrated);
-    if (it && tk && mg)
-        out = Py_BuildValue("(OOO)", it, tk, mg);
+    if (it && tk)
+        out = Py_BuildValue("(OO)", it, tk);
     Py_XDECREF(it);
     Py_XDECREF(tk);
-    Py_XDECREF(mg);
 
 error: /* also the way out on success */
     if (job)
@@ -615,7 +613,7 @@ static PyMethodDef methods[] = {
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
      " freeze=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none) ran out. A thread moved"
-     " off its CPU ends the call (MeasurementError with .moved set). freeze: test hook, s the responder sleeps."
+     " off its CPU ends the call (ThreadMoved, a MeasurementError). freeze: test hook, s the responder sleeps."
      " home=(node, toucher, cpu): where the page lives; then returns (ticks, (home_node, bind_errno, query_errno))."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
      "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"
@@ -628,12 +626,13 @@ static PyMethodDef methods[] = {
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
      " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
-     " codes index LOCK_TESTS."},
+     " codes index LOCK_TESTS. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."},
     {"jobs_alive", py_jobs_alive, METH_NOARGS,
      "jobs_alive() -> int: jobs whose memory is still held (by a thread left behind); for tests."},
     {"smt_throughput", (PyCFunction)(void (*)(void))py_smt_throughput, METH_VARARGS | METH_KEYWORDS,
-     "smt_throughput(cpus, loop, duration, timeout, mem_bytes) -> (iterations uint64[n], ticks uint64[n],"
-     " migrated bool[n]): one thread per CPU runs loop SMT_LOOPS[loop] for duration s, all starting together."},
+     "smt_throughput(cpus, loop, duration, timeout, mem_bytes) -> (iterations uint64[n], ticks uint64[n]):"
+     " one thread per CPU runs loop SMT_LOOPS[loop] for duration s, all starting together. A thread moved"
+     " off its CPU ends the call (ThreadMoved, a MeasurementError)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,7 @@
 #include "locks.h"
 #include "oneway.h"
 #include "pingpong.h"
+#include "smt.h"
 #include "spin.h"
 #include "team.h"
 #include "timer.h"
@@ -176,6 +177,31 @@ static void moved_partner(long delay_ns)
     corelat_job_release(&job->head);
 }
 
+/* The same for a loop without spin-waits (smt's busy loop, minutes long): it ends at once too. */
+static void moved_busy(const corelat_timer_info *info)
+{
+    int cpus[2] = {0, 1};
+    corelat_smt_params p = {.loop = CORELAT_SMT_ALU, .n = 2, .cpus = cpus,
+                            .duration_ticks = (uint64_t)(600e9 * info->ticks_per_ns),
+                            .lead_ticks = (uint64_t)(1e5 * info->ticks_per_ns), .timeout_ns = 10000000000ull};
+    int status;
+    corelat_smt_job *job = corelat_smt_new(&p, &status);
+    EXPECT(job && corelat_smt_start(job) == CORELAT_OK);
+    if (!job)
+        return;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(job->head.threads[1], sizeof one, &one);
+    double t0 = now_s();
+    EXPECT_STATUS(corelat_job_run(&job->head, grace_ns), CORELAT_EMOVED);
+    EXPECT(job->head.failed_cpu == 1);
+    EXPECT(now_s() - t0 < 30.0);
+    corelat_job_release(&job->head);
+}
+
 /* The pointer chase (csrc/chase.c) on an 8-line chain, placed as `place` says; *home_node where the
  * lines were found. */
 static int run_chase(int kind, int stall, double timeout_s, int abort_early, const int *order,
@@ -280,6 +306,7 @@ int main(void)
     frozen_partner(slow != NULL);
     moved_partner(20000000);
     moved_partner(0);
+    moved_busy(&info);
     EXPECT(corelat_jobs_alive() == 0);
 
     printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok", info.name,

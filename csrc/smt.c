@@ -38,9 +38,9 @@ static int run_alu(corelat_member *m, uint64_t end, uint64_t *iters_out, uint64_
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed))
-            return CORELAT_EABORT;
-        corelat_member_beat(m);
+        int rc = corelat_member_check(m);
+        if (rc)
+            return rc;
     }
     *iters_out = iters;
     *last_out = now;
@@ -70,9 +70,9 @@ static int run_mem(corelat_member *m, void *chain, uint64_t end, uint64_t *iters
         now = corelat_ticks();
         if (now >= end)
             break;
-        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed))
-            return CORELAT_EABORT;
-        corelat_member_beat(m);
+        int rc = corelat_member_check(m);
+        if (rc)
+            return rc;
     }
     *iters_out = iters;
     *last_out = now;
@@ -147,17 +147,18 @@ static void smt_work(corelat_member *m)
         m->status = rc;
         return;
     }
-    int on0 = corelat_member_on_cpu(m);
+    /* A thread seen off its CPU ends the run for all (corelat_member_check), also at the ends. */
     uint64_t end = start + p->duration_ticks;
-    if (p->loop == CORELAT_SMT_ALU)
+    if (!corelat_member_on_cpu(m))
+        rc = CORELAT_EMOVED;
+    else if (p->loop == CORELAT_SMT_ALU)
         rc = run_alu(m, end, &job->iterations[i], &last, &job->sink[i]);
     else
         rc = run_mem(m, job->bufs[i], end, &job->iterations[i], &last, &job->sink[i]);
-    int on1 = corelat_member_on_cpu(m);
-    if (rc == CORELAT_OK) {
+    if (rc == CORELAT_OK && !corelat_member_on_cpu(m))
+        rc = CORELAT_EMOVED;
+    if (rc == CORELAT_OK)
         job->ticks[i] = last - start;
-        job->migrated[i] = !on0 || !on1;
-    }
     m->status = rc;
 }
 
@@ -172,7 +173,6 @@ static void smt_destroy(corelat_job *head)
     free(job->cpus);
     free(job->iterations);
     free(job->ticks);
-    free(job->migrated);
     free(job);
 }
 
@@ -195,11 +195,10 @@ corelat_smt_job *corelat_smt_new(const corelat_smt_params *p, int *status)
     job->cpus = calloc(n, sizeof *job->cpus);
     job->iterations = calloc(n, sizeof *job->iterations);
     job->ticks = calloc(n, sizeof *job->ticks);
-    job->migrated = calloc(n, 1);
     job->bufs = calloc(n, sizeof *job->bufs);
     job->sink = calloc(n, sizeof *job->sink);
     corelat_job_init(&job->head, p->timeout_ns, smt_work, smt_destroy);
-    if (!job->cpus || !job->iterations || !job->ticks || !job->migrated || !job->bufs || !job->sink) {
+    if (!job->cpus || !job->iterations || !job->ticks || !job->bufs || !job->sink) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;
         return NULL;

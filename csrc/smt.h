@@ -50,7 +50,6 @@ typedef struct {
     /* outputs, n entries each */
     uint64_t *iterations;    /* iterations completed */
     uint64_t *ticks;         /* from the thread's own start to its last clock read */
-    uint8_t *migrated;       /* 1 where the thread was seen off its CPU before or after the loop */
     /* private */
     char **bufs;             /* memory loop: each thread's buffer */
     uint64_t *sink;          /* each thread's final value, so no loop can be optimised away */

@@ -71,6 +71,17 @@ void corelat_member_spin(corelat_member *m, corelat_spin *s)
 
 int corelat_member_on_cpu(const corelat_member *m) { return corelat_on_cpu(m->cpu); }
 
+__attribute__((noinline)) int corelat_member_check(corelat_member *m)
+{
+    if (atomic_load_explicit(&m->job->abort, memory_order_relaxed) != CORELAT_RUN)
+        return CORELAT_EABORT;
+    corelat_member_beat(m);
+    /* every 16th: sched_getcpu costs more than the rest of the check */
+    if ((++m->checks & 15u) == 0 && !corelat_member_on_cpu(m))
+        return CORELAT_EMOVED;
+    return CORELAT_OK;
+}
+
 /* Where the C library cannot pin at creation, wait (bounded, abort-aware) until the creator pinned
  * this thread. Not on its CPU yet: no move check (cpu -1). CORELAT_OK, or the status to end with. */
 static int await_pin(corelat_member *m)

@@ -31,6 +31,7 @@ typedef struct {
     int done;                   /* finished; guarded by the job's mutex */
     atomic_uint_fast64_t beat;  /* bumped by the thread while it runs (see spin.h) */
     atomic_int pinned;          /* CORELAT_PIN_* below: set by the creator (see affinity.h) */
+    unsigned checks;            /* corelat_member_check() calls so far; the thread's own */
 } corelat_member;
 
 /* Values of a member's `pinned`: the thread waits for the creator to leave WAIT. */
@@ -100,6 +101,13 @@ void corelat_member_spin(corelat_member *m, corelat_spin *s);
 
 /* Is the member's thread where it was pinned (an unknown CPU counts as yes: see affinity.h)? */
 int corelat_member_on_cpu(const corelat_member *m);
+
+/* The check of a loop without spin-waits (smt, locks), once per chunk of work: the abort flag
+ * (CORELAT_EABORT), a heartbeat, and every 16th call whether the thread is still on its CPU
+ * (CORELAT_EMOVED: threads moved onto one CPU would measure each other, not the machine, for the
+ * rest of a run that may last minutes). Returns 0 or that status. Out of line: the loop keeps its
+ * registers. */
+int corelat_member_check(corelat_member *m);
 
 /* Show the caller the thread is alive (a plain store: one writer). For loops without spin-waits. */
 static inline void corelat_member_beat(corelat_member *m)

@@ -279,6 +279,87 @@ def test_moved_thread_ends_the_call_at_once():
             p.communicate()
 
 
+# Runs of minutes unless something stops them: smt's loop for 60 s; locks' tests with no spin-wait
+# for a lock (the baseline, an atomic, a mutex), 2 x 60 s each. Raw calls: no retry.
+_LONG_RUNS = {
+    "smt": f"_corelat.smt_throughput([{CPUS[0]}, {CPUS[-1]}], 0, 60.0, 10.0, {1 << 16})",
+    "locks": f"_corelat.locks([{CPUS[0]}, {CPUS[-1]}], [0, 1, 6], True, 60.0, 60.0, 10.0)",
+}
+
+
+@needs2
+@pytest.mark.parametrize("run", sorted(_LONG_RUNS))
+def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
+    # Threads moved onto one CPU would measure each other for the rest of the run: it must end at
+    # once, as a ping-pong does, not minutes later with numbers that describe nothing.
+    code = (
+        "import corelat\n"
+        "from corelat import _corelat, _cstatus\n"
+        "corelat.timer_info()\n"
+        "try:\n"
+        f"    {_LONG_RUNS[run]}\n"
+        "except _cstatus.ThreadMoved as e:\n"
+        "    print('MOVED', e.cpu, e.now_on, e, flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV)
+    try:
+        tid = _thread_on(p, CPUS[-1])
+        time.sleep(0.2)
+        os.sched_setaffinity(tid, {CPUS[0]})
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=90)  # the unfixed run ends after 60 s (or 120 s: fails)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, err
+    assert took < 20, f"took {took:.0f} s to stop"
+    assert out.startswith(f"MOVED {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
+
+
+_PUBLIC_RUNS = {
+    "smt": f"corelat._smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
+    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], tests=['inc-atomic-relaxed'], shared=True, duration=60)",
+}
+
+
+@needs2
+@pytest.mark.parametrize("run", sorted(_PUBLIC_RUNS))
+def test_busy_or_lock_run_moved_twice_fails_clearly(run):
+    # moved: the run ends, is run again on freshly pinned threads; moved again: a clear error, fast
+    code = (
+        "import corelat, corelat._smt\n"
+        "corelat.timer_info()\n"
+        "try:\n"
+        f"    {_PUBLIC_RUNS[run]}\n"
+        "except corelat.MeasurementError as e:\n"
+        "    print('FAILED', e, flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV)
+    try:
+        first = _thread_on(p, CPUS[-1])
+        time.sleep(0.2)
+        os.sched_setaffinity(first, {CPUS[0]})
+        t0 = time.monotonic()
+        second = _thread_on(p, CPUS[-1])  # the retry's (the first one's affinity is {CPUS[0]} now)
+        assert time.monotonic() - t0 < 20, "the first run did not end at once"
+        time.sleep(0.2)
+        os.sched_setaffinity(second, {CPUS[0]})
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=90)  # the unfixed run ends after 60 s (or 120 s: fails)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, err
+    assert took < 20, f"took {took:.0f} s to stop"
+    assert re.match(r"FAILED CPUs [0-9,-]+: the CPU affinity changed during the measurement", out), (out, err)
+
+
 def test_moved_thread_is_retried_once_then_fails_clearly():
     calls = []
 

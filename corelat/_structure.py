@@ -297,7 +297,7 @@ class Structure(Result):
     name: str = ""
     topology: object = None
     note: str = ""
-    _cores: tuple = field(default=(), repr=False)
+    _cores: tuple = field(default=(), init=False, repr=False)  # set by structure(): not a parameter
     reliable: object = None
     noise_ratio: float = math.nan
     artifacts: tuple = ()
@@ -601,12 +601,12 @@ def structure(result, statistic="median", topology=None):
         statistic=statistic,
         name=result.name,
         metadata={"source": getattr(result, "name", "")},
-        _cores=tuple(tuple(cpus[i] for i in g) for g in core_idx),
         reliable=reliable,
         noise_ratio=ratio,
         artifacts=_artifacts(level_objs, result),
         smt_note=smt_note,
     )
+    object.__setattr__(st, "_cores", tuple(tuple(cpus[i] for i in g) for g in core_idx))
     if records is not None:
         object.__setattr__(st, "topology", compare_topology(st, records))
     elif note:

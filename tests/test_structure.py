@@ -575,3 +575,14 @@ def test_a_package_left_with_one_core_is_a_group_of_its_own(shared_dir, tmp_path
     s = structure(r, topology=os_topology(shared_dir, tmp_path, "16em64t-4s2c2t-offlines"))
     assert s.levels[0].os == ("l3", "package") and s.topology.agrees, s.topology.sentence
     assert s.nesting() == "4 L3 caches ⊃ SMT pairs"
+
+
+def test_structure_has_no_private_constructor_parameters():
+    # help(corelat.Structure) showed a '_cores' parameter (issue 9: no private parameters in help).
+    import inspect
+
+    from corelat import Structure
+
+    assert not [p for p in inspect.signature(Structure).parameters if p.startswith("_")]
+    m, _ = block_matrix(np.random.default_rng(16), 1, 2, 2, 2, (6, 20, 80, 0), 0.01)
+    assert structure(LatencyResult.from_matrix(m)).cores == ((0, 4), (1, 5), (2, 6), (3, 7))

@@ -176,8 +176,8 @@ def _cuts(dist):
 
 def _absorb_singletons(labels, dist):
     """Fold each one-unit group into the group it is clearly closest to on average (one odd core, a
-    favoured ring stop, is not a group of its own; see :data:`LONE_CLEAR`). None when a lone unit's nearest unit is alone too: the
-    tree has not yet formed the group they belong to."""
+    favoured ring stop, is not a group of its own; see :data:`LONE_CLEAR`). None when a lone unit's
+    nearest unit is alone too: the tree has not yet formed the group they belong to."""
     sizes = np.bincount(labels)
     lone = int((sizes == 1).sum())
     if lone == 0:
@@ -199,11 +199,15 @@ def _absorb_singletons(labels, dist):
     best = np.argmin(mean_to, axis=1)
     # A lone core as near to two groups as to each other (the one online core of a package, as far
     # from every other package as they are from each other) is a group of its own, not a member of
-    # whichever group happens to come first.
+    # whichever group happens to come first; unless it is about as near its nearest group as that
+    # group's members are to each other (a noisy member of a weakly contrasted group).
     clear = np.ones(lone_rows.size, dtype=bool)
     if groups.size > 1:
         ranked = np.sort(mean_to, axis=1)
-        clear = ranked[:, 0] <= LONE_CLEAR * ranked[:, 1]
+        for r in np.flatnonzero(ranked[:, 0] > LONE_CLEAR * ranked[:, 1]):
+            members = np.flatnonzero(labels == groups[best[r]])
+            intra = dist[np.ix_(members, members)].sum() / (members.size * (members.size - 1))
+            clear[r] = ranked[r, 0] <= 2.0 * intra
     labels = labels.copy()
     labels[lone_rows[clear]] = groups[best[clear]]
     return _relabel(labels)

@@ -126,39 +126,32 @@ def summarize(result, node=None, file=""):
 def _summary_members(available):
     """The arrays a node's summary needs: its median matrix where the file has one, else (older
     files, and those of one value per pair) the samples, decompressed and sorted: slower."""
-    return ("cpus", MEDIAN_MEMBER) if MEDIAN_MEMBER in available else ("cpus", "samples")
+    return ("cpus", "flags", MEDIAN_MEMBER if MEDIAN_MEMBER in available else "samples")
 
 
 def read_node_file(path, node):
     """The :class:`NodeData` of a corelat latency file, read straight from its arrays and header
     (None when the file holds another kind of result); InputError when it is unreadable or
-    inconsistent. The raw samples are not read where the file holds their median matrix."""
+    inconsistent. Header, CPUs and flags are checked as :func:`corelat.load` checks them; where the
+    file holds its median matrix, that is read and checked instead of the raw samples."""
     header, arrays = _npz.read(path, only=_summary_members)
     if header["kind"] != LatencyResult._KIND:
         return None
-
-    def build():
-        cpus = [int(c) for c in arrays["cpus"].tolist()]
-        n = len(cpus)
-        md = header.get("metadata") or {}
-        if not isinstance(md, Mapping):
-            raise TypeError("metadata is not a mapping")
-        if MEDIAN_MEMBER in arrays:
-            median = arrays[MEDIAN_MEMBER]
-            if median.shape != (n, n) or median.dtype.kind != "f" or n < 2:
-                raise ValueError(f"median of shape {median.shape} ({median.dtype}) for {n} CPUs")
-        else:
-            samples = arrays["samples"]
-            if samples.ndim != 3 or samples.shape[:2] != (n, n) or samples.dtype.kind != "f" or n < 2:
-                raise ValueError(f"samples of shape {samples.shape} for {n} CPUs")
-            median = nan_median(samples)
+    header = _schema.check_header(header, path)
+    cpus, _ = _schema.check_cpus_flags(arrays, path)
+    n = len(cpus)
+    if MEDIAN_MEMBER in arrays:
+        median = arrays[MEDIAN_MEMBER]
+        if median.shape != (n, n) or median.dtype.kind != "f":
+            raise InputError(f"{path}: median has shape {median.shape} ({median.dtype}); expected ({n}, {n}) "
+                             "numbers")
         median = median.astype(np.float64, copy=False)
-        floor = 0.0 if md.get("symmetric", True) else -_schema.ONEWAY_SLACK_NS
-        _schema.check_samples(median, path, floor)
-        name = (md.get("fleet") or {}).get("node") if isinstance(md.get("fleet"), Mapping) else None
-        return node_data(name or node, cpus, header.get("kernel", "?"), median, md, path)
-
-    return from_file(path, build)
+        _schema.check_samples(median, path, _schema.latency_floor(header))
+    else:
+        median = nan_median(_schema.check_samples_member(header, arrays, n, path))
+    md = header.get("metadata") or {}
+    name = md["fleet"].get("node") if isinstance(md.get("fleet"), Mapping) else None
+    return from_file(path, lambda: node_data(name or node, cpus, header.get("kernel", "?"), median, md, path))
 
 
 # -- the result -----------------------------------------------------------------------------------------

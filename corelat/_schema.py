@@ -106,28 +106,44 @@ def _numeric(arrays, name, kinds, path):
 
 def check_arrays(header, arrays, path):
     """``(cpus, samples, flags, extras)`` of a latency result, each checked."""
+    cpus, flags = check_cpus_flags(arrays, path)
+    samples = check_samples_member(header, arrays, len(cpus), path)
+    extras = {}
+    for e in header.get("extras", []):
+        extras[e] = _numeric(arrays, "extra_" + e, "biuf", path)
+    return cpus, samples, flags, extras
+
+
+def check_cpus_flags(arrays, path):
+    """``(cpus, flags)`` of a latency result, checked (what a reader that skips the samples needs)."""
     cpus = _numeric(arrays, "cpus", "iu", path)
-    samples = _numeric(arrays, "samples", "biuf", path)
     flags = _numeric(arrays, "flags", "iu", path)
     if cpus.ndim != 1:
         raise _bad(path, f"cpus has shape {cpus.shape}; expected a list of CPU ids")
     n = cpus.shape[0]
     if n > MAX_CPUS:
         raise _bad(path, f"{n:,} CPUs; at most {MAX_CPUS:,} allowed")
-    if samples.ndim != 3 or samples.shape[:2] != (n, n):
-        raise _bad(path, f"samples has shape {samples.shape}; expected ({n}, {n}, k) for {n} CPUs")
     if flags.shape != (n, n):
         raise _bad(path, f"flags has shape {flags.shape}; expected ({n}, {n})")
     check_cpus(cpus, path)
     if flags.size and (flags.min() < 0 or flags.max() > np.iinfo(np.uint32).max):
         raise _bad(path, "flags outside 0..2**32-1")
+    return tuple(int(c) for c in cpus.tolist()), flags.astype(np.uint32)
+
+
+def latency_floor(header):
+    """The lowest latency a result may hold: 0, or a little below for one-way (timer offsets)."""
+    return 0.0 if header.get("metadata", {}).get("symmetric", True) else -ONEWAY_SLACK_NS
+
+
+def check_samples_member(header, arrays, n, path):
+    """The ``(n, n, k)`` samples of a latency result as float64, checked."""
+    samples = _numeric(arrays, "samples", "biuf", path)
+    if samples.ndim != 3 or samples.shape[:2] != (n, n):
+        raise _bad(path, f"samples has shape {samples.shape}; expected ({n}, {n}, k) for {n} CPUs")
     samples = samples.astype(np.float64, copy=False)
-    symmetric = header.get("metadata", {}).get("symmetric", True)
-    check_samples(samples, path, floor=0.0 if symmetric else -ONEWAY_SLACK_NS)
-    extras = {}
-    for e in header.get("extras", []):
-        extras[e] = _numeric(arrays, "extra_" + e, "biuf", path)
-    return tuple(int(c) for c in cpus), samples, flags.astype(np.uint32), extras
+    check_samples(samples, path, floor=latency_floor(header))
+    return samples
 
 
 def check_cpus(cpus, path):

@@ -124,6 +124,24 @@ def test_a_forged_median_member_makes_that_node_an_error(nodes, tmp_path, case):
     assert "bad.npz" in got.errors[0]["error"] and "\n" not in got.errors[0]["error"]
 
 
+def test_hostile_files_become_errors_of_their_nodes(tmp_path):
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import hostile
+
+    cases = hostile.generate(tmp_path)
+    got = corelat.fleet(tmp_path)  # no exception, whatever the files hold
+    accepted = {r["node"] for r in got.nodes} - {"valid"}
+    refused = {e["node"] for e in got.errors}
+    # Only what a fleet does not read may be broken in a file it takes: the samples (beside their
+    # median member) and the extras. Header, CPUs, flags and the median are checked as load checks them.
+    assert accepted and all(c.startswith(("samples_", "extras_")) for c in accepted), sorted(accepted)
+    names = {os.path.basename(p)[:-4] for _, p in cases if p.endswith(".npz")}
+    assert names - {"kind_unknown"} <= accepted | refused
+    assert all("\n" not in e["error"] for e in got.errors)
+
+
 # -- corelat.load of a fleet report -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def report(ryzen):

@@ -80,7 +80,9 @@ class Level:
     ``group_range[i]``) and ``group_across[i]`` are the two latencies for group i alone (NaN where
     it has no subgroups); ``group_cores[i]`` is the (median, min, max) latency between different
     cores anywhere inside group i (what a class of P-cores that no finer level splits is inside);
-    ``children[i]`` counts its groups one level finer (its cores at the
+    ``rest[i]`` is True where group i is what is left when the other groups are taken out: as far
+    apart inside as across while the others are fast inside (the P-cores beside two E-core
+    clusters); the level is named and counted by the other groups. ``children[i]`` counts its groups one level finer (its cores at the
     finest level). ``kind`` is ``"classes"`` when the groups differ in kind of core (threads per
     core, or L2 sharing in the OS topology), with ``names`` such as ``("P-cores", "E-cores")`` where
     the OS topology tells; ``os`` names the OS objects the level matches (``("l3",)``,
@@ -101,10 +103,17 @@ class Level:
     children: tuple = ()
     group_threads: tuple = ()
     group_cores: tuple = ()
+    rest: tuple = ()
     kind: str = "groups"
     names: tuple = ()
     os: tuple = ()
     finest: bool = False
+
+    def named(self):
+        """Indices of the groups the level speaks for: those it refines (all unless ``partial``),
+        less the ``rest``."""
+        return [i for i in range(len(self.groups))
+                if (not self.split or self.split[i]) and not (self.rest and self.rest[i])]
 
     @property
     def sizes(self):
@@ -198,6 +207,7 @@ class Level:
             "children": list(self.children),
             "group_threads": list(self.group_threads),
             "group_cores_ns": [[_jsonable(v) for v in t] for t in self.group_cores],
+            "rest": list(self.rest),
             "kind": self.kind,
             "names": list(self.names),
             "os": list(self.os),
@@ -429,10 +439,10 @@ class Structure(Result):
         parts = []
         for lv in reversed(self.levels):
             name = _OS_PLURAL.get(lv.os[0], "groups") if lv.os else ("classes" if lv.kind == "classes" else "groups")
-            idx = [i for i, s in enumerate(lv.split) if s] if lv.partial else range(len(lv.groups))
+            idx = lv.named()
             cores = {lv.cores[i] for i in idx}
             head = f"{len(idx)} {name}" + (f" of {cores.pop()} cores" if len(cores) == 1 else "")
-            if lv.partial:
+            if len(idx) < len(lv.groups):
                 head += f" in CPUs {_cpus(sorted(c for i in idx for c in lv.groups[i]))}"
             parts.append(head)
         if self.smt_pairs and parts:
@@ -691,6 +701,7 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
         if kind == "classes" and len(refined) < len(part):
             names = tuple(names[refined.index(i)] if i in refined and names else "" for i in range(len(part)))
         groups = tuple(tuple(cpus[i] for i in g) for g in part)
+        rest = _rest(part, gw, ga, ch)
         out.append(Level(
             groups=groups,
             within=float(np.median(w_all)) if w_all.size else math.nan,
@@ -708,10 +719,25 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             group_cores=tuple(gc),
             kind=kind,
             names=names,
-            os=_os_matches(groups, split, kind, names, records, cpus),
+            rest=rest,
+            os=(_os_matches(groups, split, kind, names, records, cpus)
+                or (_os_matches(groups, tuple(sp and not r for sp, r in zip(split, rest)), kind, names, records, cpus)
+                    if any(rest) else ())),
             finest=k == 0,
         ))
     return out
+
+
+def _rest(part, gw, ga, ch):
+    """Per group: True when it is what is left of the machine (as far apart inside as across)
+    beside groups that are fast inside, none of its own shape (that would be an artifact)."""
+    slow = [c > 1 and not math.isnan(w) and w >= SLOW_INSIDE * a for w, a, c in zip(gw, ga, ch)]
+    fast = [not math.isnan(w) and w <= FAST_INSIDE * a for w, a in zip(gw, ga)]
+    shape = [(c, len(g)) for g, c in zip(part, ch)]
+    if not any(fast):
+        return tuple(False for _ in part)
+    return tuple(sl and not any(f and shape[j] == shape[i] for j, f in enumerate(fast))
+                 for i, sl in enumerate(slow))
 
 
 def _l2_sharing(records, cpus):
@@ -798,7 +824,7 @@ def _os_matches(groups, split, kind, names, records, cpus):
             continue
         if all(split):
             hit = frozenset(sets) == part
-        else:  # a partial level matches on the part it refines
+        else:  # a partial level (or one with a rest) matches on the part it names
             hit = any(split) and all(s in part for s, sp in zip(sets, split) if sp)
         if hit:
             out.append(key)
@@ -1065,9 +1091,10 @@ def compare_topology(st, records):
             matches[key] = k
             used.add(k)
             lv = st.levels[k]
-            if lv.partial:
-                count = sum(1 for g, sp in zip(lv.groups, lv.split) if sp)
-                label += f" in CPUs {_cpus(sorted(c for g, sp in zip(lv.groups, lv.split) if sp for c in g))}"
+            idx = lv.named()
+            if len(idx) < len(lv.groups):
+                count = len(idx)
+                label += f" in CPUs {_cpus(sorted(c for i in idx for c in lv.groups[i]))}"
             per_level.setdefault(k, []).append(f"{count} {label}")
             continue
         if not lat_parts:

@@ -586,3 +586,19 @@ def test_structure_has_no_private_constructor_parameters():
     assert not [p for p in inspect.signature(Structure).parameters if p.startswith("_")]
     m, _ = block_matrix(np.random.default_rng(16), 1, 2, 2, 2, (6, 20, 80, 0), 0.01)
     assert structure(LatencyResult.from_matrix(m)).cores == ((0, 4), (1, 5), (2, 6), (3, 7))
+
+
+def test_clusters_beside_the_rest_of_the_machine_are_named_by_the_os():
+    # A hybrid part whose P-cores are as far from each other as from the E-cores (30 ns), the two
+    # E-core clusters 15 ns inside: the level is the clusters plus "the rest". v2 said it matches no
+    # OS grouping; the clusters are the OS's shared L2 caches.
+    core = np.array([c // 2 if c < 12 else c - 6 for c in range(20)])
+    clus = np.where(core < 6, core, np.where(core < 10, 6, 7))
+    m = block_model([core, clus], (6.0, 15.0, 30.0), 0.01, seed=17)
+    s = structure(LatencyResult.from_matrix(m), topology=records_hybrid())
+    (lv,) = s.levels
+    assert lv.rest == (True, False, False) and lv.named() == [1, 2]
+    assert lv.os == ("l2",) and s.topology.matches["l2"] == 0
+    assert s.nesting() == "2 L2 caches of 4 cores in CPUs 12-19 ⊃ SMT pairs"
+    assert "within CPUs 0-11 its 6 cores are ~30 ns apart, as far as across (30 ns)" in str(s)
+    assert s.topology.sentence.startswith("Latency groups match the OS's 2 L2 caches in CPUs 12-19")

@@ -101,6 +101,23 @@ def _one_home(result, home):
     return result
 
 
+def _value_label(result, statistic):
+    """What a cell shows, for colour bars and titles: the quantity in ns and the statistic per pair.
+    Imported files hold one value per pair: name the statistic the file records, not ``statistic``."""
+    chase = result.kernel in ("read-clean", "read-modified")
+    what = "cost of one load (ns)" if chase else "one-way latency (ns)"
+    return f"{what}, {_statistic_words(result, statistic)}"
+
+
+def _statistic_words(result, statistic):
+    if not result.value_only:
+        return f"{statistic} per pair"
+    recorded = result.metadata.get("statistic")
+    if recorded:
+        return f"{recorded} per pair, as the file records it"
+    return "one value per pair (the file does not say which statistic)"
+
+
 def _dedupe(lines):
     # A boundary shared by several levels (a package that is also a NUMA node) is drawn once, thickest.
     best = {}
@@ -207,7 +224,7 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     single = values.size == 1  # e.g. 2 CPUs: a colour bar would carry no information
     if colorbar and not single:
         cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
-        cb.set_label(f"one-way latency (ns), {statistic} per pair")
+        cb.set_label(_value_label(ordered, statistic))
     # Cell size in points (from the axes' size before layout: close enough to decide and to size text).
     bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
     cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
@@ -226,7 +243,8 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
         name = ordered.name or "result"
         title = f"{name}: {ordered.kernel} kernel, {n} CPUs\n{note}"
         if single and colorbar:
-            title += f"\n{statistic} {_fmt(float(values[0]))} ns for every pair"
+            shown = (ordered.metadata.get("statistic") or "one value") if ordered.value_only else statistic
+            title += f"\n{shown} {_fmt(float(values[0]))} ns for every pair"
     if flat is not None:
         title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
     ax.set_title(title, fontsize=10)
@@ -548,7 +566,7 @@ def compare(results, names=None, order="structure", statistic="median", annotate
                 colorbar=False, title=f"{name}\n{r.kernel} kernel, {r.n} CPUs")
     mappable = axes[0].images[0]
     cb = fig.colorbar(mappable, ax=axes, shrink=0.85, pad=0.02)
-    cb.set_label(f"one-way latency (ns), {statistic} per pair")
+    cb.set_label("; ".join(dict.fromkeys(_value_label(r, statistic) for r in results)))
     fig.suptitle("core-to-core latency, one colour scale")
     _settle(fig)
     return fig

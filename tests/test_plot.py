@@ -70,7 +70,7 @@ def test_heatmap_peer_file_falls_back_to_structure_order(shared_dir, tmp_path):
     ax = plot.heatmap(r)  # order="topology", but the file carries none
     fig = ax.figure
     assert len(fig.axes) == 2
-    assert colorbar_label(fig) == "one-way latency (ns), median per pair"
+    assert colorbar_label(fig) == "one-way latency (ns), mean per pair, as the file records it"
     assert ax.get_xlabel() == "CPU" and ax.get_ylabel() == "CPU"
     title = ax.get_title()
     assert title.startswith("AMD Ryzen 9 5950X @ 3.40 GHz: unknown kernel, 32 CPUs")
@@ -455,3 +455,26 @@ def test_a_measured_result_with_one_sample_per_pair_still_draws():
     for kind in ("violin", "hist"):
         ax = plot.distribution(r, kind=kind)
         assert "1 sample per pair" in ax.get_title()
+
+
+def test_imported_csv_colour_bar_names_the_statistic_the_file_records(shared_dir):
+    """core-to-core-latency's CSV holds a mean per pair: the colour bar must not call it a median."""
+    r = load(shared_dir / PEERS / "AMD Ryzen 9 5950X @ 3.40 GHz.csv")
+    assert r.metadata["statistic"] == "mean"
+    for fig in (plot.heatmap(r).figure, plot.compare([r, blocks(2, 4)])):
+        label = colorbar_label(fig)
+        assert "mean per pair" in label and "median" not in label.split(";")[0], label
+    unknown = LatencyResult.from_matrix(np.array([[np.nan, 5.0, 7.0], [5.0, np.nan, 6.0], [7.0, 6.0, np.nan]]),
+                                        metadata={"source": "somewhere"})
+    label = colorbar_label(plot.heatmap(unknown).figure)
+    assert "median" not in label and "does not say" in label, label
+    single = LatencyResult.from_matrix(np.array([[np.nan, 5.0], [5.0, np.nan]]), metadata={"statistic": "min"})
+    assert "min 5" in plot.heatmap(single).get_title() and "median" not in plot.heatmap(single).get_title()
+
+
+def test_chase_kernel_colour_bar_says_it_shows_the_cost_of_one_load():
+    r = sampled()
+    r = LatencyResult(cpus=r.cpus, kernel="read-modified", samples=r.samples, flags=r.flags,
+                      metadata={"symmetric": False}, name="chase")
+    label = colorbar_label(plot.heatmap(r).figure)
+    assert label.startswith("cost of one load (ns)") and "one-way latency" not in label, label

@@ -255,7 +255,14 @@ class Comparison(Result):
         for row in lines:
             cells = [f"{row[0]:<{widths[0]}}"] + [f"{row[c]:>{widths[c]}}" for c in range(1, len(row))]
             out.append("  ".join(cells).rstrip())
-        note = f"one-way latency in ns ({self.statistic} per pair; ratios to {self.names[0]})"
+        # Imported files hold one value per pair, whatever statistic the table asks for: say which.
+        held = [f"{name}: " + (f"{r.metadata['statistic']} per pair, as its file records it"
+                               if r.metadata.get("statistic") else
+                               "one value per pair (its file does not say which statistic)")
+                for name, r in zip(self.names, self.results)
+                if r.value_only and r.metadata.get("statistic") != self.statistic]
+        what = "; ".join([f"{self.statistic} per pair", *held])
+        note = f"one-way latency in ns ({what}; ratios to {self.names[0]})"
         out.insert(0, note)
         if structure:
             out.append("")

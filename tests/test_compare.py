@@ -112,3 +112,15 @@ def test_example_files_load():
     for f in files:
         r = load(f)
         assert r.n >= 2 and not r.value_only and r.samples.shape[2] > 1
+
+
+def test_table_says_which_statistic_an_imported_file_holds(shared_dir):
+    """A core-to-core-latency CSV records a mean per pair: the table must not call it a median."""
+    peer = load(shared_dir / PEERS / "AMD Ryzen 9 7950X.csv")
+    own = load(example_files()[0])
+    head = compare(peer, own).table().splitlines()[0]
+    assert "median per pair" in head and f"{peer.name}: mean per pair, as its file records it" in head, head
+    plain = LatencyResult.from_matrix(np.array([[np.nan, 5.0], [5.0, np.nan]]), name="x")
+    head = compare(plain, own).table().splitlines()[0]
+    assert "x: one value per pair (its file does not say which statistic)" in head, head
+    assert "as its file" not in compare(own, own).table().splitlines()[0]

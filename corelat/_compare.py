@@ -65,7 +65,11 @@ def _as_result(obj):
     if isinstance(obj, (str, os.PathLike)):
         from ._io import load
 
-        return load(obj)
+        obj = load(obj)
+    from ._placement import PlacementResult
+
+    if isinstance(obj, PlacementResult):
+        return obj
     if not hasattr(obj, "statistic") or not hasattr(obj, "cpus"):
         raise InputError(f"cannot compare {type(obj).__name__!r}: pass results or paths to result files")
     return obj
@@ -305,19 +309,23 @@ def labels_for(items, names=None):
     corelat files); where names collide (two runs on one host), results read from files are
     labelled by the file's name without its extension.
     """
-    items = list(items)
-    results = [_as_result(x) for x in items]
+    from ._placement import per_home
+
+    # A placement result (one matrix per home of the line) is compared home by home.
+    entries = [(x, r, suffix) for x in items for r, suffix in per_home([_as_result(x)])]
+    results = [r for _, r, _ in entries]
     if names is not None:
         names = [str(n) for n in names]
         if len(names) != len(results):
-            raise InputError(f"{len(names)} names for {len(results)} results")
+            raise InputError(f"{len(names)} names for {len(results)} results (a placement result counts once "
+                             "per home)")
         return results, _unique_names(names)
-    labels = [r.name or "result" for r in results]
+    labels = [(r.name or "result") + suffix for _, r, suffix in entries]
     counts = {}
     for label in labels:
         counts[label] = counts.get(label, 0) + 1
-    labels = [_stem(x) if counts[label] > 1 and isinstance(x, (str, os.PathLike)) else label
-              for x, label in zip(items, labels)]
+    labels = [_stem(x) + suffix if counts[label] > 1 and isinstance(x, (str, os.PathLike)) else label
+              for (x, _, suffix), label in zip(entries, labels)]
     return results, _unique_names(labels)
 
 

@@ -529,21 +529,25 @@ class Structure(Result):
 
 
 # -- the analysis ----------------------------------------------------------------------------------
-def structure(result, statistic="median", topology=None):
+def structure(result, statistic="median", topology=None, *, home=None):
     """Infer SMT siblings and nested latency groups from a latency matrix.
 
     Works on measured results and on imported single-value matrices alike.
 
     Parameters
     ----------
-    result : LatencyResult
-        The matrix to read.
+    result : LatencyResult or PlacementResult
+        The matrix to read; for a :class:`~corelat.PlacementResult`, the one of ``home``.
     statistic : str
         The per-pair statistic to read (``"median"``, ``"mean"``, ``"min"``, ...).
     topology : Topology or list of dict, optional
         The OS topology to compare the groups with: a :class:`Topology` (anything with
         ``.records()``) or a list of its records. None uses ``result.metadata["topology"]`` when
         present.
+    home : str or int, optional
+        For a :class:`~corelat.PlacementResult`: the home whose matrix to read (a label like
+        ``"node:1"``, a NUMA node K or a position in ``result.homes``), as in
+        :func:`corelat.plot.heatmap`.
 
     Returns
     -------
@@ -552,7 +556,8 @@ def structure(result, statistic="median", topology=None):
     Raises
     ------
     InputError
-        For an unknown statistic.
+        For an unknown statistic, a placement result without ``home``, or a ``home`` the result
+        does not hold.
     InputTypeError
         For a ``topology`` that is not one.
 
@@ -568,9 +573,11 @@ def structure(result, statistic="median", topology=None):
     2 groups of 4 CPUs (2 cores × 2 threads): 30 ns within, 100 ns across; SMT siblings 8.0 ns
     """
     from . import _blocks
+    from ._placement import one_home
     from ._validate import check_topology
 
     check_topology(topology)
+    result = one_home(result, home, hint="pass home=K (or read every home: result.summary_text())")
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)

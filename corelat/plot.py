@@ -84,21 +84,9 @@ def _ordered(result, order):
 
 def _one_home(result, home):
     # A placement result holds one matrix per home: draw the one asked for.
-    from ._placement import PlacementResult
+    from ._placement import one_home
 
-    if isinstance(result, PlacementResult):
-        if home is None:
-            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
-                             "pass home=K, or draw them all with corelat.plot.placement()")
-        return result.result(home)
-    if home is not None:
-        asked = result.metadata.get("home", {}).get("requested", "initiator")
-        from ._home import parse_home
-
-        want = parse_home(f"node:{home}" if isinstance(home, (int, np.integer)) else home).label
-        if want != asked:
-            raise InputError(f"this result was measured with home {asked}, not {want}")
-    return result
+    return one_home(result, home, hint="pass home=K, or draw them all with corelat.plot.placement()")
 
 
 def _value_label(result, statistic):

@@ -5,6 +5,7 @@ Multi-node behaviour (pages really on node 1, the responder's node, a third CPU)
 2-node machine: tests/test_vm_placement.py.
 """
 
+import json
 import os
 import sys
 import time
@@ -401,3 +402,44 @@ def test_plot_one_home_and_small_multiples():
     assert sum(1 for a in fig.axes if a.images) == 3
     assert "home node:2" in " ".join(a.get_title() for a in fig.axes)
     plt.close("all")
+
+
+# ---- a placement file in structure, report, plot and compare ------------------------------------
+
+def test_structure_reads_one_home_of_a_placement_result():
+    p = _synthetic_placement()
+    with pytest.raises(InputError, match="holds 3 homes.*pass home="):
+        corelat.structure(p)
+    assert corelat.structure(p, home=1).core_latency == pytest.approx(corelat.structure(p.results[1]).core_latency)
+    assert "176 ns across" in str(corelat.structure(p, home="node:1"))
+    with pytest.raises(InputError, match="measured with home node:0, not node:1"):
+        corelat.structure(p.results[0], home=1)
+
+
+def test_cli_report_plot_and_compare_read_a_placement_file(tmp_path, capsys):
+    from corelat.cli import main
+
+    f = tmp_path / "p.npz"
+    _synthetic_placement().save(f)
+    assert main(["report", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "Where the line lives" in out and "Home node:2 (median): 2 groups" in out
+    assert "corelat report FILE --home" in out and "home=" not in out
+    assert main(["report", str(f), "--home", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "176 ns across" in out and "Home of the line: node:1" in out
+    assert main(["report", str(f), "--home", "node:7"]) == 2
+    assert "no home 'node:7'" in capsys.readouterr().err
+    assert main(["report", str(f), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["homes"]) == {"node:0", "node:1", "node:2"}
+    assert main(["compare", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "syn [home node:0]" in out and "syn [home node:2]" in out
+    pytest.importorskip("matplotlib")
+    for extra, panels in (([], 3), (["--home", "node:2"], 1)):
+        png = tmp_path / f"p{panels}.png"
+        assert main(["plot", str(f), "-o", str(png), *extra]) == 0, capsys.readouterr().err
+        assert png.read_bytes()[:4] == b"\x89PNG"
+    assert main(["plot", str(f), "--kind", "violin", "-o", str(tmp_path / "v.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--home HOME" in err and "home=" not in err

@@ -29,6 +29,9 @@ def add_arguments(p):
     p.add_argument("--names", nargs="+", metavar="NAME",
                    help="titles for the files, in order (default: their names; file names where two collide)")
     p.add_argument("--dpi", type=int, default=110, help="resolution of PNG output (default 110)")
+    p.add_argument("--home", metavar="HOME", type=common.home_arg,
+                   help="for a file of `corelat placement`: draw this home only (node:K, K, responder, ...); "
+                        "default: every home side by side")
 
 
 def _pairs(texts):
@@ -44,10 +47,20 @@ def _pairs(texts):
 
 def run(args):
     from .._compare import labels_for
+    from .._io import load
+    from .._placement import PlacementResult, one_home
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")
-    results, names = labels_for(args.files, args.names)
+    if len(args.files) > 1 and args.home is not None:
+        raise InputError("--home draws one home of a single file of `corelat placement`; give one file")
+    if len(args.files) == 1:
+        results, names = [load(args.files[0])], None
+        # A placement file: every home side by side, or the one --home names.
+        if args.home is not None or args.kind != "heatmap" or not isinstance(results[0], PlacementResult):
+            results = [one_home(results[0], args.home, hint=f"give --home HOME to draw one of them as {args.kind}")]
+    else:
+        results, names = labels_for(args.files, args.names)
     out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
     common.check_output_path(out, suffixes=_FORMATS)
     if len(results) > 1 and args.kind != "heatmap":
@@ -66,7 +79,9 @@ def run(args):
         print(f"corelat: error: corelat plot needs matplotlib; install it with: {install_command('plot')}",
               file=sys.stderr)
         return 2
-    if len(results) > 1:
+    if isinstance(results[0], PlacementResult):
+        fig = plot.placement(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate)
+    elif len(results) > 1:
         fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic, annotate=args.annotate)
     elif args.kind == "heatmap":
         fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate).figure

@@ -18,6 +18,9 @@ def add_arguments(p):
     p.add_argument("--pairs", action="store_true",
                    help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, estimated)")
     p.add_argument("--json", action="store_true", help="print the structure as JSON instead of text")
+    p.add_argument("--home", metavar="HOME", type=common.home_arg,
+                   help="for a file of `corelat placement`: report this home's matrix in full (node:K, K, "
+                        "responder, ...); default: what the homes change and each home's structure")
 
 
 #: Flags worth a line in --pairs, in the order they are listed.
@@ -83,6 +86,9 @@ def report_text(result, st, statistic="median", matrix=False, pairs=False):
                        ("date", "Date"), ("source", "Source")):
         if md.get(key):
             lines.append(f"{label}: {md[key]}")
+    home = md.get("home") or {}
+    if home.get("requested", "initiator") != "initiator":
+        lines.append(f"Home of the line: {home['requested']}: {home.get('method', '')}")
     if result.value_only:
         lines.append("One value per pair (imported): no samples, no spread.")
     else:
@@ -113,18 +119,39 @@ def _to_dict(result):
         return result.to_dict()
 
 
+def placement_text(result, structures, statistic="median"):
+    """A placement file: what the homes change, then each home's structure and warnings."""
+    lines = [result.table(), ""]
+    for label, res in zip(result.homes, result.results):
+        lines.append(f"Home {label} ({statistic}): {structures[label]}")
+        lines += ["  " + line for line in common.warnings_lines(res)]
+    lines.append("")
+    lines.append("One home in full: corelat report FILE --home HOME (e.g. --home " + result.homes[0] + ")")
+    return "\n".join(lines)
+
+
 def run(args):
     from .._io import load
+    from .._placement import PlacementResult, one_home
     from .._result import LatencyResult
     from .._structure import structure
 
     result = load(args.file)
-    if not isinstance(result, LatencyResult):  # a fleet report, SMT or lock result: its own report
+    if isinstance(result, PlacementResult) and args.home is None:
+        sts = {label: structure(res, statistic=args.statistic) for label, res in zip(result.homes, result.results)}
+        if args.json:
+            print(json.dumps({"summary": result.summary(), "homes": {k: st.to_dict() for k, st in sts.items()}},
+                             indent=2))
+        else:
+            print(placement_text(result, sts, args.statistic))
+        return 0
+    if not isinstance(result, (LatencyResult, PlacementResult)):  # a fleet report, SMT or lock result
         if args.json:
             print(json.dumps(_to_dict(result), indent=2, allow_nan=False))
         else:
             print(result.table())
         return 0
+    result = one_home(result, args.home)
     st = structure(result, statistic=args.statistic)
     if args.json:
         print(json.dumps(st.to_dict(), indent=2))

@@ -19,6 +19,12 @@ def output_file(text):
     return text
 
 
+def home_arg(text):
+    """``--home`` of report and plot: a home label (``node:1``, ``responder``) or a NUMA node number."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
 def check_output_path(path, suffixes=(".npz", ".csv")):
     """Fail early (before minutes of measuring) if ``path`` cannot be written.
 

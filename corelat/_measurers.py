@@ -23,6 +23,26 @@ def _once_more_if_moved(call, cpu_a, cpu_b):
     return once_more_if_moved(call, f"CPUs {cpu_a} and {cpu_b}")
 
 
+def _kernel_calls(call, samples, warmup, budget, home, cpu_a, cpu_b):
+    """The outputs of the kernel calls that make ``samples`` samples: ``call(k, warmup, budget)``
+    once, or, with a third CPU as the home (``cpu:K``), once per sample without warm-up: the third
+    CPU writes the page once per kernel call, so every sample then starts with the line Modified
+    in its cache (``budget`` is checked between the calls)."""
+    if home.kind != "cpu":
+        return [_once_more_if_moved(lambda: call(samples, warmup, budget), cpu_a, cpu_b)]
+    calls, t0 = [], time.monotonic()
+    while len(calls) < samples and not (calls and budget and time.monotonic() - t0 > budget):
+        calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b))
+    return calls
+
+
+def _merged_report(calls):
+    report = None
+    for _, r in calls:
+        report = merge_reports(report, r)
+    return report
+
+
 class PairMeasurer:
     """Measures one pair of CPUs; the unit a sweep is made of.
 
@@ -62,19 +82,9 @@ class PairMeasurer:
                                   stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze,
                                   home=where)
 
-        if self.home.kind == "cpu":
-            # The third CPU writes the page once per kernel call: one sample per call and no warm-up,
-            # so every sample starts with the line Modified in the third CPU's cache.
-            calls, t0 = [], time.monotonic()
-            while len(calls) < samples and not (calls and budget and time.monotonic() - t0 > budget):
-                calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b))
-        else:
-            calls = [_once_more_if_moved(lambda: call(samples, self.warmup, budget), cpu_a, cpu_b)]
+        calls = _kernel_calls(call, samples, self.warmup, budget, self.home, cpu_a, cpu_b)
         ticks = np.concatenate([t for t, _ in calls])
-        report = None
-        for _, r in calls:
-            report = merge_reports(report, r)
-        self.last_home = (report + (cpu_a, cpu_b),)
+        self.last_home = (_merged_report(calls) + (cpu_a, cpu_b),)
         return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
 
 
@@ -115,13 +125,15 @@ class OneWayMeasurer:
         self.last_home = None
 
     def _run(self, cpu_a, cpu_b, messages, samples, warmup, budget=None):
-        def call():
-            return self._oneway(cpu_a, cpu_b, messages, samples, warmup, self.timeout, stall_responder=self._stall,
+        def call(k, warmup, budget):
+            return self._oneway(cpu_a, cpu_b, messages, k, warmup, self.timeout, stall_responder=self._stall,
                                 offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze,
                                 home=self.home.args(cpu_a, cpu_b))
 
-        (ab, ba, min_ab, min_ba), report = _once_more_if_moved(call, cpu_a, cpu_b)
-        self.last_home = (tuple(report) + (cpu_a, cpu_b),) * 2  # one page carries both directions
+        calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b)
+        ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
+        min_ab, min_ba = (min(out[k] for out, _ in calls) for k in (2, 3))
+        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2  # one page carries both directions
         # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
         # b -> a messages give offset >= -min_ba.
         lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns

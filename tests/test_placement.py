@@ -443,3 +443,37 @@ def test_cli_report_plot_and_compare_read_a_placement_file(tmp_path, capsys):
     assert main(["plot", str(f), "--kind", "violin", "-o", str(tmp_path / "v.png")]) == 2
     err = capsys.readouterr().err
     assert "--home HOME" in err and "home=" not in err
+
+
+# ---- a third CPU as the home: one kernel call per sample ----------------------------------------
+
+class _Kernel:
+    """Stands in for a C kernel: records each call's (samples, warmup, home) and answers as the
+    binding does with home= given (its output, then (node, mbind errno, move_pages errno))."""
+
+    def __init__(self, oneway):
+        self.oneway, self.calls = oneway, []
+
+    def __call__(self, *args, **kw):
+        k, warmup = (args[3], args[4]) if self.oneway else (args[4], args[5])
+        self.calls.append((k, warmup, kw["home"]))
+        ticks = np.full(k, 1000, dtype=np.uint64)
+        out = (ticks, ticks.copy(), 900, 900) if self.oneway else ticks
+        return out, (1, 0, 0)
+
+
+@pytest.mark.parametrize("kernel", ["cas", "oneway"])
+def test_a_third_cpu_writes_the_line_before_every_sample(kernel):
+    from corelat._measurers import make_measurer
+
+    if kernel == "oneway" and not timer_info().get("invariant", False):
+        pytest.skip("the one-way kernel needs an invariant timer")
+    for home, calls in ((Home("cpu", 7), [(1, 0, (-1, 2, 7))] * 5), (Home("responder"), [(5, 3, (-1, 1, -1))])):
+        m = make_measurer(kernel, 10, 3, 1.0, home=home)
+        fake = _Kernel(kernel == "oneway")
+        setattr(m, "_oneway" if kernel == "oneway" else "_pingpong", fake)
+        v = m(0, 1, 5)
+        assert fake.calls == calls, fake.calls
+        assert np.shape(v)[-1] == 5 and np.all(np.isfinite(v))
+        assert m.last_home[0][:3] == (1, 0, 0)
+    assert "before every sample" in Home("cpu", 7).method

@@ -168,7 +168,7 @@ def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):
                              f"(allowed CPUs: {_cpulist.format(sorted(allowed))})")
         if h.value in cpus:
             raise InputError(f"home {h.label}: the third CPU must not be one of the measured CPUs "
-                             f"({_cpulist.format(sorted(cpus))}); pass cpus without {h.value}")
+                             f"({_cpulist.format(sorted(cpus))}); leave CPU {h.value} out of the CPUs to measure")
     return h
 
 

@@ -240,6 +240,7 @@ CLI_WORDS = (
     ("(flag ESTIMATED; result.extras['estimated_from'] says which)",
      "('corelat report FILE --pairs' says which)"),
     ("Run corelat.check()", "Run 'corelat check'"),
+    ("; see extras['home_node']", "; the result saved with -o FILE records each pair's node"),
 )
 
 

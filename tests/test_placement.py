@@ -477,3 +477,16 @@ def test_a_third_cpu_writes_the_line_before_every_sample(kernel):
         assert np.shape(v)[-1] == 5 and np.all(np.isfinite(v))
         assert m.last_home[0][:3] == (1, 0, 0)
     assert "before every sample" in Home("cpu", 7).method
+
+
+def test_home_messages_in_the_command_lines_words():
+    from corelat._quality import for_cli
+
+    home = Home("node", 1)
+    reports = {(1, 0): (0, 0, 0, 10, 11)}
+    _, warns = home_record(home, (10, 11), reports, symmetric=True, node_of={10: 0, 11: 0})
+    assert "extras['home_node']" in warns[0]  # the Python API's words
+    assert "extras" not in for_cli(warns[0]) and "-o FILE" in for_cli(warns[0])
+    with pytest.raises(InputError) as e:
+        check_home("cpu:1", (0, 1), "cas", allowed=(0, 1, 2))
+    assert "leave CPU 1 out" in str(e.value) and "pass cpus" not in str(e.value)

@@ -53,6 +53,15 @@ def test_a_third_cpu_homes_the_page_on_its_node():
     assert "third thread on CPU 5" in r.metadata["home"]["method"]
 
 
+def test_a_third_cpu_homes_the_one_way_kernels_page_on_its_node_too():
+    try:
+        r = corelat.measure([0, 1], kernel="oneway", home="cpu:5", **SMALL)
+    except corelat.MeasurementError as e:  # timers that disagree: not this test's business
+        pytest.skip(str(e))
+    assert np.all(r.extras["home_node"][off(2)] == 1)
+    assert np.all(r.count[off(2)] == SMALL["samples"])  # one kernel call per sample, each kept
+
+
 def test_read_modified_with_a_node_home():
     r = corelat.measure([0, 4], kernel="read-modified", home="node:0", **SMALL)
     assert np.all(r.extras["home_node"][off(2)] == 0)

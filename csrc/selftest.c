@@ -148,6 +148,18 @@ static void frozen_partner(int slow)
     EXPECT(corelat_jobs_alive() == 0); /* it woke, saw the abort, freed the job */
 }
 
+/* After delay_ns, move a thread onto CPU 0 from outside, as taskset -p does. */
+static void move_to_cpu0(pthread_t thread, long delay_ns)
+{
+    struct timespec ts = {0, delay_ns};
+    if (delay_ns)
+        nanosleep(&ts, NULL);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(thread, sizeof one, &one);
+}
+
 /* The responder moved off its CPU in mid-run (as by taskset -p or a cpuset change): the call ends
  * with CORELAT_EMOVED long before it would have finished. With delay_ns 0 the move comes as soon as
  * the start returns, perhaps before the thread ever ran: a thread pinned late (by itself, after
@@ -162,13 +174,7 @@ static void moved_partner(long delay_ns)
     EXPECT(job && corelat_pp_start(job) == CORELAT_OK);
     if (!job)
         return;
-    struct timespec ts = {0, delay_ns};
-    if (delay_ns)
-        nanosleep(&ts, NULL);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    pthread_setaffinity_np(job->head.threads[1], sizeof one, &one);
+    move_to_cpu0(job->head.threads[1], delay_ns);
     double t0 = now_s();
     status = corelat_job_run(&job->head, grace_ns);
     EXPECT_STATUS(status, CORELAT_EMOVED);
@@ -189,12 +195,7 @@ static void moved_busy(const corelat_timer_info *info)
     EXPECT(job && corelat_smt_start(job) == CORELAT_OK);
     if (!job)
         return;
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(0, &one);
-    pthread_setaffinity_np(job->head.threads[1], sizeof one, &one);
+    move_to_cpu0(job->head.threads[1], 20000000);
     double t0 = now_s();
     EXPECT_STATUS(corelat_job_run(&job->head, grace_ns), CORELAT_EMOVED);
     EXPECT(job->head.failed_cpu == 1);

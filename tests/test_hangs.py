@@ -250,33 +250,47 @@ def test_ctrl_c_under_sched_fifo():
 # -- a thread moved off its CPU -------------------------------------------------------------
 
 
-@needs2
-def test_moved_thread_ends_the_call_at_once():
-    # sched_setaffinity from outside (what `taskset -p` does) on the responder, in mid-run
+def _moved_from_outside(statement, times):
+    """Run `statement` in a subprocess that prints "CAUGHT <type> <cpu> <now_on> <message>" if it raises
+    a MeasurementError; move the thread pinned to CPUS[-1] onto CPUS[0] `times` times (what taskset -p
+    does; a retry pins a new thread, found as the one pinned to CPUS[-1] again). Returns its stdout and
+    stderr; fails if a run does not end within a bound."""
     code = (
-        "import corelat\n"
-        "from corelat import _corelat, _cstatus\n"
+        "import corelat, corelat._smt\n"
+        "from corelat import _corelat\n"
         "corelat.timer_info()\n"
         "try:\n"
-        f"    _corelat.pingpong({CPUS[0]}, {CPUS[-1]}, _corelat.KERNEL_RW, 1000000, 1000, 0, 10.0)\n"
-        "except _cstatus.ThreadMoved as e:\n"
-        "    print('MOVED', e.cpu, e.now_on, e, flush=True)\n"
+        f"    {statement}\n"
+        "except corelat.MeasurementError as e:\n"
+        "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, flush=True)\n"
     )
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=ENV)
     try:
-        tid = _thread_on(p, CPUS[-1])
-        time.sleep(0.2)
-        os.sched_setaffinity(tid, {CPUS[0]})
+        for _ in range(times):
+            t0 = time.monotonic()
+            tid = _thread_on(p, CPUS[-1])
+            assert time.monotonic() - t0 < 20, "the run before did not end at once"
+            time.sleep(0.2)
+            os.sched_setaffinity(tid, {CPUS[0]})
         t0 = time.monotonic()
-        out, err = p.communicate(timeout=30)
-        assert time.monotonic() - t0 < 10
-        assert out.startswith(f"MOVED {CPUS[-1]} {CPUS[0]}"), (out, err)
-        assert "affinity changed" in out
+        out, err = p.communicate(timeout=90)  # an unfixed run ends after 60 s (or 120 s: fails)
+        took = time.monotonic() - t0
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
+    assert p.returncode == 0, err
+    assert took < 20, f"took {took:.0f} s to stop"
+    return out, err
+
+
+@needs2
+def test_moved_thread_ends_the_call_at_once():
+    # sched_setaffinity from outside (what `taskset -p` does) on the responder, in mid-run
+    out, err = _moved_from_outside(
+        f"_corelat.pingpong({CPUS[0]}, {CPUS[-1]}, _corelat.KERNEL_RW, 1000000, 1000, 0, 10.0)", 1)
+    assert out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
 
 
 # Runs of minutes unless something stops them: smt's loop for 60 s; locks' tests with no spin-wait
@@ -292,31 +306,8 @@ _LONG_RUNS = {
 def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
     # Threads moved onto one CPU would measure each other for the rest of the run: it must end at
     # once, as a ping-pong does, not minutes later with numbers that describe nothing.
-    code = (
-        "import corelat\n"
-        "from corelat import _corelat, _cstatus\n"
-        "corelat.timer_info()\n"
-        "try:\n"
-        f"    {_LONG_RUNS[run]}\n"
-        "except _cstatus.ThreadMoved as e:\n"
-        "    print('MOVED', e.cpu, e.now_on, e, flush=True)\n"
-    )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=ENV)
-    try:
-        tid = _thread_on(p, CPUS[-1])
-        time.sleep(0.2)
-        os.sched_setaffinity(tid, {CPUS[0]})
-        t0 = time.monotonic()
-        out, err = p.communicate(timeout=90)  # the unfixed run ends after 60 s (or 120 s: fails)
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 0, err
-    assert took < 20, f"took {took:.0f} s to stop"
-    assert out.startswith(f"MOVED {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
+    out, err = _moved_from_outside(_LONG_RUNS[run], 1)
+    assert out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
 
 
 _PUBLIC_RUNS = {
@@ -329,35 +320,9 @@ _PUBLIC_RUNS = {
 @pytest.mark.parametrize("run", sorted(_PUBLIC_RUNS))
 def test_busy_or_lock_run_moved_twice_fails_clearly(run):
     # moved: the run ends, is run again on freshly pinned threads; moved again: a clear error, fast
-    code = (
-        "import corelat, corelat._smt\n"
-        "corelat.timer_info()\n"
-        "try:\n"
-        f"    {_PUBLIC_RUNS[run]}\n"
-        "except corelat.MeasurementError as e:\n"
-        "    print('FAILED', e, flush=True)\n"
-    )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=ENV)
-    try:
-        first = _thread_on(p, CPUS[-1])
-        time.sleep(0.2)
-        os.sched_setaffinity(first, {CPUS[0]})
-        t0 = time.monotonic()
-        second = _thread_on(p, CPUS[-1])  # the retry's (the first one's affinity is {CPUS[0]} now)
-        assert time.monotonic() - t0 < 20, "the first run did not end at once"
-        time.sleep(0.2)
-        os.sched_setaffinity(second, {CPUS[0]})
-        t0 = time.monotonic()
-        out, err = p.communicate(timeout=90)  # the unfixed run ends after 60 s (or 120 s: fails)
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 0, err
-    assert took < 20, f"took {took:.0f} s to stop"
-    assert re.match(r"FAILED CPUs [0-9,-]+: the CPU affinity changed during the measurement", out), (out, err)
+    out, err = _moved_from_outside(_PUBLIC_RUNS[run], 2)
+    assert re.match(r"CAUGHT MeasurementError - - CPUs [0-9,-]+: the CPU affinity changed during the measurement",
+                    out), (out, err)
 
 
 def test_moved_thread_is_retried_once_then_fails_clearly():

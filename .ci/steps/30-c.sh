@@ -1,8 +1,9 @@
 # C extension warnings (-Wall -Wextra must be silent), x86-64 and aarch64; the C kernels alone under
 # ASan/UBSan, ThreadSanitizer and valgrind; the aarch64 selftest under qemu-user; on musl (make musl:
 # zig cc from the ziglang wheel) the selftest for x86-64 natively and aarch64 under qemu-user, and the
-# extension compiled and linked. make musl takes ~35 s with zig's cache warm; on a fresh machine zig
-# first builds musl for both targets (~3 min more on 2 loaded CPUs).
+# extension compiled and linked. make musl takes ~40 s with zig's cache warm; on a fresh machine zig
+# first builds musl for both targets: 376 s measured with an empty cache on 2 CPUs at load average 8
+# (the whole step 596 s there, 2 min of CPU).
 inc_py=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 inc_np=$("$venv/bin/python" -c 'import numpy; print(numpy.get_include())')
 for f in csrc/*.c; do

@@ -65,12 +65,12 @@ def main(argv=None):
     for kernel in args.kernels.split(","):
         # The precision fixed-size sampling reaches here (median over repetitions) is the target
         # "equal precision" asks of precision-driven sampling; then all three alternate.
-        probe = [one(cpus, kernel, samples=args.samples, precision=None)["precision"] for _ in range(args.reps)]
+        probe = [one(cpus, kernel, samples=args.samples)["precision"] for _ in range(args.reps)]
         target = min(max(float(np.median(probe)), 0.0001), 0.5)
         rows = {"fixed": [], "equal": [], "default": []}
         for _ in range(args.reps):
-            rows["fixed"].append(one(cpus, kernel, samples=args.samples, precision=None))
-            rows["equal"].append(one(cpus, kernel, precision=target, samples=max(args.samples * 4, 1000),
+            rows["fixed"].append(one(cpus, kernel, samples=args.samples))
+            rows["equal"].append(one(cpus, kernel, precision=target, max_samples=max(args.samples * 4, 1000),
                                      max_time_per_pair=5.0))
             rows["default"].append(one(cpus, kernel))
         labels = (("fixed", f"fixed {args.samples}"), ("equal", f"precision ±{target:.2%} (= fixed's)"),
@@ -89,7 +89,7 @@ def main(argv=None):
         # For reference, an oracle: the smallest fixed size that met ±2 % in every repetition (a user
         # cannot know it before measuring, and on a many-pair machine it is set by the noisiest pair).
         for size in (8, 16, 32, 64, 128, 300):
-            runs = [one(cpus, kernel, samples=size, precision=None) for _ in range(args.reps)]
+            runs = [one(cpus, kernel, samples=size) for _ in range(args.reps)]
             if all(r["precision"] <= 0.02 for r in runs):
                 break
         oracle = float(np.median([r["elapsed"] for r in runs]))

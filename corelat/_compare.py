@@ -22,6 +22,7 @@ import numpy as np
 from ._errors import InputError
 from ._protocol import Result, jsonable, prefixed
 from ._types import Path, Statistic
+from ._validate import check_statistic
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
 _ROWS = (
@@ -366,8 +367,7 @@ def compare(*results: LatencyResult | Path, names: Sequence[str] | None = None,
         results = tuple(results[0])
     if not results:
         raise InputError("compare needs at least one result")
-    if statistic not in ("median", "mean", "min", "max"):
-        raise InputError(f"unknown statistic {statistic!r}: use median, mean, min or max")
+    check_statistic(statistic)
     loaded, names = labels_for(results, names)
     loaded = tuple(loaded)
     structures = tuple(structure(r, statistic=statistic) for r in loaded)

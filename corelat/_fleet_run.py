@@ -432,17 +432,17 @@ def _take(builder, nd, error, node):
         builder.add(nd)
 
 
-def default_wait(cpus_count, precision="auto", samples=None, max_time_per_pair=None, round_trips=1000, **_):
+def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1000, **_):
     """Seconds to wait for a node's measurement: its worst-case sweep time, plus re-tests and a margin.
 
-    Precision-driven sweeps stop each pair at ``max_time_per_pair``; fixed-size sweeps are costed at
+    Precision-driven sweeps (``samples=None``) stop each pair at ``max_time_per_pair``; fixed-size
+    sweeps (an integer ``samples``) are costed at
     2 µs per round trip (slower than any machine measured so far). Plus 10 % re-tests and 5 minutes.
     """
-    from ._validate import DEFAULT_MAX_TIME_PER_PAIR, DEFAULT_SAMPLES
+    from ._validate import DEFAULT_MAX_TIME_PER_PAIR
 
     pairs = max(cpus_count * (cpus_count - 1) // 2, 1)
-    fixed = precision is None or (precision == "auto" and samples is not None)
-    per_pair = ((samples or DEFAULT_SAMPLES) * 1.1 * round_trips * 2e-6 if fixed
+    per_pair = (samples * 1.1 * round_trips * 2e-6 if samples is not None
                 else (max_time_per_pair or DEFAULT_MAX_TIME_PER_PAIR))
     return pairs * per_pair * 1.1 + 300.0
 

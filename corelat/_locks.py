@@ -39,7 +39,7 @@ from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, thaw
 from ._timer import extension, timer_info
 from ._types import CPUs
-from ._validate import MAX_TIMEOUT, MIN_TIMEOUT, as_list, resolve_cpus, seconds
+from ._validate import DEFAULT_TIMEOUT, MAX_TIMEOUT, MIN_TIMEOUT, as_list, resolve_cpus, seconds
 
 #: Public tests in run order: name -> description (cpuperf's DESC column).
 TESTS = {
@@ -151,11 +151,11 @@ def select_tests(tests=None):
     """
     if tests is None:
         return list(TESTS)
-    items = as_list(tests, f"tests must be a pattern string or a list of them, not {tests!r}")
+    items = as_list(tests, f"kernel must be a pattern string or a list of them, not {tests!r}")
     patterns = []
     for item in items:
         if not isinstance(item, str):
-            raise InputError(f"test patterns must be strings, got {item!r}")
+            raise InputError(f"kernel patterns must be strings, got {item!r}")
         patterns += [p.strip() for p in item.split(",") if p.strip()]
     if not patterns:
         raise InputError("empty test selection; run 'corelat locks --list' for the tests")
@@ -488,11 +488,11 @@ class LockResult(Result):
 def locks(
     cpus: CPUs = None,
     *,
-    tests: str | Sequence[str] | None = None,
+    kernel: str | Sequence[str] | None = None,
     shared: bool = False,
     duration: float = 0.2,
     serial_duration: float | None = None,
-    timeout: float = 10.0,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> LockResult:
     """Measure what locks and atomics cost on a set of CPUs (cpuperf's method).
 
@@ -501,9 +501,10 @@ def locks(
     cpus : CPUs
         CPU ids (list, or a string like ``"0,2,4-7"``); None for every CPU this process may
         run on. One pinned thread per CPU; one CPU is allowed (then ``shared`` changes nothing).
-    tests : str | Sequence[str] | None
-        which tests, by name or pattern (see :func:`select_tests`); None for all. The
-        baseline is always measured: the others are reported with it subtracted.
+    kernel : str | Sequence[str] | None
+        which lock and atomic kernels to test, by name or pattern (``"lock-mutex"``,
+        ``"inc-*"``, ``"!inc-*"``; see :func:`corelat.list_tests`); None for all. The baseline is
+        always measured: the others are reported with it subtracted.
     shared : bool
         False: each thread its own object per test (uncontended); True: one object per test
         for the whole set (contended).
@@ -513,8 +514,11 @@ def locks(
         seconds of each test's serialized (``sermin``) phase; default a quarter
         of ``duration``.
     timeout : float
-        seconds a thread may wait for a lock or for the others before the run stops with
-        :class:`~corelat._errors.MeasurementTimeout`.
+        seconds a thread waits for another seeing no progress (the others at the start of a
+        phase, the thread holding a lock) before the run stops with
+        :class:`~corelat._errors.MeasurementTimeout`, as in :func:`corelat.measure`. An unfair
+        lock may keep a thread waiting while the others take it for a whole phase, so each wait
+        of a lock run is allowed the longest phase's length more.
 
     Returns
     -------
@@ -535,11 +539,11 @@ def locks(
     Examples
     --------
     >>> import corelat
-    >>> r = corelat.locks("0,1", tests="lock-mutex", shared=True)  # doctest: +SKIP
+    >>> r = corelat.locks("0,1", kernel="lock-mutex", shared=True)  # doctest: +SKIP
     >>> r.row("lock-pthread-mutex")["avg_ns"]  # doctest: +SKIP
     """
     cpus = resolve_cpus(cpus, minimum=1)
-    names = select_tests(tests)
+    names = select_tests(kernel)
     if not isinstance(shared, (bool, np.bool_)):
         raise InputError(f"shared must be True or False, got {shared!r}")
     duration = seconds("duration", duration, MIN_DURATION, MAX_DURATION)
@@ -552,8 +556,10 @@ def locks(
     codes = [ext.LOCK_TESTS.index(n) for n in names]
     meta = _sysinfo.collect()
     # A thread moved off its CPU ends the run at once (threads sharing a CPU would measure each
-    # other); it is run once more on freshly pinned threads, then it fails saying why.
-    raw = once_more_if_moved(lambda: ext.locks(list(cpus), codes, bool(shared), serial, duration, timeout),
+    # other); it is run once more on freshly pinned threads, then it fails saying why. Every wait
+    # of the run has one bound in C: timeout plus the longest phase (see the docstring).
+    raw = once_more_if_moved(lambda: ext.locks(list(cpus), codes, bool(shared), serial, duration,
+                                               timeout + max(serial, duration)),
                              f"CPUs {_cpulist.format(cpus)}")
     data, threads = summarise(names, cpus, raw, timer["ticks_per_ns"], timer["overhead_serial_ticks"],
                               timer.get("resolution_ticks", 1.0), shared)

@@ -21,6 +21,17 @@ from . import _npz
 from ._errors import InputError
 
 
+def thaw(obj):
+    """A plain, JSON-serialisable copy of frozen metadata."""
+    if isinstance(obj, (dict, types.MappingProxyType)):
+        return {k: thaw(v) for k, v in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [thaw(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
 def same(a, b):
     """Value equality for result fields: arrays (NaN equal to NaN), mappings, sequences, scalars."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -17,7 +17,9 @@ import numpy as np
 
 from . import _stats, _text
 from ._errors import InputError
-from ._protocol import Result, from_file, jsonable
+from ._protocol import Result, from_file, jsonable, thaw
+from ._types import STATISTICS, Order
+from ._validate import check_order, check_statistic
 
 #: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
 MEDIAN_MEMBER = "median"
@@ -59,17 +61,6 @@ def _freeze(obj):
         return types.MappingProxyType({k: _freeze(v) for k, v in obj.items()})
     if isinstance(obj, list):
         return tuple(_freeze(v) for v in obj)
-    return obj
-
-
-def thaw(obj):
-    """A plain, JSON-serialisable copy of frozen metadata."""
-    if isinstance(obj, (dict, types.MappingProxyType)):
-        return {k: thaw(v) for k, v in obj.items()}
-    if isinstance(obj, (tuple, list)):
-        return [thaw(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
     return obj
 
 
@@ -120,7 +111,7 @@ class LatencyResult(Result):
 
     _KIND = "latency"
     _FIELDS = ("cpus", "kernel", "samples", "metadata", "name", "flags", "extras")
-    STATISTICS = ("median", "mean", "min", "max", "std")
+    STATISTICS = STATISTICS
 
     def __post_init__(self):
         cpus = tuple(int(c) for c in self.cpus)
@@ -237,9 +228,7 @@ class LatencyResult(Result):
         >>> r.statistic("min").shape
         (2, 2)
         """
-        if name not in self.STATISTICS:
-            raise InputError(f"unknown statistic {name!r}: use median, mean, min, max or std")
-        return getattr(self, name)
+        return getattr(self, check_statistic(name))
 
     def pairs(self):
         """Index pairs ``(i, j)`` (positions into :attr:`cpus`) that have a value.
@@ -371,16 +360,16 @@ class LatencyResult(Result):
             raise InputError(f"CPUs {missing} are not in this result")
         return self.take([pos[c] for c in cpus])
 
-    def ordered(self, by="topology"):
+    def ordered(self, by: Order) -> LatencyResult:
         """A new result with the CPUs reordered.
 
         Parameters
         ----------
-        by : {"topology", "os"}
-            ``"topology"`` sorts by package, NUMA node, L3, core and thread, using the topology the
-            result was measured on (``metadata["topology"]``); ``"os"`` sorts by CPU id. The group
-            boundaries (indices where a new package, node, L3 or core starts) are in
-            :attr:`boundaries`.
+        by : {"os", "topology", "structure"}
+            ``"os"`` sorts by CPU id; ``"topology"`` by package, NUMA node, L3, core and thread,
+            using the topology the result was measured on (``metadata["topology"]``);
+            ``"structure"`` by the latency groups :func:`corelat.structure` infers from the matrix.
+            The group boundaries (indices where a new group starts) are in :attr:`boundaries`.
 
         Returns
         -------
@@ -397,16 +386,20 @@ class LatencyResult(Result):
         >>> corelat.load(corelat.example_files()[0]).ordered("os").cpus
         (0, 1)
         """
+        check_order(by, keep=False)
         if by == "os":
             order, bounds = tuple(sorted(self.cpus)), {}
         elif by == "topology":
             topo = self.topology
             if topo is None:
-                raise InputError("this result carries no topology; order it by 'os' instead")
+                raise InputError("this result carries no topology; order it by 'os' or 'structure' instead")
             order, bounds = topo.order(self.cpus)
         else:
-            raise InputError(f"unknown order {by!r}; use 'topology' or 'os'")
-        out = self.with_cpus_order(order)
+            from ._structure import structure
+
+            st = structure(self)
+            order, bounds = st.order(), {f"level{k}": v for k, v in st.boundaries().items()}
+        out = self if tuple(order) == self.cpus else self.with_cpus_order(order)
         md = thaw(out.metadata)
         md["order"] = {"by": by, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
         return LatencyResult(cpus=out.cpus, kernel=out.kernel, samples=out.samples, metadata=md,

@@ -34,7 +34,7 @@ _METADATA_TYPES = {
 #: ... and inside those mappings, values that are printed as numbers or strings.
 _NESTED_TYPES = {
     "timer": {"name": str, "frequency_hz": _NUMBER, "ticks_per_ns": _NUMBER},
-    "parameters": {"round_trips": int, "samples": int, "warmup": int, "timeout": _NUMBER,
+    "parameters": {"round_trips": int, "samples": int, "max_samples": int, "warmup": int, "timeout": _NUMBER,
                    "precision": _NUMBER, "max_time_per_pair": _NUMBER},
     "sampling": {"mode": str, "samples_taken": int},
     "order": {"by": str, "boundaries": dict},

@@ -39,7 +39,20 @@ from ._protocol import Result, from_file, jsonable
 from ._result import _freeze, _frozen_array, thaw
 from ._timer import extension, timer_info
 from ._types import CPUs, PingPongKernel, Progress
-from ._validate import KERNELS, check_params, check_topology, resolve_cpus, seconds
+from ._validate import (
+    DEFAULT_MAX_SAMPLES,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    DEFAULT_TIMEOUT,
+    KERNELS,
+    check_params,
+    check_sampling,
+    check_topology,
+    resolve_cpus,
+    sampling_parameters,
+    sampling_text,
+    seconds,
+)
 
 __all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
 
@@ -308,7 +321,7 @@ class SMTResult(Result):
         lines += [
             f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
             (f"Latency: one-way = round-trip time / 2, median ns ({params.get('round_trips')} round trips"
-             f" per sample, {params.get('samples')} samples)"),
+             f" per sample, {sampling_text(params)})"),
             (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
              " (sibling idle), then both siblings running it; slowdown = alone / both"),
         ]
@@ -439,24 +452,34 @@ def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
     return rate
 
 
-def _measure_pairs(pairs, partners, measurer, busy, samples, duration, loops, progress=None):
-    """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) and throughput
-    with ``busy(cpus, loop, duration)`` (iterations/s per thread). ``partners[i]`` is the
-    non-sibling of ``pairs[i][0]``, or None. Non-sibling latencies and solo runs are measured once
-    per CPU pair / CPU and reused. Returns a dict of arrays."""
+def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progress=None):
+    """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) as ``plan``
+    (a :class:`~corelat._validate.SamplingPlan`) says, and throughput with ``busy(cpus, loop,
+    duration)`` (iterations/s per thread). ``partners[i]`` is the non-sibling of ``pairs[i][0]``,
+    or None. Non-sibling latencies and solo runs are measured once per CPU pair / CPU and reused.
+    Returns a dict of arrays; rows of precision-driven latencies are NaN past the samples taken."""
+    from ._sweep import measure_pair
+
     k, nl = len(pairs), len(loops)
-    sib = np.full((k, samples), np.nan)
-    non = np.full((k, samples), np.nan)
+    sib, non = [None] * k, [None] * k
     alone = np.full((k, 2, nl), np.nan)
     together = np.full((k, 2, nl), np.nan)
     nonsib_cache, alone_cache = {}, {}
     kernel_s = 0.0
+    dropped = 0  # latency measurements with samples dropped (a thread off its CPU)
+
+    def latency(x, y):
+        nonlocal dropped
+        row = measure_pair(measurer, x, y, plan).values[0]
+        dropped += bool(np.isnan(row).any())
+        return row
+
     for i, ((a, b), partner) in enumerate(zip(pairs, partners)):
         t0 = time.perf_counter()
-        sib[i] = measurer(a, b, samples)
+        sib[i] = latency(a, b)
         if partner is not None:
             if (a, partner) not in nonsib_cache:
-                nonsib_cache[(a, partner)] = measurer(a, partner, samples)
+                nonsib_cache[(a, partner)] = latency(a, partner)
             non[i] = nonsib_cache[(a, partner)]
         for j, loop in enumerate(loops):
             for t, cpu in enumerate((a, b)):
@@ -467,7 +490,16 @@ def _measure_pairs(pairs, partners, measurer, busy, samples, duration, loops, pr
         kernel_s += time.perf_counter() - t0
         if progress is not None:
             progress.update(1)
-    return {"sibling": sib, "nonsibling": non, "alone": alone, "together": together, "kernel_s": kernel_s}
+    width = plan.samples if plan.mode == "fixed" else max(len(r) for r in sib + non if r is not None)
+    padded = []
+    for rows in (sib, non):
+        out = np.full((k, width), np.nan)
+        for i, r in enumerate(rows):
+            if r is not None:
+                out[i, : len(r)] = r
+        padded.append(out)
+    return {"sibling": padded[0], "nonsibling": padded[1], "alone": alone, "together": together,
+            "kernel_s": kernel_s, "dropped": dropped}
 
 
 def _resolve_in(cpus, allowed):
@@ -498,9 +530,12 @@ def smt(
     *,
     kernel: PingPongKernel = "cas",
     round_trips: int = 1000,
-    samples: int = 300,
+    samples: int | None = None,
+    precision: float = DEFAULT_PRECISION,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
     warmup: int | None = None,
-    timeout: float = 1.0,
+    timeout: float = DEFAULT_TIMEOUT,
     duration: float = 0.1,
     topology: Topology | None = None,
     progress: Progress = False,
@@ -515,9 +550,24 @@ def smt(
         may run on. Pairs are formed from siblings among them, partners chosen among them.
     kernel : PingPongKernel
         ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
-    round_trips, samples, warmup, timeout
-        the latency parameters, as for
-        :func:`corelat.measure` (fixed-size sampling: ``samples`` per pair); ``timeout`` also bounds the wait at the busy loops' start.
+    round_trips : int
+        round trips timed together as one latency sample.
+    samples : int | None
+        None (the default): each latency sampled until the 95 % CI of its median is within
+        ±``precision`` (or ``max_samples`` or ``max_time_per_pair`` is reached); an integer:
+        exactly that many samples per latency. As for :func:`corelat.measure`.
+    precision : float
+        for ``samples=None``: the target half-width of the CI, a fraction of the median.
+    max_samples : int
+        for ``samples=None``: the most samples a latency gets.
+    max_time_per_pair : float
+        for ``samples=None``: seconds each latency may take.
+    warmup : int | None
+        samples run first and discarded, per latency (per chunk for ``samples=None``).
+    timeout : float
+        seconds a thread waits for its partner before
+        :class:`~corelat._errors.MeasurementTimeout`, as for :func:`corelat.measure`; it also
+        bounds the wait at the busy loops' start.
     duration : float
         seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
         runs them alone once).
@@ -564,10 +614,12 @@ def smt_with(measurer, busy, cpus=None, **kwargs):
     return _run(measurer=measurer, busy=busy, **bound.arguments)
 
 
-def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology, progress, name, measurer, busy):
+def _run(cpus, kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout, duration,
+         topology, progress, name, measurer, busy):
     if not isinstance(kernel, str) or kernel not in SMT_KERNELS:
         raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
+    plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
     duration = _check_duration(duration)
     from ._topology import Topology
     from ._topology import topology as read_topology
@@ -590,8 +642,8 @@ def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology
         "topology_summary": topo.describe(),
         "kernel": kernel,
         "kernel_description": KERNELS[kernel][1],
-        "parameters": {"round_trips": round_trips, "samples": samples, "warmup": warmup, "timeout": timeout,
-                       "duration": duration, "mem_bytes": MEM_BYTES},
+        "parameters": {"round_trips": round_trips, **sampling_parameters(plan), "warmup": warmup,
+                       "timeout": timeout, "duration": duration, "mem_bytes": MEM_BYTES},
         "loops": dict(LOOPS),
         "unit": "ns",
         "latency": "one-way = round-trip time / 2",
@@ -602,7 +654,7 @@ def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology
     if not pairs:
         meta["warnings"] = []
         return SMTResult(pairs=np.zeros((0, 2), np.int64), partners=np.zeros(0, np.int64), partner_levels=(),
-                         sibling_samples=np.zeros((0, samples)), nonsibling_samples=np.zeros((0, samples)),
+                         sibling_samples=np.zeros((0, samples or 0)), nonsibling_samples=np.zeros((0, samples or 0)),
                          alone=np.zeros((0, 2, len(loops))), together=np.zeros((0, 2, len(loops))),
                          metadata=meta, reason=_no_pairs_reason(topo, cpus), **common)
 
@@ -621,11 +673,11 @@ def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology
     started = time.monotonic()
     bar = progress_mod.make(progress, len(pairs), desc="corelat smt")
     try:
-        data = _measure_pairs(pairs, partners, measurer, busy, samples, duration, loops, bar)
+        data = _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, bar)
     finally:
         bar.close()
     meta.update({"timer": timer, "elapsed_s": time.monotonic() - started, "kernel_s": data["kernel_s"],
-                 "warnings": _warnings(data, partners)})
+                 "warnings": _warnings(data)})
     return SMTResult(pairs=np.array(pairs, np.int64),
                      partners=np.array([-1 if p is None else p for p in partners], np.int64),
                      partner_levels=tuple(lv or "" for _, lv in found),
@@ -633,11 +685,9 @@ def _run(cpus, kernel, round_trips, samples, warmup, timeout, duration, topology
                      alone=data["alone"], together=data["together"], metadata=meta, reason=None, **common)
 
 
-def _warnings(data, partners):
+def _warnings(data):
     out = []
-    has_partner = np.array([p is not None for p in partners], dtype=bool)
-    dropped = int(np.isnan(data["sibling"]).any(axis=1).sum()
-                  + np.isnan(data["nonsibling"][has_partner]).any(axis=1).sum())
+    dropped = data["dropped"]
     if dropped:
         out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on its CPU")
     bad = int(np.isnan(data["alone"]).sum() + np.isnan(data["together"]).sum())

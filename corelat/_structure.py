@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._protocol import Result, jsonable
+from ._protocol import Result, jsonable, thaw
 
 #: Siblings must be at least this many times faster than the CPU's fastest non-sibling. Published
 #: matrices show 2x (Zen 3, 7.5 vs 15 ns) to 6x (Cascade Lake, 7 vs 43 ns); not the "order of
@@ -1045,8 +1045,6 @@ def _topology_records(result, topology):
     except ImportError:
         return None, "The result carries an OS topology, but this corelat cannot read it (no corelat.topology)."
     try:
-        from ._result import thaw
-
         return list(Topology.from_dict(thaw(md)).records()), ""
     except (ValueError, TypeError, KeyError) as e:
         return None, f"The result's OS topology is unreadable ({e})."

@@ -4,10 +4,10 @@ Python validates every argument and orchestrates the sweep pair by pair; the C e
 one pair at a time with the GIL released. Between pairs Python looks for Ctrl-C, updates progress and
 converts ticks to nanoseconds, so nothing Python does is inside a timed region.
 
-How many samples a pair gets is decided here too. *Precision-driven* sampling (the default) measures
-a pair in chunks, one C call each, until the 95 % confidence interval of its median is within
-±``precision`` of the median or the pair's time budget is spent; *fixed-size* sampling takes exactly
-``samples`` samples. Pairs whose samples look unstable (bimodal, spread, migrated threads) are
+How many samples a pair gets is decided here too. *Precision-driven* sampling (``samples=None``, the
+default) measures a pair in chunks, one C call each, until the 95 % confidence interval of its median
+is within ±``precision`` of the median, ``max_samples`` are taken or the pair's time budget is spent;
+*fixed-size* sampling (an integer ``samples``) takes exactly ``samples`` samples. Pairs whose samples look unstable (bimodal, spread, migrated threads) are
 measured once more at the end of the sweep, one at a time, and both attempts are kept.
 ``strategy="sample"`` measures only enough pairs of each topology block pair (see
 :mod:`corelat._sampling`) and estimates the rest.
@@ -27,17 +27,23 @@ from ._errors import InputError
 from ._measurers import make_measurer
 from ._result import LatencyResult, PairFlag
 from ._timer import extension, timer_info
-from ._types import CPUs, Kernel, Order, Progress
+from ._types import DEFAULT_ORDER, CPUs, Kernel, Order, Progress
 from ._validate import (
     ALL_KERNELS,
     CHASE_KERNELS,
+    DEFAULT_MAX_SAMPLES,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    DEFAULT_TIMEOUT,
     MAX_GROWTH,
     RETEST_FRACTION,
     STRATEGIES,
+    check_order,
     check_params,
     check_sampling,
     check_topology,
     resolve_cpus,
+    sampling_parameters,
     size_warnings,
 )
 
@@ -182,13 +188,14 @@ def measure(
     kernel: Kernel = "cas",
     round_trips: int = 1000,
     samples: int | None = None,
+    precision: float = DEFAULT_PRECISION,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
     warmup: int | None = None,
-    timeout: float = 1.0,
+    timeout: float = DEFAULT_TIMEOUT,
     progress: Progress = False,
-    order: Order = "os",
+    order: Order | None = DEFAULT_ORDER,
     name: str | None = None,
-    precision: float | str | None = "auto",
-    max_time_per_pair: float | None = None,
     strategy: Literal["full", "sample"] = "full",
     partition: Sequence[Sequence[int]] | None = None,
     topology: Any = None,
@@ -212,8 +219,18 @@ def measure(
         round trips timed together as one sample (messages per sample for
         ``"oneway"``).
     samples : int | None
-        with ``precision`` left at ``"auto"``, giving ``samples`` asks for exactly that
-        many per pair (fixed-size sampling); with a ``precision``, the most samples per pair.
+        None (the default): precision-driven sampling, each pair sampled until the 95 % CI of
+        its median is within ±``precision`` of it (or ``max_samples`` or ``max_time_per_pair``
+        is reached); an integer: exactly that many samples per pair (fixed-size sampling, as
+        core-to-core-latency does).
+    precision : float
+        for ``samples=None``: the target half-width of each pair's 95 % CI, a fraction of its
+        median (0.0001 to 0.5; default ±2 %).
+    max_samples : int
+        for ``samples=None``: the most samples a pair gets (bounds the result's memory).
+    max_time_per_pair : float
+        for ``samples=None``: seconds each pair may take; pairs that run out are flagged
+        ``TARGET_NOT_MET``.
     warmup : int | None
         samples run first and discarded, per pair (per chunk in precision-driven mode;
         default: a tenth of ``samples`` or of the first chunk).
@@ -222,17 +239,12 @@ def measure(
         :class:`~corelat._errors.MeasurementTimeout`.
     progress : Progress
         False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-    order : Order
-        ``"os"`` (CPU ids as given) or ``"topology"`` (package → node → L3 → core → thread).
+    order : Order | None
+        None (the default, as everywhere in corelat): the CPUs in the order given; ``"os"``: CPU
+        ids ascending; ``"topology"``: package → node → L3 → core → thread; ``"structure"``: the
+        latency groups :func:`corelat.structure` finds (see :meth:`LatencyResult.ordered`).
     name : str | None
         label for the result (default: the host name).
-    precision : float | str | None
-        ``"auto"`` (default: precision-driven at ±2 % unless ``samples`` is given),
-        a fraction (sample each pair until the 95 % CI of its median is within ± that fraction
-        of the median), or None (fixed-size: ``samples``, default 300).
-    max_time_per_pair : float | None
-        seconds each pair may take in precision-driven mode (default 0.2);
-        pairs that run out are flagged ``TARGET_NOT_MET``.
     strategy : Literal['full', 'sample']
         ``"full"`` (every pair) or ``"sample"`` (enough pairs per topology block pair,
         the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat._sampling`).
@@ -307,14 +319,13 @@ class SweepConfig(NamedTuple):
     home: object  #: the checked :class:`~corelat._home.Home`
 
 
-def configure(cpus, kernel, round_trips, samples, warmup, timeout, progress, order, name, precision,
-              max_time_per_pair, strategy, partition, topology, retest, home):
+def configure(cpus, kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout,
+              progress, order, name, strategy, partition, topology, retest, home):
     """Validate :func:`measure`'s arguments (every one, before anything is measured)."""
     cpus = resolve_cpus(cpus)
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
-    plan = check_sampling(samples, precision, max_time_per_pair)
-    if order not in ("os", "topology"):
-        raise InputError(f"unknown order {order!r}; use 'os' or 'topology'")
+    plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
+    check_order(order)
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}")
     if (partition is not None or topology is not None) and strategy != "sample":
@@ -386,9 +397,7 @@ def run(config, *, measurer=None, clock=None):
         }
     result = LatencyResult(cpus=config.cpus, kernel=config.kernel, samples=data, metadata=meta,
                            name=config.name or meta["hostname"], flags=flags, extras=extras)
-    if config.order == "topology":
-        result = result.ordered("topology")
-    return result
+    return result if config.order is None else result.ordered(config.order)
 
 
 class _Sweep:
@@ -458,10 +467,8 @@ class _Sweep:
 def _metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, machine, home_notes):
     """What the result records about how it was measured, and the warnings and notes."""
     plan, runs, first = config.plan, sweep.runs, sweep.first
-    params = {"round_trips": config.round_trips, "samples": plan.samples, "warmup": config.warmup,
+    params = {"round_trips": config.round_trips, **sampling_parameters(plan), "warmup": config.warmup,
               "timeout": config.timeout}
-    if plan.mode == "precision":
-        params.update(precision=plan.precision, max_time_per_pair=plan.max_time_per_pair)
     notes, info = _quality.sweep_warnings(
         flags, config.cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=sweep.retested,

@@ -1,10 +1,10 @@
-"""Type aliases of the public signatures (annotations only; nothing here runs)."""
+"""Type aliases of the public signatures, and the tuples of the words they allow (one source each)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Callable, Literal, Union
+from typing import Callable, Literal, Union, get_args
 
 #: A CPU selection: None (every CPU this process may use), a list of ids or a string like "0,2,4-7".
 CPUs = Union[None, str, Sequence[int]]
@@ -14,8 +14,18 @@ Kernel = Literal["cas", "rw", "oneway"]
 PingPongKernel = Literal["cas", "rw"]
 #: Per-pair statistics of a :class:`~corelat.LatencyResult`.
 Statistic = Literal["median", "mean", "min", "max", "std"]
-#: Matrix orders.
-Order = Literal["os", "topology"]
+#: ... every one of them, everywhere a statistic is asked for (results, compare, structure, plots,
+#: the command line).
+STATISTICS: tuple[str, ...] = get_args(Statistic)
+#: Orders of a latency matrix: CPU ids ascending; package → NUMA node → L3 → core → thread; the
+#: latency structure corelat infers (:func:`corelat.structure`).
+Order = Literal["os", "topology", "structure"]
+#: ... every one of them, everywhere an order is asked for (measure, LatencyResult.ordered, the
+#: plots, the command line) ...
+ORDERS: tuple[str, ...] = get_args(Order)
+#: ... and the one default, ``None``: nothing is reordered unless asked (measure keeps the CPUs as
+#: given, a plot or a command shows a result as it holds them).
+DEFAULT_ORDER: Order | None = None
 #: A progress bar on stderr (True), none (False), or a callable ``fn(done, total)``.
 Progress = Union[bool, Callable[[int, int], object]]
 #: A file or folder path.

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _cpulist, _sysinfo
 from ._errors import InputError, InputTypeError
+from ._types import ORDERS, STATISTICS
 
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
@@ -39,13 +40,15 @@ ALL_KERNELS = {**{k: v[1] for k, v in KERNELS.items()}, **ONEWAY_KERNELS,
 #: Sweep strategies: every pair, or enough pairs per topology block pair (the rest estimated).
 STRATEGIES = ("full", "sample")
 
-#: Fixed-size sampling: samples per pair when ``samples`` is given without ``precision``.
+#: Fixed-size sampling where a command takes it by default (``corelat smt``): samples per pair.
 DEFAULT_SAMPLES = 300
-#: Precision-driven sampling (the default): target half-width of the median's 95 % CI, relative.
+#: Precision-driven sampling (``samples=None``, the default): target half-width of the median's
+#: 95 % CI, relative.
 DEFAULT_PRECISION = 0.02
 #: ... time budget per pair in seconds (all chunks together) ...
 DEFAULT_MAX_TIME_PER_PAIR = 0.2
-#: ... and at most this many samples per pair (bounds the result's memory: n² × this × 8 bytes).
+#: ... and at most this many samples per pair, ``max_samples`` (bounds the result's memory:
+#: n² × this × 8 bytes).
 DEFAULT_MAX_SAMPLES = 1000
 #: Samples in a pair's first chunk, and the fewest in a later one (each chunk is one C call with
 #: its own threads, buffer and warm-up, so chunks are not made smaller than this).
@@ -180,8 +183,11 @@ def _positive_int(name, value, maximum, minimum=1):
     return int(value)
 
 
-#: Every timeout corelat takes (measure, smt, locks, the CLI), in seconds.
+#: Every timeout corelat takes (measure, smt, locks, the CLI), in seconds: how long a thread waits
+#: for another (a partner's answer, a lock, the others at a barrier) seeing no progress.
 MIN_TIMEOUT, MAX_TIMEOUT = 0.001, 3600.0
+#: ... and its default, the same everywhere.
+DEFAULT_TIMEOUT = 1.0
 
 
 def seconds(name, value, lo, hi):
@@ -197,6 +203,23 @@ def seconds(name, value, lo, hi):
     if not lo <= value <= hi:  # also refuses NaN
         raise InputError(f"{name} must be between {lo:g} and {hi:g} seconds, got {value:g}")
     return value
+
+
+def check_order(order, keep=True):
+    """``order`` if it is one of :data:`~corelat._types.ORDERS` (or, with ``keep``, None: keep the
+    order there is); InputError saying which are otherwise."""
+    if order is None and keep:
+        return order
+    if not isinstance(order, str) or order not in ORDERS:
+        raise InputError(f"unknown order {order!r}; use one of: {', '.join(map(repr, ORDERS))}")
+    return order
+
+
+def check_statistic(statistic):
+    """``statistic`` if it is one of :data:`~corelat._types.STATISTICS`; InputError otherwise."""
+    if not isinstance(statistic, str) or statistic not in STATISTICS:
+        raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, STATISTICS))}")
+    return statistic
 
 
 def check_params(kernel, round_trips, samples, warmup, timeout):
@@ -235,36 +258,59 @@ def size_warnings(round_trips, plan, timer=None):
     return out
 
 
+def _is_number(value, number):
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) and value == number
+
+
 class SamplingPlan(NamedTuple):
     """How many samples each pair gets (see :func:`check_sampling`)."""
 
     mode: str  #: "fixed" or "precision"
-    samples: int  #: fixed: samples per pair; precision: the most samples per pair
+    samples: int  #: fixed: samples per pair; precision: the most samples per pair (``max_samples``)
     precision: float | None = None  #: target half-width of the median's CI, relative to the median
     max_time_per_pair: float | None = None  #: seconds per pair, all chunks together
     first_chunk: int = FIRST_CHUNK
     min_chunk: int = MIN_CHUNK
 
 
-def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
-    """Validate the sampling arguments of :func:`measure` and return a :class:`SamplingPlan`.
+def sampling_parameters(plan):
+    """The sampling arguments a :class:`SamplingPlan` came from, for a result's
+    ``metadata["parameters"]``: ``samples`` (fixed-size), or ``precision``, ``max_samples`` and
+    ``max_time_per_pair``."""
+    if plan.mode == "fixed":
+        return {"samples": plan.samples}
+    return {"precision": plan.precision, "max_samples": plan.samples, "max_time_per_pair": plan.max_time_per_pair}
 
-    ``precision="auto"`` means precision-driven with :data:`DEFAULT_PRECISION` unless ``samples`` is
-    given, which asks for exactly that many (the fixed-size mode of core-to-core-latency and of
-    corelat before precision-driven sampling). ``precision=None`` is fixed-size
-    (:data:`DEFAULT_SAMPLES` unless ``samples`` says otherwise). A number is precision-driven, with
-    ``samples`` as the most samples per pair.
+
+def sampling_text(params):
+    """How a result was sampled, in words, from its ``metadata["parameters"]``."""
+    if "precision" not in params:
+        return f"{params.get('samples')} samples"
+    cap = params.get("max_samples", params.get("samples"))  # files before 0.1 kept the cap in "samples"
+    return (f"sampled until the median is within ±{params.get('precision', 0):.1%}, at most {cap} samples "
+            f"and {params.get('max_time_per_pair')} s")
+
+
+def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAULT_MAX_SAMPLES,
+                   max_time_per_pair=DEFAULT_MAX_TIME_PER_PAIR):
+    """Validate the sampling arguments of :func:`corelat.measure` and return a :class:`SamplingPlan`.
+
+    ``samples=None`` is precision-driven: each pair is sampled until the 95 % CI of its median is
+    within ±``precision`` of it, at most ``max_samples`` samples and ``max_time_per_pair`` seconds.
+    An integer ``samples`` takes exactly that many per pair (the fixed-size mode of
+    core-to-core-latency); the precision-driven arguments then must keep their defaults, since they
+    would not apply.
     """
-    if isinstance(precision, str):
-        if precision != "auto":
-            raise InputError(f"precision must be a fraction like 0.02, None or 'auto', not {precision!r}")
-        precision = DEFAULT_PRECISION if samples is None else None
     if samples is not None:
         samples = _positive_int("samples", samples, MAX_SAMPLES)
-    if precision is None:
-        if max_time_per_pair is not None:
-            raise InputError("max_time_per_pair applies to precision-driven sampling: give precision too")
-        return SamplingPlan("fixed", samples or DEFAULT_SAMPLES)
+        given = [f"{k}={v!r}" for k, v, d in (("precision", precision, DEFAULT_PRECISION),
+                                               ("max_samples", max_samples, DEFAULT_MAX_SAMPLES),
+                                               ("max_time_per_pair", max_time_per_pair, DEFAULT_MAX_TIME_PER_PAIR))
+                 if not _is_number(v, d)]
+        if given:
+            raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); samples={samples} "
+                             "takes exactly that many per pair")
+        return SamplingPlan("fixed", samples)
     if isinstance(precision, bool):
         raise InputError(f"precision must be a fraction like 0.02, got {precision!r}")
     try:
@@ -273,10 +319,8 @@ def check_sampling(samples=None, precision="auto", max_time_per_pair=None):
         raise InputError(f"precision must be a fraction like 0.02, got {precision!r}") from None
     if not 0.0001 <= precision <= 0.5:
         raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
-    if max_time_per_pair is None:
-        max_time_per_pair = DEFAULT_MAX_TIME_PER_PAIR
+    cap = _positive_int("max_samples", max_samples, MAX_SAMPLES)
     max_time_per_pair = seconds("max_time_per_pair", max_time_per_pair, 0.001, 3600.0)
-    cap = samples or DEFAULT_MAX_SAMPLES
     return SamplingPlan("precision", cap, precision, max_time_per_pair,
                         first_chunk=min(FIRST_CHUNK, cap), min_chunk=min(MIN_CHUNK, cap))
 

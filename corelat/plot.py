@@ -23,6 +23,8 @@ import numpy as np
 from ._errors import InputError
 from ._result import PairFlag
 from ._text import value_err as _fmt
+from ._types import DEFAULT_ORDER
+from ._validate import check_order
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -49,6 +51,9 @@ def _plt():
 
 def _ordered(result, order):
     """(result in that order, [(boundary starts, line width)], note for the title)."""
+    check_order(order)
+    if order is None:
+        return result, [], "CPUs in the result's order"
     if order == "os":
         return result.with_cpus_order(sorted(result.cpus)), [], "CPU order"
     if order == "topology":
@@ -79,7 +84,6 @@ def _ordered(result, order):
         lines = [(bounds[i], 1.0 + 1.2 * i / max(k - 1, 1)) for i in range(k)]
         what = "latency structure order" + (" (lines: latency groups)" if k else "")
         return result.with_cpus_order(st.order()), _dedupe(lines), what
-    raise InputError(f"unknown order {order!r}: use 'topology', 'structure' or 'os'")
 
 
 def _one_home(result, home):
@@ -120,7 +124,7 @@ def _figsize(n):
     return (side + 1.4, side)
 
 
-def heatmap(result, order="topology", statistic="median", annotate=None, ax=None, *, vmin=None, vmax=None,
+def heatmap(result, order=DEFAULT_ORDER, statistic="median", annotate=None, ax=None, *, vmin=None, vmax=None,
             colorbar=True, cmap="viridis", title=None, home=None):
     """Draw the latency matrix as a heatmap.
 
@@ -128,10 +132,11 @@ def heatmap(result, order="topology", statistic="median", annotate=None, ax=None
     ----------
     result : LatencyResult or PlacementResult
         The matrix; for a placement result ``home`` says which home to draw.
-    order : {"topology", "structure", "os"}
-        ``"topology"`` (package, NUMA node, L3, core, from the topology the result carries; falls
-        back to ``"structure"`` and says so in the title), ``"structure"`` (groups found by
-        :func:`corelat.structure`) or ``"os"`` (CPU ids).
+    order : {None, "os", "topology", "structure"}
+        None (the default everywhere in corelat: the CPUs as the result holds them), ``"os"``
+        (CPU ids ascending), ``"topology"`` (package, NUMA node, L3, core, from the topology the
+        result carries; falls back to ``"structure"`` and says so in the title) or
+        ``"structure"`` (groups found by :func:`corelat.structure`).
     statistic : str
         ``"median"``, ``"mean"``, ``"min"``, ``"max"`` or ``"std"``.
     annotate : bool or None
@@ -500,7 +505,7 @@ def _log_labels(axis, lo, hi):
     axis.set_tick_params(which="minor", labelsize=7)
 
 
-def compare(results, names=None, order="structure", statistic="median", annotate=None):
+def compare(results, names=None, order=DEFAULT_ORDER, statistic="median", annotate=None):
     """Heatmaps of several results side by side on one colour scale.
 
     Parameters
@@ -510,7 +515,7 @@ def compare(results, names=None, order="structure", statistic="median", annotate
     names : list of str, optional
         Panel titles (default: each result's name, or the file's name where two results share
         one, e.g. two runs on one host).
-    order : {"structure", "topology", "os"}
+    order : {None, "os", "topology", "structure"}
         How each matrix is ordered (see :func:`heatmap`).
     statistic : str
         The per-pair statistic drawn.
@@ -693,7 +698,7 @@ def _fleet_ratio(plt, result, node):
     return fig
 
 
-def placement(result, order="topology", statistic="median", annotate=None):
+def placement(result, order=DEFAULT_ORDER, statistic="median", annotate=None):
     """Small multiples of a :func:`corelat.placement` result.
 
     One heatmap per home of the line, on one colour scale, titled with each home and where its
@@ -703,7 +708,7 @@ def placement(result, order="topology", statistic="median", annotate=None):
     ----------
     result : PlacementResult
         What :func:`corelat.placement` returned.
-    order : {"topology", "structure", "os"}
+    order : {None, "os", "topology", "structure"}
         How each matrix is ordered (see :func:`heatmap`).
     statistic : str
         The per-pair statistic drawn.

@@ -114,7 +114,7 @@ def test_result_is_frozen(shared_run):
 def test_broken_lock_is_caught():
     # No lock around a plain increment: two threads hammering it for 50 ms lose updates (millions
     # here), and the check must say so.
-    r = locks(CPUS, tests="lock-none", shared=True, duration=0.05)
+    r = locks(CPUS, kernel="lock-none", shared=True, duration=0.05)
     row = r.row("lock-none")
     assert row["checked"] and row["counter"] < row["sections"]
     assert r.violations == ("lock-none",)
@@ -122,12 +122,12 @@ def test_broken_lock_is_caught():
 
 
 def test_broken_lock_is_fine_alone():
-    r = locks(CPUS, tests="lock-none", shared=False, duration=0.005)
+    r = locks(CPUS, kernel="lock-none", shared=False, duration=0.005)
     assert r.violations == ()
 
 
 def test_one_cpu_and_a_selection():
-    r = locks(CPUS[:1], tests="lock-mutex", shared=True, duration=0.005)
+    r = locks(CPUS[:1], kernel="lock-mutex", shared=True, duration=0.005)
     assert r.tests == ("baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock")
     assert r.threads.shape == (3,)
     _assert_exclusive(r)
@@ -379,7 +379,7 @@ def test_table_shows_missing_values_as_dashes():
     "kwargs",
     [
         {"cpus": "abc"}, {"cpus": [0, 0]}, {"cpus": [99999]}, {"cpus": []}, {"cpus": "0-"},
-        {"cpus": [True]}, {"cpus": 1.5}, {"tests": "nope"}, {"tests": ""}, {"tests": 5},
+        {"cpus": [True]}, {"cpus": 1.5}, {"kernel": "nope"}, {"kernel": ""}, {"kernel": 5},
         {"duration": 0}, {"duration": -1}, {"duration": 1e9}, {"duration": float("nan")},
         {"duration": "x"}, {"duration": True}, {"duration": None}, {"timeout": 0},
         {"timeout": "x"}, {"shared": "yes"}, {"serial_duration": 0},
@@ -413,7 +413,7 @@ def test_binding_refuses_what_is_unsafe(args):
 
 def test_binding_does_not_leak():
     ext = _ext()
-    locks(CPUS[:1], tests="baseline", duration=0.001)  # timer ready, thread stacks cached
+    locks(CPUS[:1], kernel="baseline", duration=0.001)  # timer ready, thread stacks cached
 
     def vmsize_kb():
         with open("/proc/self/status") as f:
@@ -443,8 +443,8 @@ def _corelat(*args, timeout=60):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["-t", "nope"], "no lock test matches 'nope'"),
-        (["-t", ","], "empty test selection"),
+        (["-k", "nope"], "no lock test matches 'nope'"),
+        (["-k", ","], "empty test selection"),
         (["-d", "0"], "duration must be between"),
         (["-d", "1000"], "duration must be between"),
         (["-d", "nan"], "duration must be between"),
@@ -463,7 +463,7 @@ def test_cli_subprocess_bad_input(args, message):
     assert p.stdout == ""
 
 
-@pytest.mark.parametrize("args", [["-d", "abc"], ["--nope"], ["-t"]])
+@pytest.mark.parametrize("args", [["-d", "abc"], ["--nope"], ["-k"]])
 def test_cli_subprocess_bad_usage(args):
     p = _corelat(*args)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -478,7 +478,7 @@ def test_cli_subprocess_list():
 
 
 def test_cli_subprocess_shared_mutex_run():
-    p = _corelat("-s", "-t", "lock-mutex", "-d", "0.005", "--per-thread", ",".join(map(str, CPUS)))
+    p = _corelat("-s", "-k", "lock-mutex", "-d", "0.005", "--per-thread", ",".join(map(str, CPUS)))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("# shared on CPU")

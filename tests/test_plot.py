@@ -67,7 +67,7 @@ def colorbar_label(fig):
 
 def test_heatmap_peer_file_falls_back_to_structure_order(shared_dir, tmp_path):
     r = load(shared_dir / PEERS / "AMD Ryzen 9 5950X @ 3.40 GHz.csv")
-    ax = plot.heatmap(r)  # order="topology", but the file carries none
+    ax = plot.heatmap(r, order="topology")  # but the file carries none
     fig = ax.figure
     assert len(fig.axes) == 2
     assert colorbar_label(fig) == "one-way latency (ns), mean per pair, as the file records it"
@@ -136,7 +136,7 @@ def test_heatmap_topology_order_draws_package_boundaries(opteron_topology, tmp_p
     perm = np.random.default_rng(2).permutation(16)
     r = LatencyResult(cpus=perm, kernel="cas", samples=base.samples[np.ix_(perm, perm)],
                       metadata={"topology": opteron_topology.to_dict()}, name="opteron")
-    ax = plot.heatmap(r)
+    ax = plot.heatmap(r, order="topology")
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(c) for c in range(16)]
     assert "topology order; lines: package, NUMA node" in ax.get_title()
     assert len(ax.lines) == 2 * 7

@@ -156,11 +156,11 @@ def smt_fields():
 @pytest.mark.skipif(not CPUS, reason="needs a CPU")
 def test_cli_locks_output_and_json(tmp_path):
     out = tmp_path / "l.npz"
-    p = run_cli("locks", "-d", "0.001", "-t", "inc-atomic-relaxed", "-o", str(out), str(CPUS[0]))
+    p = run_cli("locks", "-d", "0.001", "-k", "inc-atomic-relaxed", "-o", str(out), str(CPUS[0]))
     assert p.returncode == 0, p.stderr
     r = corelat.load(out)
     assert isinstance(r, LockResult) and r.tests == ("baseline", "inc-atomic-relaxed")
-    p = run_cli("locks", "-d", "0.001", "-t", "inc-atomic-relaxed", "--json", str(CPUS[0]))
+    p = run_cli("locks", "-d", "0.001", "-k", "inc-atomic-relaxed", "--json", str(CPUS[0]))
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["kind"] == "locks" and [x["name"] for x in d["records"]] == ["baseline", "inc-atomic-relaxed"]

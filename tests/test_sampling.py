@@ -73,10 +73,9 @@ def test_sampling_plan_defaults():
     assert p.mode == "precision" and p.precision == _validate.DEFAULT_PRECISION
     assert p.samples == _validate.DEFAULT_MAX_SAMPLES and p.max_time_per_pair == _validate.DEFAULT_MAX_TIME_PER_PAIR
     assert _validate.check_sampling(samples=300) == _validate.SamplingPlan("fixed", 300)  # explicit samples: fixed
-    assert _validate.check_sampling(precision=None).samples == _validate.DEFAULT_SAMPLES
-    p = _validate.check_sampling(samples=64, precision=0.05, max_time_per_pair=2)
+    p = _validate.check_sampling(max_samples=64, precision=0.05, max_time_per_pair=2)
     assert (p.mode, p.samples, p.precision, p.max_time_per_pair) == ("precision", 64, 0.05, 2.0)
-    assert _validate.check_sampling(samples=10, precision=0.1).first_chunk == 10
+    assert _validate.check_sampling(max_samples=10, precision=0.1).first_chunk == 10
 
 
 @pytest.mark.parametrize("kw, match", [
@@ -86,7 +85,13 @@ def test_sampling_plan_defaults():
     ({"precision": True}, "precision"),
     ({"precision": 0.02, "max_time_per_pair": 0}, "max_time_per_pair"),
     ({"precision": 0.02, "max_time_per_pair": "soon"}, "max_time_per_pair"),
-    ({"precision": None, "max_time_per_pair": 1.0}, "precision too"),
+    ({"precision": None}, "precision"),
+    ({"precision": "auto"}, "precision"),
+    ({"max_samples": 0}, "max_samples"),
+    ({"max_samples": None}, "max_samples"),
+    ({"samples": 50, "max_time_per_pair": 1.0}, "samples=None"),
+    ({"samples": 50, "precision": 0.05}, "samples=None"),
+    ({"samples": 50, "max_samples": 64}, "samples=None"),
     ({"strategy": "guess"}, "strategy"),
     ({"partition": [[0], [1]]}, "strategy='sample'"),
     ({"topology": [{"cpu": 0}, {"cpu": 1}]}, "strategy='sample'"),
@@ -161,7 +166,7 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
 def test_samples_cap_ends_a_pair(many_cpus):
     clock = FakeClock()
     fake = FakeMeasurer(clock, flat, noise=0.3, per_sample=0.0, per_call=0.0)  # time never runs out
-    r = _sweep.measure_with(fake, many_cpus[:2], samples=100, precision=0.001, clock=clock, retest=False)
+    r = _sweep.measure_with(fake, many_cpus[:2], max_samples=100, precision=0.001, clock=clock, retest=False)
     assert r.extras["samples_taken"][1, 0] == 100
     assert r.samples.shape[2] == 100
     assert r.flags[1, 0] & PairFlag.TARGET_NOT_MET

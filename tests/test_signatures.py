@@ -21,3 +21,117 @@ def test_no_corelat_test_setting_is_read_by_production_code():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "CORELAT_TEST" in node.value:
                 found.append(f"{f.name}:{node.lineno}")
     assert not found, f"CORELAT_TEST settings in production code: {found}"
+
+
+# -- one vocabulary across measure, smt and locks ----------------------------------------------------
+
+MEASURING = ("measure", "smt", "locks")
+
+
+def _params(name):
+    import inspect
+
+    return inspect.signature(getattr(corelat, name)).parameters
+
+
+def test_keyword_only_after_cpus():
+    import inspect
+
+    for name in MEASURING:
+        params = list(_params(name).values())
+        assert params[0].name == "cpus" and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, name
+        assert params[0].default is None, name
+        loose = [p.name for p in params[1:] if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        assert not loose, f"corelat.{name}: {loose} may be passed by position"
+
+
+def test_one_timeout_default_and_one_word_for_the_kernel():
+    from corelat._validate import DEFAULT_TIMEOUT
+
+    for name in MEASURING:
+        params = _params(name)
+        assert params["timeout"].default == DEFAULT_TIMEOUT == 1.0, name
+        assert "kernel" in params and "tests" not in params, name
+
+
+def test_samples_none_is_precision_driven_an_integer_fixed_no_sentinels():
+    from corelat import _validate
+
+    sampling = ("samples", "precision", "max_samples", "max_time_per_pair")
+    measure, smt = _params("measure"), _params("smt")
+    for word in sampling:
+        assert measure[word].default == smt[word].default, word
+    assert measure["samples"].default is None
+    assert isinstance(measure["precision"].default, float) and isinstance(measure["max_samples"].default, int)
+    assert not any(word in _params("locks") for word in sampling)  # locks runs for a duration
+    for name in MEASURING:
+        strings = {p.name: p.default for p in _params(name).values() if p.default == "auto"}
+        assert not strings, f"corelat.{name} has string sentinels {strings}"
+    assert _validate.check_sampling().mode == "precision"
+    assert _validate.check_sampling(300) == _validate.SamplingPlan("fixed", 300)
+    assert _validate.check_sampling(max_samples=64).samples == 64
+
+
+def _cli_option(command, flag):
+    import importlib
+
+    from corelat import cli
+
+    p = cli._parser(command, importlib.import_module(f"corelat.cli.{cli.COMMANDS[command][0]}"))
+    for action in p._actions:
+        if flag in action.option_strings:
+            return action
+    return None
+
+
+def test_one_order_vocabulary_and_one_default_everywhere():
+    import inspect
+
+    from corelat import plot
+    from corelat._types import DEFAULT_ORDER, ORDERS
+
+    assert ORDERS == ("os", "topology", "structure")
+    assert _params("measure")["order"].default is DEFAULT_ORDER
+    for fn in (plot.heatmap, plot.compare, plot.placement):
+        assert inspect.signature(fn).parameters["order"].default is DEFAULT_ORDER, fn.__name__
+    for command in ("measure", "placement", "plot"):
+        action = _cli_option(command, "--order")
+        assert tuple(action.choices) == ORDERS and action.default is DEFAULT_ORDER, command
+
+
+def test_one_set_of_statistics_everywhere():
+    from corelat import LatencyResult
+    from corelat._types import STATISTICS
+
+    assert STATISTICS == LatencyResult.STATISTICS == ("median", "mean", "min", "max", "std")
+    for command in ("measure", "report", "compare", "plot"):
+        action = _cli_option(command, "--statistic")
+        assert tuple(action.choices) == STATISTICS and action.default == "median", command
+    # every one is accepted by the result, structure and compare (and refused alike when unknown)
+    import numpy as np
+    import pytest
+
+    rng = np.random.default_rng(0)
+    r = LatencyResult(cpus=(0, 1, 2), kernel="cas", samples=50 + rng.random((3, 3, 8)), name="r")
+    for s in STATISTICS:
+        assert r.statistic(s).shape == (3, 3)
+        assert corelat.structure(r, statistic=s).statistic == s
+        assert corelat.compare(r, r, statistic=s).statistic == s
+    for call in (lambda: r.statistic("p99"), lambda: corelat.compare(r, statistic="p99")):
+        with pytest.raises(corelat.InputError, match="unknown statistic 'p99'; use one of: 'median'"):
+            call()
+
+
+def test_one_order_vocabulary_in_results():
+    import numpy as np
+    import pytest
+
+    from corelat import LatencyResult
+
+    rng = np.random.default_rng(0)
+    r = LatencyResult(cpus=(2, 0, 1), kernel="cas", samples=50 + rng.random((3, 3, 8)), name="r")
+    assert r.ordered("os").cpus == (0, 1, 2)
+    assert sorted(r.ordered("structure").cpus) == [0, 1, 2]
+    assert r.ordered("structure").metadata["order"]["by"] == "structure"
+    with pytest.raises(corelat.InputError, match="unknown order 'random'; use one of: 'os', 'topology', 'structure'"):
+        r.ordered("random")

@@ -21,6 +21,7 @@ import corelat
 from corelat import InputError, SMTResult, Topology
 from corelat import _smt as smt_mod
 from corelat._measurers import PairMeasurer
+from corelat._validate import check_sampling
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -325,7 +326,8 @@ def test_real_kernels_on_two_cpus(kernel):
     def busy(cpus, loop, duration):
         return smt_mod.throughput(cpus, loop, duration=duration, timeout=5.0)
 
-    data = smt_mod._measure_pairs([(a, b)], [b], PairMeasurer(kernel, 20, 1, 5.0), busy, 5, 0.005, LOOPS)
+    data = smt_mod._measure_pairs([(a, b)], [b], PairMeasurer(kernel, 20, 1, 5.0), busy, check_sampling(5), 0.005,
+                                  LOOPS)
     for key in ("sibling", "nonsibling"):
         assert data[key].shape == (1, 5)
         assert np.all(np.isfinite(data[key]) & (data[key] > 0))

@@ -2,8 +2,8 @@
 
 Examples:
   corelat locks                     every test, each thread its own lock, all allowed CPUs
-  corelat locks -s -t lock-mutex 0,2   pthread mutexes shared between CPUs 0 and 2
-  corelat locks -t '!inc-*' 0-3     everything but the atomic increments (or -t=-inc-*)
+  corelat locks -s -k lock-mutex 0,2   pthread mutexes shared between CPUs 0 and 2
+  corelat locks -k '!inc-*' 0-3     everything but the atomic increments (or -k=-inc-*)
 
 CYCLES are timer ticks: on x86 the TSC, counting at the nominal frequency (the MHz column).
 sermin = fastest single serialized call; avg = throughput of an unserialized loop; both with the
@@ -22,15 +22,14 @@ def add_arguments(p):
     p.description = __doc__
     p.add_argument("cpus", nargs="*", metavar="CPU",
                    help="CPUs, one thread each: lists and ranges like 0,1 or 0-3 (default: all allowed)")
-    p.add_argument("-t", "--tests", action="append", metavar="PATTERN",
-                   help="tests to run: names, substrings, globs or words in order (lock-mutex); "
+    p.add_argument("-k", "--kernel", action="append", metavar="PATTERN",
+                   help="kernels to test: names, substrings, globs or words in order (lock-mutex); "
                         "-PATTERN or !PATTERN excludes; comma-separated or repeated (default: all)")
     p.add_argument("-s", "--shared", action="store_true",
                    help="one lock per test shared by all threads (default: each thread its own)")
     p.add_argument("-d", "--duration", type=float, default=0.2, metavar="SECONDS",
                    help=f"throughput phase per test, {MIN_DURATION:g} to {MAX_DURATION:g} (default 0.2)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="give up when a thread waits this long for a lock (default 10)")
+    common.add_timeout_argument(p)
     p.add_argument("--per-thread", action="store_true", help="also one line per thread under each test")
     common.add_output_arguments(p)
     p.add_argument("--list", action="store_true", help="list the tests and exit")
@@ -46,7 +45,7 @@ def run(args):
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
     cpus = ",".join(args.cpus) if args.cpus else None
-    result = locks(cpus, tests=args.tests, shared=args.shared, duration=args.duration, timeout=args.timeout)
+    result = locks(cpus, kernel=args.kernel, shared=args.shared, duration=args.duration, timeout=args.timeout)
     if args.json:
         common.print_json(result)
     else:

@@ -8,22 +8,22 @@ from .._errors import InputError
 from .._sweep import measure
 from .._validate import (
     ALL_KERNELS,
+    DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
     DEFAULT_PRECISION,
     STRATEGIES,
     check_params,
     check_sampling,
     resolve_cpus,
+    sampling_text,
 )
 from . import common
 
 
 def add_arguments(p):
     add_measure_options(p)
-    p.add_argument("--order", choices=("os", "topology"), default="os",
-                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
-    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
-                   help="what the matrix cells show (default: median ± half its 95%% CI)")
+    common.add_order_argument(p)
+    common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI)")
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
@@ -50,11 +50,7 @@ def add_measure_options(p):
                    help="where each pair's page lives: initiator (first touch by the timing thread, "
                         "default), responder, node:K (NUMA node K) or cpu:K (a third CPU K writes it "
                         "before every sample)")
-    p.add_argument("--precision", type=float, default=None, metavar="FRACTION",
-                   help=f"sample each pair until the 95%% CI of its median is within ± this fraction "
-                        f"(default {DEFAULT_PRECISION} unless SAMPLES is given; SAMPLES then caps it)")
-    p.add_argument("--max-time-per-pair", type=float, default=None, metavar="SECONDS",
-                   help=f"time budget per pair for --precision (default {DEFAULT_MAX_TIME_PER_PAIR})")
+    add_sampling_options(p)
     p.add_argument("--strategy", choices=STRATEGIES, default="full",
                    help="full: every pair (default); sample: enough pairs per topology block pair, "
                         "the rest estimated")
@@ -64,8 +60,33 @@ def add_measure_options(p):
     p.add_argument("--no-retest", dest="retest", action="store_false", help="do not re-measure unstable pairs")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
-    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
-                   help="give up when a partner does not answer for this long (default 1)")
+    common.add_timeout_argument(p)
+
+
+def add_sampling_options(p):
+    """How precision-driven sampling (no SAMPLES given) stops (shared with ``corelat smt``)."""
+    p.add_argument("--precision", type=float, default=DEFAULT_PRECISION, metavar="FRACTION",
+                   help="without SAMPLES: sample each pair until the 95%% CI of its median is within ± this "
+                        f"fraction (default {DEFAULT_PRECISION})")
+    p.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, metavar="N",
+                   help=f"without SAMPLES: at most this many samples per pair (default {DEFAULT_MAX_SAMPLES})")
+    p.add_argument("--max-time-per-pair", type=float, default=DEFAULT_MAX_TIME_PER_PAIR, metavar="SECONDS",
+                   help=f"without SAMPLES: time budget per pair (default {DEFAULT_MAX_TIME_PER_PAIR})")
+
+
+def sampling_kwargs(args, samples):
+    """The checked ``precision``, ``max_samples`` and ``max_time_per_pair`` of
+    :func:`add_sampling_options` (refused beside SAMPLES, where they would not apply)."""
+    sampling = {"precision": args.precision, "max_samples": args.max_samples,
+                "max_time_per_pair": args.max_time_per_pair}
+    try:
+        check_sampling(samples, **sampling)
+    except InputError as e:
+        if samples is None:
+            raise
+        raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples and "
+                         "--max-time-per-pair are for precision-driven sampling (no SAMPLES)") from e
+    return sampling
 
 
 def _retest_count(text):
@@ -103,8 +124,7 @@ def _sampling_text(md):
     params, sampling = md.get("parameters", {}), md.get("sampling") or {}
     if sampling.get("mode") != "precision":
         return f" (fixed: {params.get('samples')} asked)"
-    return (f", sampled until the median is within ±{params.get('precision', 0):.1%} (at most "
-            f"{params.get('samples')} samples and {params.get('max_time_per_pair')} s per pair)")
+    return f", {sampling_text(params)} per pair"
 
 
 def print_warnings(result, file=None):
@@ -119,13 +139,8 @@ def measure_kwargs(args):
     (all but ``cpus``)."""
     kernel, rt, samples, warmup, timeout = check_params(
         args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
-    precision = "auto" if args.precision is None else args.precision
-    if args.precision is None and args.max_time_per_pair is not None and samples is None:
-        precision = DEFAULT_PRECISION
-    check_sampling(samples, precision, args.max_time_per_pair)
     return {"kernel": kernel, "round_trips": rt, "samples": samples, "warmup": warmup, "timeout": timeout,
-            "precision": precision, "max_time_per_pair": args.max_time_per_pair, "strategy": args.strategy,
-            "retest": args.retest}
+            **sampling_kwargs(args, samples), "strategy": args.strategy, "retest": args.retest}
 
 
 def run(args):

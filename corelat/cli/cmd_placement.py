@@ -16,9 +16,9 @@ import sys
 
 from .. import _text
 from .._placement import placement
-from .._validate import ALL_KERNELS, check_params, check_sampling, resolve_cpus
+from .._validate import ALL_KERNELS, check_params, resolve_cpus
 from . import common
-from .cmd_measure import header_text, print_warnings
+from .cmd_measure import add_sampling_options, header_text, print_warnings, sampling_kwargs
 
 
 def add_arguments(p):
@@ -33,10 +33,9 @@ def add_arguments(p):
     p.add_argument("--homes", default="nodes", metavar="LIST",
                    help="'nodes' (every NUMA node, default) or homes separated by commas: initiator, "
                         "responder, node:K, cpu:K")
-    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
-                   help="give up when a partner does not answer for this long (default 1)")
-    p.add_argument("--order", choices=("os", "topology"), default="os",
-                   help="matrix order: CPU ids (os) or package/node/L3/core (topology)")
+    common.add_timeout_argument(p)
+    add_sampling_options(p)
+    common.add_order_argument(p)
     p.add_argument("--matrices", action=argparse.BooleanOptionalAction, default=True,
                    help="print every home's matrix (default: on)")
     p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz)")
@@ -48,12 +47,12 @@ def run(args):
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
     kernel, rt, samples, _, timeout = check_params(args.kernel, args.round_trips, args.samples, None, args.timeout)
-    check_sampling(samples)
+    sampling = sampling_kwargs(args, samples)
     cpus = resolve_cpus(args.cpus)
     homes = "nodes" if args.homes.strip() == "nodes" else [h for h in args.homes.split(",") if h.strip()]
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     result = placement(cpus, homes=homes, kernel=kernel, round_trips=rt, samples=samples, timeout=timeout,
-                       progress=progress, order=args.order)
+                       progress=progress, order=args.order, **sampling)
     if args.matrices:
         header = header_text(result.results[0], "median").splitlines()
         print("\n".join(line for line in header if not line.startswith("Home of the line")))

@@ -17,10 +17,8 @@ def add_arguments(p):
                    help="image to write (.png, .svg or .pdf; default: NAME.png in the current folder)")
     p.add_argument("--kind", choices=("heatmap", "violin", "hist"), default="heatmap",
                    help="heatmap (default), or per-pair sample distributions as violins or histograms")
-    p.add_argument("--order", choices=("topology", "structure", "os"), default="topology",
-                   help="heatmap order: OS topology (falls back to structure), latency structure, or CPU id")
-    p.add_argument("--statistic", choices=("median", "mean", "min", "max", "std"), default="median",
-                   help="what the heatmap cells show (default median)")
+    common.add_order_argument(p, "heatmap")
+    common.add_statistic_argument(p, "what the heatmap cells show (default median)")
     p.add_argument("--annotate", action="store_true", default=None,
                    help="write every cell's value (default: only where cells are big enough)")
     p.add_argument("--no-annotate", dest="annotate", action="store_false", help="never write cell values")

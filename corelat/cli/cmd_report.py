@@ -12,8 +12,7 @@ from . import common
 
 def add_arguments(p):
     p.add_argument("file", metavar="FILE", help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
-    p.add_argument("--statistic", choices=("median", "mean", "min"), default="median",
-                   help="per-pair statistic to read (default median)")
+    common.add_statistic_argument(p, "per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
     p.add_argument("--pairs", action="store_true",
                    help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, estimated)")

@@ -15,8 +15,9 @@ import argparse
 import sys
 
 from .._smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
-from .._validate import check_params, resolve_cpus
+from .._validate import DEFAULT_PRECISION, check_params, resolve_cpus
 from . import common
+from .cmd_measure import add_sampling_options, sampling_kwargs
 
 
 def add_arguments(p):
@@ -24,8 +25,9 @@ def add_arguments(p):
     p.description = __doc__
     p.add_argument("round_trips", nargs="?", type=int, default=1000, metavar="ROUND_TRIPS",
                    help="round trips per latency sample (default 1000)")
-    p.add_argument("samples", nargs="?", type=int, default=300, metavar="SAMPLES",
-                   help="latency samples per pair (default 300)")
+    p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
+                   help="exactly this many latency samples per pair (fixed-size); default: sample each "
+                        f"pair until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
     p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to consider, e.g. 0-3,16-19 (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(SMT_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines")
@@ -33,8 +35,8 @@ def add_arguments(p):
                    help=f"length of each busy-loop run, {MIN_DURATION:g} to {MAX_DURATION:g} (default 0.1)")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="latency samples discarded per pair before measuring (default: samples/10)")
-    p.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
-                   help="give up when a partner does not answer for this long (default 1)")
+    common.add_timeout_argument(p)
+    add_sampling_options(p)
     common.add_output_arguments(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
@@ -48,7 +50,7 @@ def run(args):
     cpus = resolve_cpus(args.cpus, minimum=1) if args.cpus is not None else None
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     result = smt(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup, timeout=timeout,
-                 duration=args.duration, progress=progress)
+                 duration=args.duration, progress=progress, **sampling_kwargs(args, samples))
     if args.json:
         common.print_json(result)
     else:

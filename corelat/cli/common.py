@@ -10,6 +10,8 @@ import numpy as np
 from .. import _files
 from .._errors import InputError
 from .._text import counts as fmt_counts
+from .._types import DEFAULT_ORDER, ORDERS, STATISTICS
+from .._validate import DEFAULT_TIMEOUT
 
 
 def output_file(text):
@@ -47,6 +49,26 @@ def check_output_path(path, suffixes=(".npz", ".csv")):
     return path
 
 
+def add_order_argument(p, what="matrix"):
+    """``--order``: every order of :data:`~corelat._types.ORDERS`, the one default."""
+    p.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
+                   help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file without "
+                        "one falls back to structure) or the latency groups corelat finds (structure); default: "
+                        "as measured")
+
+
+def add_statistic_argument(p, help="per-pair statistic to show (default median)"):
+    """``--statistic``: every statistic of :data:`~corelat._types.STATISTICS`, median by default."""
+    p.add_argument("--statistic", choices=STATISTICS, default="median", help=help)
+
+
+def add_timeout_argument(p):
+    """``--timeout``: the one time-out of every measuring command, and its one default."""
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help="give up when a thread waits this long for another (a partner, a lock, the others) "
+                        f"seeing no progress (default {DEFAULT_TIMEOUT:g})")
+
+
 def add_output_arguments(p, what="the result"):
     """``-o FILE`` (a corelat .npz that ``corelat.load`` reads back) and ``--json``."""
     p.add_argument("-o", "--output", metavar="FILE", type=output_file, help=f"save {what} (.npz)")
@@ -70,6 +92,8 @@ PLUS_MINUS = {
     "median": "median ± half-width of its 95% confidence interval",
     "mean": "mean ± standard error",
     "min": "minimum (no ±: the minimum has no interval)",
+    "max": "maximum (no ±: the maximum has no interval)",
+    "std": "standard deviation of the samples (no ±)",
 }
 
 

@@ -271,7 +271,7 @@ class LockResult(Result):
     Examples
     --------
     >>> import corelat
-    >>> r = corelat.locks([0], tests=["inc-atomic-relaxed"], duration=0.01)
+    >>> r = corelat.locks([0], kernel=["inc-atomic-relaxed"], duration=0.01)
     >>> r.tests, r.mode, r.violations
     (('baseline', 'inc-atomic-relaxed'), 'uncontended', ())
     >>> bool(r.row("inc-atomic-relaxed")["calls"] > 0)

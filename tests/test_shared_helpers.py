@@ -7,12 +7,12 @@ import corelat
 
 
 def test_a_name_or_a_list_of_names_and_nothing_else():
-    with pytest.raises(corelat.InputError, match="tests must be a pattern string or a list of them, not 5"):
-        corelat.locks([0], tests=5)
+    with pytest.raises(corelat.InputError, match="kernel must be a pattern string or a list of them, not 5"):
+        corelat.locks([0], kernel=5)
     with pytest.raises(corelat.InputError, match=r"homes must be 'nodes' or a list of homes .*, not 5"):
         corelat.placement([0, 1], homes=5)
-    assert corelat.locks([0], tests="inc-atomic-relaxed", duration=0.01).tests == \
-        corelat.locks([0], tests=("inc-atomic-relaxed",), duration=0.01).tests
+    assert corelat.locks([0], kernel="inc-atomic-relaxed", duration=0.01).tests == \
+        corelat.locks([0], kernel=("inc-atomic-relaxed",), duration=0.01).tests
 
 
 def _result(name, warnings=(), notes=()):

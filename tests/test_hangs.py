@@ -312,7 +312,7 @@ def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
 
 _PUBLIC_RUNS = {
     "smt": f"corelat._smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
-    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], tests=['inc-atomic-relaxed'], shared=True, duration=60)",
+    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, duration=60)",
 }
 
 

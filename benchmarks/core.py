@@ -109,8 +109,7 @@ def per_pair_python():
         _sweep.measure_with(fake, cpus, samples=300)
     sweep_and_pair = (time.perf_counter() - t0) / 20
     rows = []
-    for label, plan in (("default ±2 %", m.check_sampling(None, m.DEFAULT_PRECISION, m.DEFAULT_MAX_TIME_PER_PAIR)),
-                        ("fixed 300", m.check_sampling(300, None, None))):
+    for label, plan in (("default ±2 %", m.check_sampling()), ("fixed 300", m.check_sampling(300))):
         reps, taken = 300, 0
         t0 = time.perf_counter()
         for _ in range(reps):

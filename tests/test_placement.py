@@ -379,6 +379,7 @@ def test_cli_placement(tmp_path):
     p = run_cli("placement", "--homes", "initiator,responder", "-o", out, "20", "3", timeout=120)
     assert p.returncode == 0, p.stderr
     assert "Where the line lives" in p.stdout and "Home responder" in p.stdout
+    assert p.stderr.count("WARNING") <= 1, p.stderr  # 3 samples: both homes warn alike, said once
     assert isinstance(corelat.load(out), PlacementResult)
 
 
@@ -490,3 +491,24 @@ def test_home_messages_in_the_command_lines_words():
     with pytest.raises(InputError) as e:
         check_home("cpu:1", (0, 1), "cas", allowed=(0, 1, 2))
     assert "leave CPU 1 out" in str(e.value) and "pass cpus" not in str(e.value)
+
+
+def test_a_placement_run_says_each_warning_once(tmp_path, capsys):
+    """Warnings every home shares are said once; the others name their home."""
+    from corelat.cli import common, main
+
+    homes = ["node:0", "node:1"]
+    results = []
+    for k, home in enumerate(homes):
+        r = _synthetic(k, 100.0)
+        md = dict(r.metadata, warnings=["few samples", f"only {home}"], notes=["a note"])
+        results.append(LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=r.samples, metadata=md, name=r.name,
+                                     flags=r.flags, extras=r.extras))
+    lines = common.homes_warnings_lines(homes, results)
+    assert lines == ["note: a note", "WARNING: this result may be unreliable", "* few samples",
+                     "* [node:0] only node:0", "* [node:1] only node:1"]
+    f = tmp_path / "p.npz"
+    PlacementResult(homes=homes, results=results).save(f)
+    assert main(["report", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("WARNING") == 1 and out.count("few samples") == 1

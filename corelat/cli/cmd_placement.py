@@ -18,7 +18,7 @@ from .. import _text
 from .._placement import placement
 from .._validate import ALL_KERNELS, check_params, resolve_cpus
 from . import common
-from .cmd_measure import add_sampling_options, header_text, print_warnings, sampling_kwargs
+from .cmd_measure import add_sampling_options, header_text, sampling_kwargs
 
 
 def add_arguments(p):
@@ -62,8 +62,8 @@ def run(args):
             print(_text.matrix(res, "median"))
         print()
     print(result.table())
-    for label, res in zip(result.homes, result.results):
-        print_warnings(res)
+    for line in common.homes_warnings_lines(result.homes, result.results):
+        print(line, file=sys.stderr)
     if args.output:
         result.save(args.output)
         print(f"saved to {args.output}", file=sys.stderr)

@@ -121,9 +121,9 @@ def _to_dict(result):
 def placement_text(result, structures, statistic="median"):
     """A placement file: what the homes change, then each home's structure and warnings."""
     lines = [result.table(), ""]
-    for label, res in zip(result.homes, result.results):
+    for label in result.homes:
         lines.append(f"Home {label} ({statistic}): {structures[label]}")
-        lines += ["  " + line for line in common.warnings_lines(res)]
+    lines += common.homes_warnings_lines(result.homes, result.results)
     lines.append("")
     lines.append("One home in full: corelat report FILE --home HOME (e.g. --home " + result.homes[0] + ")")
     return "\n".join(lines)

@@ -148,6 +148,26 @@ def warnings_lines(result):
     return lines
 
 
+def homes_warnings_lines(homes, results):
+    """Notes and the WARNING block of a placement run's results, in the command line's words: what
+    every home shares said once, the rest after its home (``* [node:1] ...``)."""
+    from .._quality import for_cli
+
+    def said_once(kind):
+        texts = [[for_cli(t) for t in getattr(r, kind)] for r in results]
+        shared = [t for t in texts[0] if all(t in ts for ts in texts[1:])]
+        return shared + [f"[{h}] {t}" for h, ts in zip(homes, texts) for t in ts if t not in shared]
+
+    lines = [f"note: {n}" for n in said_once("notes")]
+    warnings = said_once("warnings")
+    if warnings:
+        causes = {r.metadata.get("warning_cause") for r in results if r.warnings}
+        cause = causes.pop() if len(causes) == 1 else None
+        lines.append("WARNING: this result may be unreliable" + (f" ({cause})" if cause else ""))
+        lines += [f"* {w}" for w in warnings]
+    return lines
+
+
 def stderr_is_tty():
     try:
         return sys.stderr.isatty()

@@ -135,3 +135,21 @@ def test_one_order_vocabulary_in_results():
     assert r.ordered("structure").metadata["order"]["by"] == "structure"
     with pytest.raises(corelat.InputError, match="unknown order 'random'; use one of: 'os', 'topology', 'structure'"):
         r.ordered("random")
+
+
+def test_cli_sampling_words(tmp_path):
+    import os
+
+    import pytest
+    from conftest import run_cli
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs at least 2 allowed CPUs")
+    p = run_cli("10", "5", "--precision", "0.05")
+    assert p.returncode == 2 and "SAMPLES (5) takes exactly that many per pair" in p.stderr, p.stderr
+    out = tmp_path / "r.npz"
+    p = run_cli("10", "--max-samples", "40", "--max-time-per-pair", "0.05", "-o", out)
+    assert p.returncode == 0, p.stderr
+    params = corelat.load(out).metadata["parameters"]
+    assert params["max_samples"] == 40 and params["precision"] == 0.02 and "samples" not in params
+    assert (corelat.load(out).extras["samples_taken"] <= 40).all()

@@ -462,3 +462,28 @@ def test_cli_bad_input(args, message):
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert p.stderr.strip().splitlines()[-1].startswith(("corelat: error:", "corelat smt: error:"))
     assert message in p.stderr and "Traceback" not in p.stderr and p.stdout == ""
+
+
+def test_precision_driven_like_measure(dump):
+    # samples=None samples each latency as measure() does: here quiet stand-in values meet ±2 %
+    # in the first chunk; a noisy pair gets more, up to max_samples, the rest of its row NaN.
+    topo = dump("32intel64-2p8co2t+8ve")
+
+    class Noisy(FakeMeasurer):
+        def __call__(self, a, b, samples):
+            out = super().__call__(a, b, samples)
+            if a == 0 and b == 16:  # one sibling pair is noisy: it never reaches ±0.1 %
+                out = out * np.random.default_rng(len(self.calls)).uniform(0.5, 1.5, samples)
+            return out
+
+    m = Noisy(topo)
+    r = smt_mod.smt_with(m, FakeBusy(), None, topology=topo, samples=None, precision=0.001, max_samples=80,
+                         duration=0.01)
+    taken = (~np.isnan(r.sibling_samples)).sum(axis=1)
+    assert taken[0] == 80 and (taken[1:] == 32).all()  # the noisy pair to its cap, the others one chunk
+    assert r.sibling_samples.shape == (16, 80) and r.warnings == ()  # NaN padding is not "dropped"
+    params = r.metadata["parameters"]
+    assert (params["precision"], params["max_samples"]) == (0.001, 80) and "samples" not in params
+    assert "sampled until the median is within ±0.1%" in r.table()
+    with pytest.raises(InputError, match="samples=None"):
+        smt_mod.smt_with(m, FakeBusy(), None, topology=topo, samples=10, precision=0.05)

@@ -75,16 +75,27 @@ def write_fleet(folder, nodes, n, samples, seed=0, old_layout=False):
             r.save(path)
 
 
-ANALYSE = """
-import resource, sys, time
+PEAK = """
+def peak_mib():
+    # VmHWM starts afresh at exec; ru_maxrss may keep the forking parent's size (an upper bound).
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""
+
+ANALYSE = PEAK + """
+import sys, time
 import corelat
 t = time.perf_counter()
 r = corelat.fleet(sys.argv[1])
 dt = time.perf_counter() - t
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, r.summary()["nodes"], len(r.groups))
+print(dt, peak_mib(), r.summary()["nodes"], len(r.groups))
 """
 
-BASELINE = "import resource, corelat; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+BASELINE = PEAK + "import corelat; print(peak_mib())"
 
 
 def scale(nodes, n, samples, old_layout=False):

@@ -160,7 +160,7 @@ def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
 
 
 def test_a_hung_node_ends_the_job_naming_it(tmp_path):
-    p, out, took = driver_job(tmp_path, "hang", wait=3)
+    p, out, took = driver_job(tmp_path, "hang", wait=10)  # a and b measure first (turns): 30 s for both under load
     assert p.returncode != 0
     assert "did not report within" in p.stderr and "node(s) c" in p.stderr
     assert "Missing:" in p.stdout and "c: no result within" in p.stdout

@@ -97,6 +97,27 @@ def parse_home(home):
     return Home(m.group(1), int(m.group(2)))
 
 
+def one_home(result, home=None, *, hint="pass home=K"):
+    """The :class:`~corelat.LatencyResult` to analyse or draw: ``result`` itself, or for a
+    :class:`~corelat.PlacementResult` the home ``home`` names (its label, a NUMA node K or a position).
+
+    Raises InputError for a placement result without ``home`` (``hint`` says what to do instead),
+    and for a ``home`` that a plain result was not measured with. (A placement result is told by its
+    ``homes`` and ``results``: importing its class here would make _structure import _placement.)
+    """
+    if hasattr(result, "homes") and hasattr(result, "results"):
+        if home is None:
+            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
+                             f"{hint}")
+        return result.result(home)
+    if home is not None:
+        asked = result.metadata.get("home", {}).get("requested", "initiator")
+        want = parse_home(f"node:{home}" if isinstance(home, (int, np.integer)) else home).label
+        if want != asked:
+            raise InputError(f"this result was measured with home {asked}, not {want}")
+    return result
+
+
 def memory_nodes(root="/"):
     """NUMA nodes that have memory (``has_memory``, else every ``nodeN`` folder; ``(0,)`` without NUMA)."""
     base = os.path.join(root, _NODE_ROOT.lstrip("/"))

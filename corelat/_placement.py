@@ -342,26 +342,6 @@ class PlacementResult(Result):
         return cls(homes=homes, results=results, name=header.get("name"))
 
 
-def one_home(result, home=None, *, hint="pass home=K"):
-    """The :class:`~corelat.LatencyResult` to analyse or draw: ``result`` itself, or for a
-    :class:`PlacementResult` the home ``home`` names (its label, a NUMA node K or a position).
-
-    Raises InputError for a placement result without ``home`` (``hint`` says what to do instead),
-    and for a ``home`` that a plain result was not measured with.
-    """
-    if isinstance(result, PlacementResult):
-        if home is None:
-            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
-                             f"{hint}")
-        return result.result(home)
-    if home is not None:
-        asked = result.metadata.get("home", {}).get("requested", "initiator")
-        want = parse_home(f"node:{home}" if isinstance(home, (int, np.integer)) else home).label
-        if want != asked:
-            raise InputError(f"this result was measured with home {asked}, not {want}")
-    return result
-
-
 def per_home(results):
     """``[(result, suffix)]``: a :class:`PlacementResult` becomes one entry per home, suffixed with
     it (``" [home node:1]"``), every other result one entry with no suffix."""

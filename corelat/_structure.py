@@ -573,7 +573,7 @@ def structure(result, statistic="median", topology=None, *, home=None):
     2 groups of 4 CPUs (2 cores × 2 threads): 30 ns within, 100 ns across; SMT siblings 8.0 ns
     """
     from . import _blocks
-    from ._placement import one_home
+    from ._home import one_home
     from ._validate import check_topology
 
     check_topology(topology)

@@ -88,7 +88,7 @@ def _ordered(result, order):
 
 def _one_home(result, home):
     # A placement result holds one matrix per home: draw the one asked for.
-    from ._placement import one_home
+    from ._home import one_home
 
     return one_home(result, home, hint="pass home=K, or draw them all with corelat.plot.placement()")
 

@@ -45,8 +45,9 @@ def _pairs(texts):
 
 def run(args):
     from .._compare import labels_for
+    from .._home import one_home
     from .._io import load
-    from .._placement import PlacementResult, one_home
+    from .._placement import PlacementResult
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")

@@ -130,8 +130,9 @@ def placement_text(result, structures, statistic="median"):
 
 
 def run(args):
+    from .._home import one_home
     from .._io import load
-    from .._placement import PlacementResult, one_home
+    from .._placement import PlacementResult
     from .._result import LatencyResult
     from .._structure import structure
 

@@ -302,25 +302,3 @@ def chain_lines(owner_cpu, root="/"):
     size = cache_bytes(owner_cpu, 2, root) or _DEFAULT_L2
     lines = size // 64 // 2
     return int(min(max(lines - lines % 2, CHAIN_MIN_LINES), CHAIN_MAX_LINES))
-
-
-def one_home(result, home=None, *, hint="pass home=K"):
-    """The :class:`~corelat.LatencyResult` to analyse or draw: ``result`` itself, or for a
-    :class:`~corelat.PlacementResult` (anything with ``homes`` and ``result(home)``: this module
-    sits below the placement code, so that structure() can use it) the home ``home`` names (its
-    label, a NUMA node K or a position).
-
-    Raises InputError for a placement result without ``home`` (``hint`` says what to do instead),
-    and for a ``home`` that a plain result was not measured with.
-    """
-    if hasattr(result, "homes") and callable(getattr(result, "result", None)):
-        if home is None:
-            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
-                             f"{hint}")
-        return result.result(home)
-    if home is not None:
-        asked = result.metadata.get("home", {}).get("requested", "initiator")
-        want = parse_home(f"node:{home}" if isinstance(home, (int, np.integer)) else home).label
-        if want != asked:
-            raise InputError(f"this result was measured with home {asked}, not {want}")
-    return result

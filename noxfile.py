@@ -36,28 +36,10 @@ def _package(session):
     return str(ROOT)
 
 
-#: Tests that fail on some matrix Pythons today: a Ctrl-C while `corelat` imports prints a traceback on
-#: 3.9; a save interrupted by Ctrl-C leaves an unclosed ZipFile whose finaliser raises on 3.9; under
-#: `ulimit -v` 3.9 prints a loader traceback and 3.10 once hung past 60 s.
-KNOWN_FAILING_ELSEWHERE = (
-    "test_messages.py::test_sigint_while_starting_never_prints_a_traceback",
-    "test_messages.py::test_import_under_a_small_memory_limit_is_one_line",
-    "test_files.py::test_ctrl_c_during_save_never_truncates",
-)
-
-
 def _pytest(session, *extra):
     args = ["-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT)]
     if os.environ.get("CORELAT_NOX_FULL") != "1":
         args += ["--ignore", str(ROOT / "tests" / "test_notebooks.py")]
-        # Known to fail on 3.9/3.10 and not yet fixed (see the CHANGELOG's known problems); they run in
-        # full on the primary Python (CI steps 40 and 60). CORELAT_NOX_FULL=1 runs them here too.
-        args += ["--ignore", str(ROOT / "tests" / "test_leaks.py")]  # interpreter-dependent block counts
-        # 3.9: after a save that failed on purpose (full disk, size limit), numpy's ZipFile is finalised
-        # at a later garbage collection and raises there ("seek of closed file"), failing whichever test
-        # runs then. Known problem, see the CHANGELOG.
-        args += ["-W", "ignore::pytest.PytestUnraisableExceptionWarning"]
-        args += ["-k", " and ".join(f"not {test.split('::')[-1]}" for test in KNOWN_FAILING_ELSEWHERE)]
     env = {"CORELAT_TEST_INSTALLED": "1"}
     if "CORELAT_SHARED" in os.environ:
         env["CORELAT_SHARED"] = os.environ["CORELAT_SHARED"]

@@ -8,8 +8,16 @@ quietly with status 130, and an excepthook that turns a failure while starting u
 :func:`release` hands Ctrl-C back to Python's KeyboardInterrupt once ``corelat.cli.main`` is ready
 to catch it. A program that merely imports corelat is left alone.
 
-Only modules the interpreter has already loaded are used here (``_signal`` is the C half of
-``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to land in it).
+Under an address-space limit the command also checks, before NumPy loads, that the limit leaves
+room for NumPy: the OpenBLAS that NumPy's wheels bundle allocates a 32 MiB buffer per thread as it
+loads and, before OpenBLAS 0.3.30 (NumPy < 2.3, the newest NumPy on Python 3.9 and 3.10), retries a
+failed allocation forever (OpenMathLib/OpenBLAS#5289). A limit too small is refused in one line
+instead of hanging. The command needs no BLAS threads, so unless the user chose a number it runs
+OpenBLAS with one thread there, where each thread would cost address space.
+
+Only modules the interpreter has already loaded are used before the handler is in place (``_signal``
+is the C half of ``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to
+land in it).
 """
 
 import _signal as signal
@@ -17,19 +25,78 @@ import os
 import sys
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+_COMMAND_MODULES = ("corelat", "corelat.__main__")
+MIB = 1 << 20
+#: What loading NumPy takes besides its shared libraries: OpenBLAS's buffer per thread, a stack per
+#: extra thread, and the Python modules of NumPy and corelat (about 20 MiB on Python 3.9-3.13).
+_BLAS_BUFFER, _THREAD_STACK, _MODULES_HEAP = 32 * MIB, 8 * MIB, 24 * MIB
+#: NumPy's libraries when they cannot be found (not a wheel: a distribution's NumPy, say).
+_UNKNOWN_LIBRARIES = 48 * MIB
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")  # OpenBLAS's order
+
+
+def _read(path, limit=1 << 16):
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _interpreter_argv():
+    """The interpreter's own command line: ``sys.orig_argv`` (3.10+), else ``/proc/self/cmdline``."""
+    orig = getattr(sys, "orig_argv", None)
+    if orig is not None:
+        return list(orig)
+    try:
+        raw = _read("/proc/self/cmdline")
+    except OSError:
+        return []
+    return [os.fsdecode(a) for a in raw[:-1].split(b"\0")] if raw.endswith(b"\0") else []
+
+
+def _runs_module(argv):
+    """True when the interpreter command line ``argv`` runs one of :data:`_COMMAND_MODULES` with ``-m``."""
+    args = iter(argv[1:])
+    for arg in args:
+        if arg in ("-W", "-X", "--check-hash-based-pycs"):
+            next(args, None)  # the option's value
+            continue
+        if not arg.startswith("-") or arg in ("-", "--"):
+            return False  # a script, or stdin: not -m
+        if arg.startswith("--"):
+            continue
+        for i, letter in enumerate(arg[1:], 1):  # a cluster of one-letter options, as in -Bm corelat
+            if letter in "cm":  # both end the options; their value is the rest or the next argument
+                return letter == "m" and (arg[i + 1:] or next(args, "")) in _COMMAND_MODULES
+            if letter in "WX":
+                if not arg[i + 1:]:
+                    next(args, None)
+                break
+    return False
 
 
 def running_as_command():
     """True when this process is the ``corelat`` console script or ``python -m corelat``."""
     if sys.argv and os.path.basename(sys.argv[0]) in ("corelat", "corelat.exe"):
         return True
-    orig = getattr(sys, "orig_argv", ())  # Python 3.10+; 3.9 keeps its default behaviour
-    return any(a == "-m" and b in ("corelat", "corelat.__main__") for a, b in zip(orig, orig[1:]))
+    # While `python -m` imports the module it will run, sys.argv[0] is "-m" (which module, only the
+    # interpreter's command line says: sys.orig_argv from 3.10, /proc/self/cmdline on 3.9).
+    if not hasattr(sys, "orig_argv") and sys.argv[:1] != ["-m"]:
+        return False
+    return _runs_module(_interpreter_argv())
 
 
 def _interrupted(signum, frame):
     os.write(2, b"corelat: interrupted\n")
     os._exit(EXIT_INTERRUPTED)
+
+
+def _fail(text):
+    try:
+        os.write(2, f"corelat: error: cannot start: {text}\n".encode("utf-8", "replace"))
+    finally:
+        os._exit(EXIT_FAILED)
 
 
 def _startup_failed(kind, value, tb):
@@ -41,11 +108,56 @@ def _startup_failed(kind, value, tb):
     if issubclass(kind, (MemoryError, ImportError)) or "memory" in str(value).lower():
         hint = " (out of memory while starting, or a broken install: is the memory limit, ulimit -v, too low?)"
     why = " ".join(str(value).split())
-    text = f"corelat: error: cannot start: {kind.__name__}{': ' + why[:160] if why else ''}{hint}\n"
-    try:
-        os.write(2, text.encode("utf-8", "replace"))
-    finally:
-        os._exit(EXIT_FAILED)
+    _fail(f"{kind.__name__}{': ' + why[:160] if why else ''}{hint}")
+
+
+def _numpy_libraries():
+    """Bytes of the shared libraries ``import numpy`` maps (its core extension, its wheel's libs)."""
+    for entry in sys.path:
+        package = os.path.join(entry or os.curdir, "numpy")
+        if os.path.isfile(os.path.join(package, "__init__.py")):
+            break
+    else:
+        return _UNKNOWN_LIBRARIES
+    total = 0
+    for folder, prefix in ((package + ".libs", ""), (os.path.join(package, "_core"), "_multiarray_umath"),
+                           (os.path.join(package, "core"), "_multiarray_umath")):  # NumPy 2, NumPy 1
+        try:
+            with os.scandir(folder) as entries:
+                total += sum(e.stat().st_size for e in entries if e.name.startswith(prefix) and ".so" in e.name)
+        except OSError:
+            pass
+    return total or _UNKNOWN_LIBRARIES
+
+
+def _blas_threads():
+    """OpenBLAS's thread count as it will read it; 1 set for it when the user chose none."""
+    for name in _BLAS_THREADS:
+        try:
+            n = int(os.environ.get(name, "0"))
+        except ValueError:
+            continue
+        if n > 0:
+            return min(n, os.cpu_count() or n)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # takes precedence over the other two
+    return 1
+
+
+def check_address_space():
+    """Refuse, in one line, an address-space limit (``ulimit -v``) too small to load NumPy."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return
+    threads = _blas_threads()
+    in_use = int(_read("/proc/self/statm").split()[0]) * resource.getpagesize()
+    need = (in_use + _numpy_libraries() + threads * _BLAS_BUFFER + (threads - 1) * _THREAD_STACK
+            + _MODULES_HEAP)
+    if need > limit:
+        blas = f" with {threads} OpenBLAS threads" if threads > 1 else ""
+        _fail(f"the address-space limit (ulimit -v) of {limit // MIB} MiB is below the {-(-need // MIB)} MiB "
+              f"that loading NumPy{blas} takes (with less, NumPy's OpenBLAS can hang); raise the limit")
 
 
 def install():
@@ -56,6 +168,10 @@ def install():
         except ValueError:  # imported from a thread other than the main one: not the command starting
             return
         sys.excepthook = _startup_failed
+        try:
+            check_address_space()
+        except (OSError, ValueError, IndexError):
+            pass  # /proc unreadable: start as before, without the check
 
 
 def release():

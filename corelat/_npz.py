@@ -80,8 +80,26 @@ def write(path, kind, header, arrays):
         if k == "header":
             raise ValueError("'header' is reserved for the JSON header")
         members[k] = np.asarray(v)
-    # np.savez appends .npz to names without it; write through a file object to keep the name.
-    _files.atomic_write(path, lambda f: np.savez_compressed(f, **members))
+    _files.atomic_write(path, lambda f: _write_archive(f, members))
+
+
+def _write_archive(f, members):
+    """The archive ``np.savez_compressed`` writes (a deflated zip of ``NAME.npy`` members), to the open
+    binary file ``f``, without pickles, and always closed: on a failure (Ctrl-C, full disk) NumPy's
+    leaves its ZipFile open, and the finaliser then fails at a later garbage collection
+    ("seek of closed file") in whatever code runs then."""
+    z = zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_DEFLATED, allowZip64=True)
+    try:
+        for name, value in members.items():
+            with z.open(f"{name}.npy", "w", force_zip64=True) as m:  # as NumPy does (numpy gh-10776)
+                np.lib.format.write_array(m, value, allow_pickle=False)
+    except BaseException:
+        try:
+            z.close()  # the temporary file is thrown away; nothing of this may hide the first error
+        except Exception:  # noqa: BLE001 - any: the first error is the one to report
+            z.fp = None  # so the finaliser does not try again, on a file closed by then
+        raise
+    z.close()
 
 
 def read(path, only=None):

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli
 
 import corelat
-from corelat import _stats
+from corelat import _early, _stats
 
 CMD = [sys.executable, "-m", "corelat"]
 
@@ -64,18 +64,28 @@ def test_broken_pipe_exits_quietly(args):
     assert p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr)
 
 
-def test_import_under_a_small_memory_limit_is_one_line():
+@pytest.mark.parametrize("blas_threads", ["1", None])
+def test_import_under_a_small_memory_limit_is_one_line(blas_threads):
     # ulimit -v: Python starts, NumPy's import runs out of address space. The limits are tried from
-    # high to low; each gives either a working command or a one-line error, never a traceback.
+    # high to low; each gives either a working command or a one-line error, never a traceback, and
+    # never a hang: NumPy < 2.3's OpenBLAS retried its buffer forever (60-120 MiB on 3.10, with its
+    # default thread count 85-105 MiB on 3.9), unless corelat refuses the limit first.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                            "OMP_NUM_THREADS")}
+    if blas_threads:
+        env["OPENBLAS_NUM_THREADS"] = blas_threads
     seen = set()
-    for mib in (400, 200, 140, 110, 80, 60):
+    for mib in (400, 200, 140, 120, 110, 100, 90, 80, 70, 60):
         limit = mib * 1024 * 1024
 
         def cap(limit=limit):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-        p = subprocess.run([*CMD, "topology"], check=False, capture_output=True, text=True, timeout=60, preexec_fn=cap,
-                           env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+        try:
+            p = subprocess.run([*CMD, "topology"], check=False, capture_output=True, text=True, timeout=60,
+                               preexec_fn=cap, env=env)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"corelat topology under ulimit -v {mib} MiB still running after 60 s")
         seen.add(p.returncode)
         if "Fatal Python error" in p.stderr or "Could not find platform" in p.stderr:
             continue  # the interpreter itself could not start: nothing of ours ran
@@ -87,6 +97,32 @@ def test_import_under_a_small_memory_limit_is_one_line():
         if p.returncode == 1:  # ours, or OpenBLAS's own line (it exits from C as NumPy loads it)
             assert p.stderr.count("\n") == 1, p.stderr
             assert "corelat: error: cannot start" in p.stderr or p.stderr.startswith("OpenBLAS"), p.stderr
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["python", "-m", "corelat"], True),
+    (["python", "-m", "corelat.__main__", "topology"], True),
+    (["python", "-mcorelat"], True),
+    (["python", "-X", "dev", "-W", "error", "-Bm", "corelat"], True),
+    (["python", "-m", "corelatx"], False),
+    (["python", "-m", "pytest", "-m", "corelat"], False),
+    (["python", "-c", "import corelat", "-m", "corelat"], False),
+    (["python", "script.py", "-m", "corelat"], False),
+    (["python"], False),
+])
+def test_command_recognised_from_the_interpreter_command_line(argv, command):
+    # Python 3.9 has no sys.orig_argv: while `python -m corelat` imports corelat, sys.argv[0] is "-m"
+    # and only the interpreter's command line (/proc/self/cmdline) says which module runs.
+    assert _early._runs_module(argv) is command
+
+
+def test_command_recognised_without_orig_argv(monkeypatch):
+    monkeypatch.delattr(sys, "orig_argv", raising=False)
+    monkeypatch.setattr(sys, "argv", ["-m"])
+    monkeypatch.setattr(_early, "_read", lambda path, limit=0: b"python3.9\0-m\0corelat\0topology\0")
+    assert _early.running_as_command()
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/script.py"])
+    assert not _early.running_as_command()
 
 
 @pytest.mark.parametrize("args, message", [

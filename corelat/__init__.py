@@ -14,6 +14,7 @@ from ._errors import (
     InputTypeError,
     MeasurementError,
     MeasurementTimeout,
+    MissingDependencyError,
 )
 from ._fleet import FleetResult, fleet
 from ._fleet_run import measure_fleet
@@ -47,6 +48,7 @@ __all__ = [
     "LockResult",
     "MeasurementError",
     "MeasurementTimeout",
+    "MissingDependencyError",
     "PairFlag",
     "PlacementResult",
     "SMTResult",

@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ._extras import require
+
 #: A difference between blocks must exceed this many residual standard deviations (robust, pooled).
 SEP_SIGMA = 3.0
 #: ... this many standard errors of the difference between the two block means.
@@ -161,8 +163,8 @@ def _cuts(dist):
 
     Replays the merges (scipy's ``cut_tree`` does the same but is quadratic in Python).
     """
-    from scipy.cluster.hierarchy import linkage
-    from scipy.spatial.distance import squareform
+    linkage = require("scipy.cluster.hierarchy", None, "reading the latency structure").linkage
+    squareform = require("scipy.spatial.distance", None, "reading the latency structure").squareform
 
     u = dist.shape[0]
     z = linkage(squareform(dist, checks=False), method="average")

@@ -5,6 +5,8 @@ status 2); ``MeasurementError`` and ``MeasurementTimeout`` come from a measureme
 could not finish (exit status 1).
 """
 
+import os
+
 
 class CorelatError(Exception):
     """Base class of every exception corelat raises on purpose.
@@ -16,7 +18,7 @@ class CorelatError(Exception):
     ...     corelat.load("no-such-file.npz")
     ... except corelat.CorelatError as e:
     ...     print(type(e).__name__)
-    InputError
+    InputFileNotFoundError
     """
 
 
@@ -68,6 +70,23 @@ class InputFileNotFoundError(InputError, FileNotFoundError):
     """
 
 
+class MissingDependencyError(CorelatError, ImportError):
+    """An optional package that the call needs is not installed (matplotlib, mpi4py, ...).
+
+    Also an :class:`ImportError`; the message gives the command that installs it.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> issubclass(corelat.MissingDependencyError, ImportError)
+    True
+    >>> try:
+    ...     fig = corelat.plot.heatmap(corelat.load(corelat.example_files()[0]))  # doctest: +SKIP
+    ... except corelat.MissingDependencyError as e:  # where matplotlib is not installed
+    ...     print(e)
+    """
+
+
 class MeasurementError(CorelatError, RuntimeError):
     """A measurement started but failed (a thread could not be created or pinned, ...).
 
@@ -96,3 +115,10 @@ class MeasurementTimeout(MeasurementError, TimeoutError):
     ... except corelat.MeasurementTimeout as e:
     ...     print("a partner stalled:", e)
     """
+
+
+def unreadable(path, error, what=""):
+    """The error for a file or folder ``path`` that could not be read (``error``, an :class:`OSError`):
+    an :class:`InputFileNotFoundError` where it does not exist, else an :class:`InputError`."""
+    cls = InputFileNotFoundError if isinstance(error, FileNotFoundError) else InputError
+    return cls(f"cannot read {what}{os.fspath(path)}: {error.strerror or error}")

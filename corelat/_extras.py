@@ -5,6 +5,7 @@ installed with ``pip install .`` or ``-e .`` needs the checkout's path instead. 
 one it was in the installed distribution's ``direct_url.json`` (PEP 610).
 """
 
+import importlib
 import json
 import os
 import shlex
@@ -49,16 +50,32 @@ def _checkout():
     return root if os.path.isfile(os.path.join(root, "pyproject.toml")) else None
 
 
+def require(module, extra, what, also=""):
+    """Import and return ``module``, or raise a MissingDependencyError (also an ImportError) naming
+    ``what`` needs it and the command that installs ``corelat[extra]`` (``extra`` None: corelat's own
+    dependencies); ``also`` adds to the message what else to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        from ._errors import MissingDependencyError
+
+        package = module.split(".")[0]
+        raise MissingDependencyError(f"{what} needs {package}; install it with: {install_command(extra)}{also} "
+                                     f"({e})", name=package) from None
+
+
 def install_command(extra, *, read_direct_url=_read_direct_url, checkout=_checkout, cwd=None, python=None):
-    """A shell command installing ``corelat[extra]`` into the running interpreter's environment."""
+    """A shell command installing ``corelat[extra]`` (``extra`` None: corelat itself) into the running
+    interpreter's environment."""
     cwd = os.path.abspath(cwd or os.getcwd())
     python = python or sys.executable or "python3"
     source = checkout() or _source_dir(read_direct_url)
+    brackets = f"[{extra}]" if extra else ""
     if source is None:
-        target = f"corelat[{extra}]"
+        target = f"corelat{brackets}"
     elif os.path.abspath(source) == cwd:
-        target = f".[{extra}]"
+        target = f".{brackets}"
     else:
-        target = f"{source}[{extra}]"
+        target = f"{source}{brackets}"
     rel = os.path.relpath(python, cwd) if python.startswith(cwd + os.sep) else python
     return f"{shlex.quote(rel)} -m pip install {shlex.quote(target)}"

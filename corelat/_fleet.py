@@ -10,6 +10,8 @@ differs from the rest of its group. :func:`corelat.measure_fleet` measures a fle
 ends in the same analysis.
 """
 
+from __future__ import annotations
+
 import datetime
 import hashlib
 import json
@@ -17,7 +19,7 @@ import math
 import os
 import types
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,11 +28,12 @@ import numpy as np
 
 from . import _files, _npz, _schema, _text
 from . import _fleet_classes as classes
-from ._errors import InputError
+from ._errors import InputError, InputFileNotFoundError, unreadable
 from ._fleet_stats import RunningMedian, nan_median, robust
 from ._hostlist import expected_nodes
 from ._protocol import Result, from_file, jsonable, same
 from ._result import MEDIAN_MEMBER, LatencyResult, thaw
+from ._types import Nodes, Path
 from ._version import __version__
 
 #: A class median deviating by more than this fraction of the group's median can be an outlier...
@@ -631,9 +634,9 @@ def load_fleet(path):
         text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
         return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
     except InputError as e:
-        raise InputError(e if str(e).startswith(path) else f"{path}: {e}") from None
+        raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise InputError(f"{path}: corrupt or unreadable fleet result ({type(e).__name__}: {e})") from None
 
@@ -825,7 +828,7 @@ def node_files(folder):
     try:
         names = sorted(os.listdir(folder))
     except OSError as e:
-        raise InputError(f"cannot read the folder {folder}: {e.strerror or e}") from None
+        raise unreadable(folder, e, "the folder ") from None
     return [os.path.join(folder, n) for n in names
             if n.endswith((".npz", ERROR_SUFFIX)) and not n.startswith(".")]  # .name.tmp: a save under way
 
@@ -884,7 +887,12 @@ def _add_paths(builder, paths):
             _add(builder, q, fut.result())
 
 
-def fleet(paths_or_results, expect=None, *, name=None):
+def fleet(
+    paths_or_results: Path | LatencyResult | Iterable[Path | LatencyResult],
+    expect: Nodes | None = None,
+    *,
+    name: str | None = None,
+) -> FleetResult:
     """Compare many machines: group them by hardware and name the nodes that are off.
 
     Parameters
@@ -936,7 +944,7 @@ def fleet(paths_or_results, expect=None, *, name=None):
             elif os.path.exists(path):
                 _add_paths(builder, [path])
             else:
-                raise InputError(f"{path}: no such file or folder")
+                raise InputFileNotFoundError(f"{path}: no such file or folder")
         else:
             raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or results")
     return builder.finish(expect=expect, metadata={"source": folders or "results"})

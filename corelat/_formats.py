@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from . import _files
-from ._errors import InputError
+from ._errors import InputError, unreadable
 from ._result import LatencyResult
 
 
@@ -54,7 +54,7 @@ def _read(path):
     try:
         data = _files.read_bytes(path, _files.MAX_TEXT_BYTES)
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
     if b"\0" in data:
         raise InputError(f"{path}: a binary file, not a latency matrix")
     try:

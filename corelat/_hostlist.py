@@ -7,7 +7,7 @@ import os
 import re
 
 from . import _files
-from ._errors import InputError
+from ._errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
 #: A host list naming more nodes than this is a typo, not a cluster.
@@ -78,7 +78,11 @@ def expected_nodes(spec):
     if spec is None:
         return None
     if not isinstance(spec, (str, os.PathLike)):
-        return list(dict.fromkeys(str(s) for s in spec))
+        try:
+            return list(dict.fromkeys(str(s) for s in spec))
+        except TypeError:
+            raise InputTypeError(f"expected nodes: give a list of names, a file or a host list, not "
+                                 f"{type(spec).__name__}") from None
     path = os.fspath(spec)
     if os.path.isdir(path) and "/" in path:
         raise InputError(f"node list {path}: a folder, not a file of node names")
@@ -86,7 +90,7 @@ def expected_nodes(spec):
         try:
             text = _files.read_bytes(path, MAX_LIST_BYTES).decode("utf-8")
         except OSError as e:  # not a regular file (/dev/zero, a FIFO, a folder), too large, unreadable
-            raise InputError(f"cannot read the node list {path}: {e.strerror or e}") from None
+            raise unreadable(path, e, "the node list ") from None
         except UnicodeDecodeError as e:
             raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
         words = []
@@ -94,5 +98,5 @@ def expected_nodes(spec):
             words.extend(line.split("#", 1)[0].split())
         return list(dict.fromkeys(n for w in words for n in expand(w)))
     if "/" in path:
-        raise InputError(f"node list {path}: no such file")
+        raise InputFileNotFoundError(f"node list {path}: no such file")
     return expand(path)

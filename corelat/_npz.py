@@ -25,7 +25,7 @@ import zlib
 import numpy as np
 
 from . import _files
-from ._errors import InputError
+from ._errors import InputError, unreadable
 
 #: Version of the container layout; bumped when a reader could misread a newer file.
 FORMAT_VERSION = 2
@@ -64,7 +64,7 @@ def is_npz(path):
         with _files.open_regular(path, max(_files.MAX_NPZ_BYTES, _files.MAX_TEXT_BYTES)) as f:
             head = f.read(4)
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
     return head.startswith(b"PK")
 
 
@@ -116,7 +116,7 @@ def read(path, only=None):
     try:
         f = _files.open_regular(path, _files.MAX_NPZ_BYTES)
     except OSError as e:
-        raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        raise unreadable(path, e) from None
     try:
         with f, zipfile.ZipFile(f) as z:
             members = _members(z, path)

@@ -9,12 +9,16 @@ initiator, 176 ns homed with the responder, 190 ns homed on a third node").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from ._errors import InputError
 from ._home import SPREAD_NODE, allowed_mems, check_home, memory_nodes, parse_home
 from ._protocol import Result, jsonable, prefixed
 from ._result import LatencyResult, PairFlag
+from ._types import CPUs
 from ._validate import as_list
 
 #: The roles of a cell's two CPUs per kernel: (the CPU the first role names, its word, the other's word).
@@ -43,7 +47,7 @@ def _home_list(homes, cpus, kernel):
     return out
 
 
-def placement(cpus=None, homes="nodes", **measure_kwargs):
+def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes", **measure_kwargs: Any) -> PlacementResult:
     """Measure the latency matrix once per home of the line.
 
     Parameters

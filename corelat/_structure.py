@@ -29,11 +29,19 @@ People look at a heatmap and say "2 groups of 8 cores, 17 ns within, 85 ns acros
 
 import math
 import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
 from ._protocol import Result, jsonable, thaw
+from ._types import Statistic
+
+if TYPE_CHECKING:  # annotations only: _result, _placement and _topology import this module's callers
+    from ._placement import PlacementResult
+    from ._result import LatencyResult
+    from ._topology import Topology
 
 #: Siblings must be at least this many times faster than the CPU's fastest non-sibling. Published
 #: matrices show 2x (Zen 3, 7.5 vs 15 ns) to 6x (Cascade Lake, 7 vs 43 ns); not the "order of
@@ -529,7 +537,13 @@ class Structure(Result):
 
 
 # -- the analysis ----------------------------------------------------------------------------------
-def structure(result, statistic="median", topology=None, *, home=None):
+def structure(
+    result: Union["LatencyResult", "PlacementResult"],
+    statistic: Statistic = "median",
+    topology: Union["Topology", Iterable[Mapping[str, Any]], None] = None,
+    *,
+    home: Union[int, str, None] = None,
+) -> "Structure":
     """Infer SMT siblings and nested latency groups from a latency matrix.
 
     Works on measured results and on imported single-value matrices alike.
@@ -602,6 +616,7 @@ def structure(result, statistic="median", topology=None, *, home=None):
     cd = _core_matrix(d, core_idx)
     labels = _blocks.nested_levels(cd) if len(core_idx) >= 3 and core_vals.size else []
     ratio = _blocks.noise_ratio(cd)
+    reliable: bool | None
     if smt_groups or labels:
         reliable = True
     else:

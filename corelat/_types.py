@@ -30,3 +30,5 @@ DEFAULT_ORDER: Order | None = None
 Progress = Union[bool, Callable[[int, int], object]]
 #: A file or folder path.
 Path = Union[str, "os.PathLike[str]"]
+#: Nodes expected in a fleet: a list of names, a file of names, or a Slurm-style host list.
+Nodes = Union[str, "os.PathLike[str]", Sequence[str]]

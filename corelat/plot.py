@@ -16,15 +16,28 @@ no ``ax`` is given the figure is made with pyplot (so notebooks show it); close 
 ``plt.close(fig)`` in long scripts.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from ._errors import InputError
+from ._extras import require
 from ._result import PairFlag
 from ._text import value_err as _fmt
-from ._types import DEFAULT_ORDER
+from ._types import DEFAULT_ORDER, Order, Path, Statistic
 from ._validate import check_order
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is first called
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from ._fleet import FleetResult
+    from ._placement import PlacementResult
+    from ._result import LatencyResult
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -40,13 +53,7 @@ _NAN_COLOUR = "#d9d9d9"
 
 
 def _plt():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:
-        from ._extras import install_command
-
-        raise ImportError(f"corelat.plot needs matplotlib; install it with: {install_command('plot')}") from None
-    return plt
+    return require("matplotlib.pyplot", "plot", "corelat.plot")
 
 
 def _ordered(result, order):
@@ -124,8 +131,20 @@ def _figsize(n):
     return (side + 1.4, side)
 
 
-def heatmap(result, order=DEFAULT_ORDER, statistic="median", annotate=None, ax=None, *, vmin=None, vmax=None,
-            colorbar=True, cmap="viridis", title=None, home=None):
+def heatmap(
+    result: LatencyResult | PlacementResult,
+    order: Order | None = DEFAULT_ORDER,
+    statistic: Statistic = "median",
+    annotate: bool | None = None,
+    ax: Axes | None = None,
+    *,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+    cmap: str = "viridis",
+    title: str | None = None,
+    home: int | str | None = None,
+) -> Axes:
     """Draw the latency matrix as a heatmap.
 
     Parameters
@@ -165,7 +184,7 @@ def heatmap(result, order=DEFAULT_ORDER, statistic="median", annotate=None, ax=N
     ------
     InputError
         For an unknown order or statistic, or a placement result without a valid ``home``.
-    ImportError
+    MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
 
     Examples
@@ -181,7 +200,7 @@ def heatmap(result, order=DEFAULT_ORDER, statistic="median", annotate=None, ax=N
     m = np.array(ordered.statistic(statistic), dtype=float)
     n = ordered.n
     own_figure = ax is None
-    if own_figure:
+    if ax is None:
         _, ax = plt.subplots(figsize=_figsize(n), layout="constrained")
     fig = ax.figure
     auto_scale = vmin is None and vmax is None
@@ -310,7 +329,14 @@ def _default_pairs(result, limit):
     return sorted(out[:limit], key=lambda p: med[p])
 
 
-def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFAULT_CLIP):
+def distribution(
+    result: LatencyResult,
+    pairs: Sequence[tuple[int, int]] | None = None,
+    kind: Literal["violin", "hist"] = "violin",
+    ax: Axes | None = None,
+    limit: int = 12,
+    clip: tuple[float, float] | None = DEFAULT_CLIP,
+) -> Axes:
     """Per-pair sample distributions, where bimodal or unstable pairs show.
 
     Parameters
@@ -340,7 +366,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
     InputError
         For a value-only result (imported from another tool's file: no samples), an unknown
         kind, a pair that is not two CPUs of the result, or a bad ``clip``.
-    ImportError
+    MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
 
     Examples
@@ -368,6 +394,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
             except (KeyError, TypeError, ValueError):
                 raise InputError(f"pair {p!r} is not two CPUs of this result {result.cpus}") from None
     data, labels, counts = [], [], []
+    flags = np.asarray(result.flags)
     for i, j in idx:
         s = result.samples[i, j]
         s = s[~np.isnan(s)]
@@ -376,7 +403,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
             s = s[~np.isnan(s)]
         if s.size == 0:
             continue
-        flag = result.flags[i, j] | result.flags[j, i]
+        flag = flags[i, j] | flags[j, i]
         mark = " bimodal" if flag & PairFlag.BIMODAL else (" unstable" if flag & PairFlag.UNSTABLE else "")
         data.append(s)
         counts.append(s.size)
@@ -385,7 +412,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
         raise InputError("no measured samples for the requested pairs")
     plt = _plt()
     own_figure = ax is None
-    if own_figure:
+    if ax is None:
         width = min(max(5.0, 0.7 * len(data) + 2.5), 16.0)
         _, ax = plt.subplots(figsize=(width, 4.5), layout="constrained")
     # Preempted samples (a VM's vCPU descheduled) can be 100x the bulk: then a log scale keeps both
@@ -429,7 +456,7 @@ def distribution(result, pairs=None, kind="violin", ax=None, limit=12, clip=DEFA
         else:
             bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
         for s, label in zip(data, labels):
-            ax.hist(s, bins=bins, histtype="step", linewidth=1.3, label=label)
+            ax.hist(s, bins=bins.tolist(), histtype="step", linewidth=1.3, label=label)
         ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
         ax.set_ylabel("samples")
         ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
@@ -505,7 +532,13 @@ def _log_labels(axis, lo, hi):
     axis.set_tick_params(which="minor", labelsize=7)
 
 
-def compare(results, names=None, order=DEFAULT_ORDER, statistic="median", annotate=None):
+def compare(
+    results: Sequence[LatencyResult | Path],
+    names: Sequence[str] | None = None,
+    order: Order | None = DEFAULT_ORDER,
+    statistic: Statistic = "median",
+    annotate: bool | None = None,
+) -> Figure:
     """Heatmaps of several results side by side on one colour scale.
 
     Parameters
@@ -530,7 +563,7 @@ def compare(results, names=None, order=DEFAULT_ORDER, statistic="median", annota
     ------
     InputError
         For no results, or a file that cannot be read.
-    ImportError
+    MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
 
     Examples
@@ -543,18 +576,18 @@ def compare(results, names=None, order=DEFAULT_ORDER, statistic="median", annota
     from ._compare import labels_for
 
     plt = _plt()
-    results = list(results)
-    if not results:
+    items = list(results)
+    if not items:
         raise InputError("nothing to compare")
-    results, names = labels_for(results, names)
-    values = np.concatenate([np.ravel(r.statistic(statistic)) for r in results])
+    loaded, names = labels_for(items, names)
+    values = np.concatenate([np.ravel(r.statistic(statistic)) for r in loaded])
     values = values[np.isfinite(values)]
     vmin, vmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
-    k = len(results)
-    side = min(max(4.0, 0.3 * max(r.n for r in results) + 2.0), 9.0)
+    k = len(loaded)
+    side = min(max(4.0, 0.3 * max(r.n for r in loaded) + 2.0), 9.0)
     fig, axes = plt.subplots(1, k, figsize=(side * k + 1.5, side + 1.0), layout="constrained", squeeze=False)
     axes = list(axes[0])
-    for ax, r, name in zip(axes, results, names):
+    for ax, r, name in zip(axes, loaded, names):
         heatmap(r, order=order, statistic=statistic, annotate=annotate, ax=ax, vmin=vmin, vmax=vmax,
                 colorbar=False, title=f"{name}\n{r.kernel} kernel, {r.n} CPUs")
     mappable = axes[0].images[0]
@@ -573,7 +606,13 @@ def compare(results, names=None, order=DEFAULT_ORDER, statistic="median", annota
 FLEET_DEVIATION_RANGE = 0.3
 
 
-def fleet(result, node=None, *, group=None, max_nodes=200):
+def fleet(
+    result: FleetResult,
+    node: str | LatencyResult | None = None,
+    *,
+    group: int | None = None,
+    max_nodes: int = 200,
+) -> Figure:
     """Pictures of a fleet result.
 
     Without ``node``: a heat table per group, nodes × pair classes, coloured by each class
@@ -600,7 +639,7 @@ def fleet(result, node=None, *, group=None, max_nodes=200):
     ------
     InputError
         For an unknown group or node, or a node without a recorded file.
-    ImportError
+    MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
 
     Examples
@@ -698,7 +737,12 @@ def _fleet_ratio(plt, result, node):
     return fig
 
 
-def placement(result, order=DEFAULT_ORDER, statistic="median", annotate=None):
+def placement(
+    result: PlacementResult,
+    order: Order | None = DEFAULT_ORDER,
+    statistic: Statistic = "median",
+    annotate: bool | None = None,
+) -> Figure:
     """Small multiples of a :func:`corelat.placement` result.
 
     One heatmap per home of the line, on one colour scale, titled with each home and where its
@@ -723,7 +767,7 @@ def placement(result, order=DEFAULT_ORDER, statistic="median", annotate=None):
     ------
     InputError
         For anything but a placement result.
-    ImportError
+    MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
 
     Examples

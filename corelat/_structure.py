@@ -27,11 +27,13 @@ People look at a heatmap and say "2 groups of 8 cores, 17 ns within, 85 ns acros
    memory for the whole run.
 """
 
+from __future__ import annotations
+
 import math
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -538,12 +540,12 @@ class Structure(Result):
 
 # -- the analysis ----------------------------------------------------------------------------------
 def structure(
-    result: Union["LatencyResult", "PlacementResult"],
+    result: LatencyResult | PlacementResult,
     statistic: Statistic = "median",
-    topology: Union["Topology", Iterable[Mapping[str, Any]], None] = None,
+    topology: Topology | Iterable[Mapping[str, Any]] | None = None,
     *,
-    home: Union[int, str, None] = None,
-) -> "Structure":
+    home: int | str | None = None,
+) -> Structure:
     """Infer SMT siblings and nested latency groups from a latency matrix.
 
     Works on measured results and on imported single-value matrices alike.
@@ -591,7 +593,7 @@ def structure(
     from ._validate import check_topology
 
     check_topology(topology)
-    result = one_home(result, home, hint="pass home=K (or read every home: result.summary_text())")
+    result = cast("LatencyResult", one_home(result, home, hint="pass home=K (or read every home: result.summary_text())"))
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)

@@ -592,10 +592,10 @@ def compare(
                 colorbar=False, title=f"{name}\n{r.kernel} kernel, {r.n} CPUs")
     mappable = axes[0].images[0]
     cb = fig.colorbar(mappable, ax=axes, shrink=0.85, pad=0.02)
-    quantities = {_value_label(r, statistic).split(", ", 1)[0] for r in results}
-    words = "; ".join(dict.fromkeys(_statistic_words(r, statistic) for r in results))
+    quantities = {_value_label(r, statistic).split(", ", 1)[0] for r in loaded}
+    words = "; ".join(dict.fromkeys(_statistic_words(r, statistic) for r in loaded))
     cb.set_label(f"{quantities.pop()}, {words}" if len(quantities) == 1
-                 else "; ".join(dict.fromkeys(_value_label(r, statistic) for r in results)))
+                 else "; ".join(dict.fromkeys(_value_label(r, statistic) for r in loaded)))
     fig.suptitle("core-to-core latency, one colour scale")
     _settle(fig)
     return fig

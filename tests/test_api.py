@@ -37,7 +37,11 @@ def _internal_imports():
         mod = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         pkg = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
         deps = set()
-        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # annotation-only imports never run: no cycle
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                node.body = []
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))

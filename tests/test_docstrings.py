@@ -133,10 +133,29 @@ def test_docstring_examples_run():
 
 
 def test_help_shows_no_private_parameters():
+    # Functions, methods and classes' constructors alike (help(corelat.Structure) showed '_cores').
+    checked = 0
     for name, obj in PUBLIC.items():
-        if inspect.isfunction(obj):
+        if inspect.isfunction(obj) or (inspect.isclass(obj) and not issubclass(obj, (BaseException, int))):
             hidden = [p for p in inspect.signature(obj).parameters if p.startswith("_")]
             assert not hidden, f"{name} has private parameters {hidden}"
+            checked += inspect.isclass(obj)
+    assert checked >= 10
+
+
+def test_public_functions_are_annotated():
+    # Issue 9: type hints on every public function (corelat.__all__ and corelat.plot): each
+    # parameter and the return.
+    missing = []
+    for name in TOP_LEVEL:
+        obj = PUBLIC[name]
+        if not inspect.isfunction(obj):
+            continue
+        sig = inspect.signature(obj)
+        missing += [f"{name}({p})" for p, v in sig.parameters.items() if v.annotation is inspect.Parameter.empty]
+        if sig.return_annotation is inspect.Signature.empty:
+            missing.append(f"{name} -> ?")
+    assert not missing, f"public functions without type hints: {missing}"
 
 
 def test_api_reference_builds_without_warnings(tmp_path):

@@ -54,6 +54,12 @@ class InputTypeError(InputError, TypeError):
     """
 
 
+class InputKeyError(InputError, KeyError):
+    # A name that is not there (a fleet's node): also a KeyError, for code that looks names up.
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""  # KeyError would quote the message
+
+
 class InputFileNotFoundError(InputError, FileNotFoundError):
     """A file or folder that an argument names does not exist.
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _files, _npz, _schema, _text
 from . import _fleet_classes as classes
-from ._errors import InputError, InputFileNotFoundError, unreadable
+from ._errors import InputError, InputFileNotFoundError, InputKeyError, InputTypeError, unreadable
 from ._fleet_stats import RunningMedian, nan_median, robust
 from ._hostlist import expected_nodes
 from ._protocol import Result, from_file, jsonable, same
@@ -338,7 +338,7 @@ class FleetResult(Result):
         for g in self.groups:
             if node in g.nodes:
                 return g
-        raise KeyError(f"no node {node!r} with a result in this fleet")
+        raise InputKeyError(f"no node {node!r} with a result in this fleet")
 
     def records(self):
         """One dict per node, errors and missing ones included.
@@ -926,7 +926,11 @@ def fleet(
     items = paths_or_results
     if isinstance(items, (str, os.PathLike, LatencyResult)):
         items = [items]
-    items = list(items)
+    try:
+        items = list(items)
+    except TypeError:
+        raise InputTypeError(f"cannot read a fleet from {type(items).__name__!r}: give folders, files or "
+                             "results") from None
     if name is None:
         first = items[0] if len(items) == 1 else None
         name = os.path.basename(os.path.normpath(os.fspath(first))) if isinstance(first, (str, os.PathLike)) \

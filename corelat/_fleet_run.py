@@ -502,7 +502,9 @@ def measure_fleet(
         raise InputTypeError("measure_fleet names each result after its node; do not pass name")
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
     from ._sweep import measure
-    from ._validate import allowed_cpus, resolve_cpus
+    from ._validate import allowed_cpus, check_keywords, resolve_cpus
+
+    check_keywords(measure, measure_kwargs, "measure_fleet")
 
     if wait is None:
         cpus = measure_kwargs.get("cpus")

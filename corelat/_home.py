@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _cpulist, _sysinfo
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 
 #: The home choices of :func:`corelat.measure` (``K`` a NUMA node or a CPU id).
 HOMES = ("initiator", "responder", "node:K", "cpu:K")
@@ -105,7 +105,10 @@ def one_home(result, home=None, *, hint="pass home=K"):
     and for a ``home`` that a plain result was not measured with. (A placement result is told by its
     ``homes`` and ``results``: importing its class here would make _structure import _placement.)
     """
-    if hasattr(result, "homes") and hasattr(result, "results"):
+    placement = hasattr(result, "homes") and hasattr(result, "results")
+    if not (placement or hasattr(result, "statistic") and hasattr(result, "cpus")):
+        raise InputTypeError(f"expected a LatencyResult or a PlacementResult, not {type(result).__name__}")
+    if placement:
         if home is None:
             raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
                              f"{hint}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _files, _formats, _npz
 from ._check import CheckReport
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 from ._fleet import FleetResult, load_fleet
 from ._locks import LockResult
 from ._placement import PlacementResult
@@ -67,7 +67,10 @@ def load(path: Path) -> Any:
     >>> type(r).__name__
     'LatencyResult'
     """
-    path = os.fspath(path)
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise InputTypeError(f"load() reads a file: give a path, not {type(path).__name__}") from None
     if not _npz.is_npz(path):
         if path.lower().endswith(".json") or _starts_like_json(path):
             return load_fleet(path)  # the one kind saved as JSON: a fleet report (fleet.json)

@@ -86,8 +86,9 @@ def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes", **m
     across packages: 114 ns homed with the owner, 176 ns homed with the reader
     """
     from ._sweep import measure
-    from ._validate import check_params, resolve_cpus
+    from ._validate import check_keywords, check_params, resolve_cpus
 
+    check_keywords(measure, measure_kwargs, "placement")
     if "home" in measure_kwargs:
         raise InputError("placement() measures every home in `homes`; do not pass home=")
     cpus = resolve_cpus(cpus)

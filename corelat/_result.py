@@ -320,6 +320,8 @@ class LatencyResult(Result):
         (1, 0)
         """
         idx = np.asarray(indices, dtype=np.intp)
+        if idx.size and not (-self.n <= idx.min() and idx.max() < self.n):
+            raise InputError(f"indices must be positions 0 to {self.n - 1} of this result's CPUs")
         ix = np.ix_(idx, idx)
         return LatencyResult(
             cpus=tuple(self.cpus[i] for i in idx),
@@ -494,7 +496,10 @@ class LatencyResult(Result):
         >>> rec["cpus"], rec["count"]
         ((0, 1), 300)
         """
-        names = (statistic,) if statistic else ("median", "err", "mean", "min", "max", "std")
+        every = ("median", "err", "mean", "min", "max", "std")
+        if statistic and statistic not in every:
+            raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
+        names = (statistic,) if statistic else every
         mats = {k: self.statistic(k) if k in self.STATISTICS else getattr(self, k) for k in names}
         out = []
         for i, j in self.pairs():

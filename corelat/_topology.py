@@ -350,7 +350,7 @@ def topology(root: Path = "/") -> Topology:
     >>> topo.cpus == tuple(sorted(topo.cpus))
     True
     """
-    root_str = os.fspath(root)
+    root_str = os.fspath(root) if isinstance(root, (str, bytes, os.PathLike)) else None
     if not isinstance(root_str, str):
         raise InputTypeError(f"root must be a str or path, not {type(root).__name__}")
     live = os.path.realpath(root_str) == os.path.realpath(os.sep)

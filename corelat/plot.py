@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 from ._extras import require
 from ._result import PairFlag
 from ._text import value_err as _fmt
@@ -647,6 +647,10 @@ def fleet(
     >>> import corelat, corelat.plot
     >>> fig = corelat.plot.fleet(corelat.fleet(corelat.example_files()))
     """
+    from ._fleet import FleetResult
+
+    if not isinstance(result, FleetResult):
+        raise InputTypeError(f"plot.fleet() draws a FleetResult, not {type(result).__name__}")
     plt = _plt()
     if node is not None:
         return _fleet_ratio(plt, result, node)

@@ -94,3 +94,44 @@ def test_install_command_without_an_extra_installs_corelat_itself():
 
     assert install_command(None, read_direct_url=lambda: None, checkout=lambda: None, cwd="/x",
                            python="/usr/bin/python3") == "/usr/bin/python3 -m pip install corelat"
+
+
+# -- bad arguments: an InputError (or InputTypeError), never a bare TypeError/AttributeError/KeyError ----------
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda: corelat.placement(no_such_keyword=1), id="placement-keyword"),
+    pytest.param(lambda: corelat.fleet(3), id="fleet-int"),
+    pytest.param(lambda: corelat.fleet([_result()], expect=3), id="fleet-expect-int"),
+    pytest.param(lambda: corelat.structure(3), id="structure-int"),
+    pytest.param(lambda: corelat.load(3), id="load-int"),
+    pytest.param(lambda: corelat.load(None), id="load-none"),
+    pytest.param(lambda: corelat.topology(root=3), id="topology-root-int"),
+    pytest.param(lambda: corelat.plot.heatmap(3), id="plot.heatmap-int"),
+    pytest.param(lambda: corelat.plot.fleet(3), id="plot.fleet-int"),
+])
+def test_a_wrong_type_is_an_input_type_error(call):
+    with pytest.raises(InputTypeError):
+        call()
+
+
+def test_measure_fleet_refuses_an_unknown_keyword_on_every_rank_first(monkeypatch):
+    from corelat import _fleet_run
+
+    monkeypatch.setattr(_fleet_run, "mpi", lambda: type("MPI", (), {"COMM_WORLD": object()}))
+    monkeypatch.setattr(_fleet_run, "run", lambda *a, **k: pytest.fail("started measuring"))
+    with pytest.raises(InputTypeError, match="no_such_keyword"):
+        corelat.measure_fleet(no_such_keyword=1)
+
+
+@pytest.mark.parametrize("call", [
+    pytest.param(lambda r: r.records(statistic="bogus"), id="records-statistic"),
+    pytest.param(lambda r: r.take([99]), id="take-out-of-range"),
+])
+def test_a_bad_argument_to_a_result_method_is_an_input_error(call):
+    with pytest.raises(InputError):
+        call(_result())
+
+
+def test_a_fleet_without_that_node_is_an_input_error_and_still_a_key_error():
+    with pytest.raises(InputError, match="no node 'nope'") as e:
+        corelat.fleet([_result()]).group("nope")
+    assert isinstance(e.value, KeyError) and isinstance(e.value, CorelatError)

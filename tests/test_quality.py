@@ -290,7 +290,7 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
     low = np.tril(np.ones((n, n), bool), -1)
     assert (r.flags[low] & PairFlag.MEASURED).all()
     taken = r.extras["samples_taken"][low]
-    assert (taken >= 1).all() and (taken <= r.metadata["parameters"]["samples"]).all()
+    assert (taken >= 1).all() and (taken <= r.metadata["sampling"]["max_samples"]).all()
     missed = (r.flags[low] & PairFlag.TARGET_NOT_MET) != 0
     assert r.metadata["sampling"]["pairs_target_not_met"] == int(missed.sum())
     # Every unstable pair is flagged: the flags agree with an independent look at the kept samples,

@@ -15,6 +15,7 @@ from ._errors import (
     MeasurementError,
     MeasurementTimeout,
     MissingDependencyError,
+    SaveError,
 )
 from ._fleet import FleetResult, fleet
 from ._fleet_run import measure_fleet
@@ -52,6 +53,7 @@ __all__ = [
     "PairFlag",
     "PlacementResult",
     "SMTResult",
+    "SaveError",
     "Structure",
     "Topology",
     "TopologyWarning",

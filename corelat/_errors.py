@@ -93,6 +93,24 @@ class MissingDependencyError(CorelatError, ImportError):
     """
 
 
+class SaveError(CorelatError, OSError):
+    """A result or file could not be written (a missing or read-only folder, a full disk, a name
+    that is a folder or a device); what was there before is left as it was.
+
+    Also an :class:`OSError`, with the ``errno`` of the failure and the path in the message.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> try:
+    ...     r.save("/no/such/folder/result.npz")
+    ... except OSError as e:
+    ...     print(type(e).__name__, e.errno)
+    SaveError 2
+    """
+
+
 class MeasurementError(CorelatError, RuntimeError):
     """A measurement started but failed (a thread could not be created or pinned, ...).
 

@@ -15,6 +15,8 @@ import os
 import stat
 import tempfile
 
+from ._errors import SaveError
+
 #: sysfs attribute files hold at most one page; larger means it is not one (a link to /dev/zero...).
 MAX_SYSFS_BYTES = 64 * 1024
 #: ``/proc/cpuinfo`` of a 1024-CPU machine is about 1.5 MB; ``/proc/stat`` is smaller.
@@ -96,16 +98,16 @@ def write_target(path):
     """
     path = os.fspath(path)
     if not path:
-        raise OSError(errno.ENOENT, "empty file name", path)
+        raise SaveError(errno.ENOENT, "empty file name", path)
     target = os.path.realpath(path)
     try:
         st = os.stat(target)
     except FileNotFoundError:
         return target
     except OSError as e:
-        raise OSError(e.errno, e.strerror, path) from None
+        raise SaveError(e.errno, e.strerror, path) from None
     if not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
+        raise SaveError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
                       f"{_kind(st.st_mode)}, not a regular file", path)
     return target
 
@@ -115,7 +117,7 @@ def _temp_beside(target, path):
     try:
         return tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
     except OSError as e:
-        raise OSError(e.errno, f"{e.strerror} (a temporary file is made in {folder} first)", path) from None
+        raise SaveError(e.errno, f"{e.strerror} (a temporary file is made in {folder} first)", path) from None
 
 
 def check_writable(path):
@@ -169,7 +171,7 @@ def atomic_write(path, write):
         except OSError:
             pass
         if isinstance(e, OSError) and not isinstance(e, Refused):
-            raise OSError(e.errno, e.strerror or str(e), path) from None
+            raise SaveError(e.errno, e.strerror or str(e), path) from None
         raise
     try:  # make the rename itself durable; not all filesystems allow syncing a folder
         dfd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)

@@ -488,6 +488,8 @@ class FleetResult(Result):
         ------
         InputError
             For another file ending.
+        SaveError
+            When the file cannot be written; a file already there is left as it was.
 
         Examples
         --------

@@ -134,8 +134,10 @@ class Result:
         Raises
         ------
         InputError
-            For a result kind that is not saved (derived ones: comparisons, structures) or a path
-            that cannot be written.
+            For a result kind that is not saved (derived ones: comparisons, structures).
+        SaveError
+            When the file cannot be written (no such folder, no permission, a full disk, a name that
+            is a folder or a device); a file already there is left as it was.
 
         Examples
         --------

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _stats, _text
-from ._errors import InputError
+from ._errors import InputError, InputTypeError
 from ._protocol import Result, from_file, jsonable, thaw
 from ._types import STATISTICS, Order
 from ._validate import check_order, check_statistic
@@ -114,8 +114,11 @@ class LatencyResult(Result):
     STATISTICS = STATISTICS
 
     def __post_init__(self):
-        cpus = tuple(int(c) for c in self.cpus)
-        samples = np.asarray(self.samples, dtype=np.float64)
+        try:
+            cpus = tuple(int(c) for c in self.cpus)
+            samples = np.asarray(self.samples, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputTypeError(f"cpus must be CPU ids and samples numbers (ns): {e}") from None
         n = len(cpus)
         if samples.ndim != 3 or samples.shape[:2] != (n, n):
             raise InputError(f"samples must have shape ({n}, {n}, k), got {samples.shape}")
@@ -641,7 +644,10 @@ class LatencyResult(Result):
         >>> r.median.tolist(), r.value_only
         ([[nan, 50.0], [50.0, nan]], True)
         """
-        m = np.array(matrix, dtype=np.float64)
+        try:
+            m = np.array(matrix, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputTypeError(f"a latency matrix must be numbers (ns): {e}") from None
         if m.ndim != 2 or m.shape[0] != m.shape[1]:
             raise InputError(f"a latency matrix must be square, got shape {m.shape}")
         n = m.shape[0]

@@ -135,3 +135,26 @@ def test_a_fleet_without_that_node_is_an_input_error_and_still_a_key_error():
     with pytest.raises(InputError, match="no node 'nope'") as e:
         corelat.fleet([_result()]).group("nope")
     assert isinstance(e.value, KeyError) and isinstance(e.value, CorelatError)
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "a-folder", "dev-null"])
+def test_a_save_that_cannot_be_written_is_a_corelat_error_and_an_oserror(tmp_path, where):
+    r = corelat.load(corelat.example_files()[0])
+    path = {"missing-folder": tmp_path / "no" / "r.npz", "a-folder": tmp_path, "dev-null": "/dev/null"}[where]
+    with pytest.raises(corelat.SaveError) as e:
+        r.save(path)
+    assert isinstance(e.value, corelat.CorelatError) and isinstance(e.value, OSError)
+    assert e.value.errno and str(path) in str(e.value)
+    with pytest.raises(corelat.SaveError):
+        r.to_csv(path)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: corelat.LatencyResult.from_matrix("x"),
+    lambda: corelat.LatencyResult.from_matrix([["a", "b"], ["c", "d"]]),
+    lambda: corelat.LatencyResult(cpus=["a", "b"], kernel="cas", samples=np.ones((2, 2, 1))),
+    lambda: corelat.LatencyResult(cpus=[0, 1], kernel="cas", samples=[[["x"]]]),
+])
+def test_results_from_non_numbers_are_input_errors(make):
+    with pytest.raises(corelat.InputError):
+        make()

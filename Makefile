@@ -48,8 +48,14 @@ musl:
 	$(ZIGCC) -target aarch64-linux-musl $(MUSL_CFLAGS) -static -o build/selftest-musl-aarch64 csrc/selftest.c $(KERNELS)
 	timeout 300 ./build/selftest-musl-x86_64
 	CORELAT_SELFTEST_SLOW=1 timeout 600 qemu-aarch64-static ./build/selftest-musl-aarch64
+	# Debian's python3 headers: pyconfig.h includes <MULTIARCH/python3.X/pyconfig.h> from /usr/include,
+	# a folder a musl build must not search (glibc's headers); give it only that one sub-folder.
+	rm -rf build/musl-pyinc && mkdir -p build/musl-pyinc
+	ma=$$($(PY) -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH") or "")'); \
+	  v=$$(basename "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"); \
+	  if [ -n "$$ma" ] && [ -d "/usr/include/$$ma/$$v" ]; then mkdir -p "build/musl-pyinc/$$ma" && ln -s "/usr/include/$$ma/$$v" "build/musl-pyinc/$$ma/$$v"; fi
 	$(ZIGCC) -target x86_64-linux-musl $(MUSL_CFLAGS) -DNPY_NO_DEPRECATED_API=NPY_1_23_API_VERSION -fPIC -shared \
-	    -I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+	    -I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" -Ibuild/musl-pyinc \
 	    -I"$$($(PY) -c 'import numpy; print(numpy.get_include())')" \
 	    -o build/_corelat-musl-x86_64.so csrc/module.c $(KERNELS)
 	! nm -D build/_corelat-musl-x86_64.so | grep -q GLIBC

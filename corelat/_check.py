@@ -16,6 +16,7 @@ import os
 import re
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from . import _cpulist, _files, _sysinfo
 from ._protocol import Result, from_file, jsonable
@@ -47,11 +48,11 @@ class CheckItem:
     value: object = None  #: the finding in machine-readable form (JSON-serialisable)
 
     @property
-    def matters(self):
+    def matters(self) -> bool:
         """True when the finding is likely to distort measurements."""
         return self.status == WARN
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The item as a plain dict (for JSON).
 
         Returns
@@ -119,16 +120,16 @@ class CheckReport(Result):
         return self.items[index]
 
     @property
-    def warnings(self):
+    def warnings(self) -> tuple[str, ...]:
         """``"name: found"`` of every item likely to distort measurements."""
         return tuple(f"{i.name}: {i.found}" for i in self.items if i.status == WARN)
 
     @property
-    def notes(self):
+    def notes(self) -> tuple[str, ...]:
         """``"name: found"`` of every item worth knowing."""
         return tuple(f"{i.name}: {i.found}" for i in self.items if i.status == INFO)
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per item.
 
         Returns
@@ -138,7 +139,7 @@ class CheckReport(Result):
         """
         return [i.to_dict() for i in self.items]
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """How many items have each status.
 
         Returns
@@ -151,7 +152,7 @@ class CheckReport(Result):
         out["matters"] = [i.name for i in self.items if i.matters]
         return out
 
-    def table(self):
+    def table(self) -> str:
         """The report as text.
 
         Returns
@@ -171,7 +172,7 @@ class CheckReport(Result):
                      else "nothing found that is likely to distort results")
         return "\n".join(lines)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The report as plain, strict-JSON data.
 
         Returns

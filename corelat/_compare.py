@@ -9,7 +9,7 @@ listed by :func:`example_files`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._result import LatencyResult
@@ -136,26 +136,26 @@ class Comparison(Result):
     _FIELDS = ("results", "names", "structures", "statistic")
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The compared names joined by ``" vs "``."""
         return " vs ".join(self.names)
 
     @property
-    def metadata(self):
+    def metadata(self) -> dict[str, Any]:
         """``statistic`` and each result's ``names`` -> metadata."""
         return {"statistic": self.statistic, "results": dict(zip(self.names, (r.metadata for r in self.results)))}
 
     @property
-    def warnings(self):
+    def warnings(self) -> tuple[str, ...]:
         """Every compared result's warnings, each prefixed with the result's name."""
         return prefixed(self.names, self.results, "warnings")
 
     @property
-    def notes(self):
+    def notes(self) -> tuple[str, ...]:
         """Every compared result's notes, each prefixed with the result's name."""
         return prefixed(self.names, self.results, "notes")
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The comparison in a few keys.
 
         Returns
@@ -170,7 +170,7 @@ class Comparison(Result):
     def __repr__(self):
         return self._repr(f"{len(self.results)} results by {self.statistic}")
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per result: plain numbers (ns; None where unknown) and ratios to the first.
 
         Returns
@@ -218,7 +218,7 @@ class Comparison(Result):
             rec["ratio"] = {k: _ratio(rec[k], first.get(k)) for k, _, ratio in _ROWS if ratio}
         return rows
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The comparison as plain, strict-JSON data.
 
         Returns
@@ -230,7 +230,7 @@ class Comparison(Result):
                          "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes)})
 
-    def table(self, structure=True):
+    def table(self, structure: bool = True) -> str:
         """Results as columns, measures as rows; ratios to the first result in parentheses.
 
         Parameters

@@ -317,7 +317,7 @@ class FleetResult(Result):
     def __post_init__(self):
         object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
 
-    def group(self, node):
+    def group(self, node: str) -> FleetGroup:
         """The hardware group a node belongs to.
 
         Parameters
@@ -340,7 +340,7 @@ class FleetResult(Result):
                 return g
         raise InputKeyError(f"no node {node!r} with a result in this fleet")
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per node, errors and missing ones included.
 
         Returns
@@ -349,7 +349,7 @@ class FleetResult(Result):
             ``node``, ``status`` (``"ok"``, ``"outlier"``, ``"error"``, ``"missing"``), ``group``,
             ``classes``, ``outlier_classes``, ``differs``, ``error``, ``file``.
         """
-        flagged = {}
+        flagged: dict[str, list[str]] = {}
         for o in self.outliers:
             flagged.setdefault(o.node, []).append(o.cls)
         out = []
@@ -366,7 +366,7 @@ class FleetResult(Result):
                         "differs": {}, "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
         return out
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The fleet in counts.
 
         Returns
@@ -380,7 +380,7 @@ class FleetResult(Result):
                 "errors": len(self.errors), "missing": len(self.missing),
                 "ok": not (off or self.errors or self.missing)}
 
-    def to_dict(self, arrays=True):
+    def to_dict(self, arrays: bool = True) -> dict[str, Any]:
         """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
 
         Parameters
@@ -403,7 +403,7 @@ class FleetResult(Result):
         })
 
     @classmethod
-    def from_dict(cls, d, arrays=None):
+    def from_dict(cls, d: Mapping[str, Any], arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
         """Rebuild a fleet result from :meth:`to_dict` output.
 
         Parameters
@@ -439,7 +439,7 @@ class FleetResult(Result):
                    name=d.get("name", "fleet"), metadata=d.get("metadata", {}))
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: Path) -> FleetResult:
         """Read a fleet result written by :meth:`save`.
 
         Parameters
@@ -476,7 +476,7 @@ class FleetResult(Result):
             int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
             for g in header.get("groups", [])}))
 
-    def save(self, path):
+    def save(self, path: Path) -> None:
         """Write the result (atomically).
 
         Parameters
@@ -509,7 +509,7 @@ class FleetResult(Result):
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
 
     # -- text --------------------------------------------------------------------------------------------
-    def table(self):
+    def table(self) -> str:
         """The fleet report as text.
 
         Returns
@@ -519,7 +519,7 @@ class FleetResult(Result):
         """
         return self.report()
 
-    def node_table(self, group=None):
+    def node_table(self, group: int | None = None) -> str:
         """The nodes × classes table as text, per group.
 
         Parameters
@@ -547,7 +547,7 @@ class FleetResult(Result):
             out.append("")
         return "\n".join(out).rstrip()
 
-    def report(self, max_rows=40):
+    def report(self, max_rows: int = 40) -> str:
         """The fleet report in words.
 
         Parameters

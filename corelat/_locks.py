@@ -28,7 +28,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -305,16 +305,16 @@ class LockResult(Result):
         set_(self, "name", str(self.name))
 
     @property
-    def tests(self):
+    def tests(self) -> tuple[str, ...]:
         """Test names in run order."""
         return tuple(str(n) for n in self.data["name"])
 
     @property
-    def mode(self):
+    def mode(self) -> str:
         """``"shared"`` or ``"uncontended"``."""
         return "shared" if self.shared else "uncontended"
 
-    def row(self, name):
+    def row(self, name: str) -> np.void:
         """The row of one test in :attr:`data`.
 
         Parameters
@@ -338,11 +338,11 @@ class LockResult(Result):
         return self.data[hits[0]]
 
     @property
-    def violations(self):
+    def violations(self) -> tuple[str, ...]:
         """Names of tests whose protected counter differs from the calls completed (broken locks)."""
         return tuple(str(r["name"]) for r in self.data if not r["exclusive"])
 
-    def records(self, per_thread=False):
+    def records(self, per_thread: bool = False) -> list[dict[str, Any]]:
         """One dict per test, or per test and CPU.
 
         Parameters
@@ -358,9 +358,9 @@ class LockResult(Result):
             NaN stays NaN (:meth:`to_dict` makes it None).
         """
         rows = self.threads if per_thread else self.data
-        return [{k: r[k].item() for k in rows.dtype.names} for r in rows]
+        return [{k: r[k].item() for k in cast("tuple[str, ...]", rows.dtype.names)} for r in rows]
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The costs in a few keys.
 
         Returns
@@ -374,7 +374,7 @@ class LockResult(Result):
                 "sermin_ns": {str(r["name"]): float(r["sermin_ns"]) for r in self.data},
                 "violations": list(self.violations)}
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The result as plain, strict-JSON data (NaN becomes None).
 
         Returns
@@ -414,7 +414,7 @@ class LockResult(Result):
 
         return from_file(path, build)
 
-    def table(self, per_thread=False):
+    def table(self, per_thread: bool = False) -> str:
         """cpuperf's table as text.
 
         Parameters

@@ -9,8 +9,8 @@ initiator, 176 ns homed with the responder, 190 ns homed on a third node").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ._protocol import Result, jsonable, prefixed
 from ._result import LatencyResult, PairFlag
 from ._types import CPUs
 from ._validate import as_list
+
+if TYPE_CHECKING:  # annotations only
+    import numpy.typing as npt
 
 #: The roles of a cell's two CPUs per kernel: (the CPU the first role names, its word, the other's word).
 #: cas/rw: the measured cell (r, c) was timed by cpus[c]; oneway: cpus[r] sent; chase: cpus[r] owned.
@@ -153,22 +156,22 @@ class PlacementResult(Result):
 
     # -- arrays ------------------------------------------------------------------------------------
     @property
-    def n(self):
+    def n(self) -> int:
         """Number of CPUs."""
         return len(self.cpus)
 
     @property
-    def median(self):
+    def median(self) -> npt.NDArray[np.float64]:
         """``(homes, n, n)`` median latency per pair and home, ns."""
         return np.stack([r.median for r in self.results])
 
     @property
-    def home_node(self):
+    def home_node(self) -> npt.NDArray[np.int64]:
         """``(homes, n, n)`` node each measured cell's page was found on; -1 where unknown."""
         return np.stack([np.asarray(r.extras.get("home_node", np.full((self.n, self.n), -1)), dtype=np.int64)
                          for r in self.results])
 
-    def result(self, home):
+    def result(self, home: int | str) -> LatencyResult:
         """The result of one home.
 
         Parameters
@@ -197,17 +200,17 @@ class PlacementResult(Result):
         raise InputError(f"no home {home!r} in this result; it has {', '.join(self.homes)}")
 
     @property
-    def metadata(self):
+    def metadata(self) -> Mapping[str, Any]:
         """The first home's metadata (machine, kernel, parameters; every home shares them)."""
         return self.results[0].metadata
 
     @property
-    def warnings(self):
+    def warnings(self) -> tuple[str, ...]:
         """Every home's warnings, each prefixed with its home."""
         return prefixed(self.homes, self.results, "warnings", "[{label}] {text}")
 
     @property
-    def notes(self):
+    def notes(self) -> tuple[str, ...]:
         """Every home's notes, each prefixed with its home."""
         return prefixed(self.homes, self.results, "notes", "[{label}] {text}")
 
@@ -218,7 +221,7 @@ class PlacementResult(Result):
             return {}
         return {r["cpu"]: (r["node"], r["package"]) for r in topo.records()}
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per home and measured cell.
 
         Returns
@@ -254,7 +257,7 @@ class PlacementResult(Result):
                                 "relation": _relation(places, a, b, node, first_word, second_word)})
         return out
 
-    def summary(self):
+    def summary(self) -> dict[str, dict[str, dict[str, Any]]]:
         """What the homes change, per kind of pair.
 
         Returns
@@ -264,7 +267,7 @@ class PlacementResult(Result):
             median of the cells' medians for each kind of pair and relation of the home to the
             pair (see :meth:`records`).
         """
-        groups = {}
+        groups: dict[str, dict[str, list[float]]] = {}
         for rec in self.records():
             if rec["pair"] is None or rec["relation"] is None:
                 continue
@@ -275,7 +278,7 @@ class PlacementResult(Result):
                        for rel in sorted(groups[pair], key=order.index)}
                 for pair in sorted(groups, key=_PAIR_ORDER.index)}
 
-    def summary_text(self):
+    def summary_text(self) -> str:
         """The summary in words.
 
         Returns
@@ -290,7 +293,7 @@ class PlacementResult(Result):
         return "\n".join(f"{pair}: " + ", ".join(f"{v['median']:.0f} ns homed {rel}" for rel, v in rels.items())
                          for pair, rels in s.items())
 
-    def table(self):
+    def table(self) -> str:
         """The result as text.
 
         Returns
@@ -311,7 +314,7 @@ class PlacementResult(Result):
     def __repr__(self):
         return self._repr(f"{self.kernel}, {self.n} CPUs, homes {', '.join(self.homes)}")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The result as plain, strict-JSON data (NaN becomes None).
 
         Returns

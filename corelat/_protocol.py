@@ -13,12 +13,17 @@ from __future__ import annotations
 import math
 import types
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from . import _npz
 from ._errors import InputError
+
+if TYPE_CHECKING:  # annotations only (typing_extensions: for Python < 3.11; mypy brings it)
+    from typing_extensions import Self
+
+    from ._types import Path
 
 
 def thaw(obj):
@@ -99,13 +104,19 @@ class Result:
     _FIELDS: ClassVar[tuple[str, ...]] = ()
     __hash__ = None  # type: ignore[assignment]  # holds arrays: a value, but not hashable
 
+    if TYPE_CHECKING:  # what every subclass provides (a field, a slot or a property)
+        @property
+        def metadata(self) -> Mapping[str, Any]: ...
+
+        def _to_npz(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
     @property
-    def warnings(self):
+    def warnings(self) -> tuple[str, ...]:
         """Human-readable warnings about this result (tuple of str)."""
         return tuple(self.metadata.get("warnings", ()))
 
     @property
-    def notes(self):
+    def notes(self) -> tuple[str, ...]:
         """What is worth knowing about this result but is no problem (tuple of str)."""
         return tuple(self.metadata.get("notes", ()))
 
@@ -121,7 +132,7 @@ class Result:
         name = getattr(self, "name", "")
         return f"<{type(self).__name__} {name!r}: {details}>"
 
-    def save(self, path):
+    def save(self, path: Path) -> None:
         """Write the result to a file (atomically): a ``.npz`` of plain arrays plus a JSON header, no pickle.
 
         :func:`corelat.load` (or this class's ``load``) reads it back as an equal result.
@@ -154,7 +165,7 @@ class Result:
         _npz.write(path, self._KIND, header, arrays)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: Path) -> Self:
         """Read a result of this kind written by :meth:`save`.
 
         Parameters

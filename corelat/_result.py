@@ -9,17 +9,22 @@ import enum
 import functools
 import io
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from . import _stats, _text
 from ._errors import InputError, InputTypeError
 from ._protocol import Result, from_file, jsonable, thaw
-from ._types import STATISTICS, Order
+from ._types import STATISTICS, Order, Path, Statistic
 from ._validate import check_order, check_statistic
+
+if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
+    import numpy.typing as npt
+
+    from ._topology import Topology
 
 #: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
 MEDIAN_MEMBER = "median"
@@ -152,61 +157,61 @@ class LatencyResult(Result):
         return cache[key]
 
     @property
-    def median(self):
+    def median(self) -> npt.NDArray[np.float64]:
         """Median one-way latency per pair in ns."""
         return self.__cached("median", _stats.median)
 
     @property
-    def mean(self):
+    def mean(self) -> npt.NDArray[np.float64]:
         """Mean one-way latency per pair in ns."""
         return self.__cached("mean", _stats.mean)
 
     @property
-    def min(self):
+    def min(self) -> npt.NDArray[np.float64]:
         """Minimum one-way latency per pair in ns."""
         return self.__cached("min", _stats.minimum)
 
     @property
-    def max(self):
+    def max(self) -> npt.NDArray[np.float64]:
         """Maximum one-way latency per pair in ns."""
         return self.__cached("max", _stats.maximum)
 
     @property
-    def std(self):
+    def std(self) -> npt.NDArray[np.float64]:
         """Sample standard deviation per pair in ns."""
         return self.__cached("std", _stats.std)
 
     @property
-    def count(self):
+    def count(self) -> npt.NDArray[np.int_]:
         """Number of valid samples per pair."""
         return self.__cached("count", _stats.count)
 
     @property
-    def ci(self):
+    def ci(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """(low, high): 95 % distribution-free confidence interval of the median per pair."""
         return self.__cached("ci", _stats.median_ci)
 
     @property
-    def err(self):
+    def err(self) -> npt.NDArray[np.float64]:
         """Half-width of the median's confidence interval per pair (the ``±`` of printed cells)."""
         return self.__cached("err", _stats.median_err)
 
     @property
-    def sem(self):
+    def sem(self) -> npt.NDArray[np.float64]:
         """Standard error of the mean per pair (core-to-core-latency's ``±``)."""
         return self.__cached("sem", _stats.mean_sem)
 
     @property
-    def n(self):
+    def n(self) -> int:
         """Number of CPUs."""
         return len(self.cpus)
 
     @property
-    def value_only(self):
+    def value_only(self) -> bool:
         """True when the result holds one value per pair (imported), not raw samples."""
         return bool(self.metadata.get("value_only", False))
 
-    def statistic(self, name="median"):
+    def statistic(self, name: Statistic = "median") -> npt.NDArray[np.float64]:
         """The ``(n, n)`` matrix of a statistic by name.
 
         Parameters
@@ -233,7 +238,7 @@ class LatencyResult(Result):
         """
         return getattr(self, check_statistic(name))
 
-    def pairs(self):
+    def pairs(self) -> list[tuple[int, int]]:
         """Index pairs ``(i, j)`` (positions into :attr:`cpus`) that have a value.
 
         Returns
@@ -251,7 +256,7 @@ class LatencyResult(Result):
         return [(i, j) for i in range(self.n) for j in range(self.n) if i != j and has[i, j]]
 
     # -- summaries -------------------------------------------------------------------------------
-    def summary(self, statistic="median"):
+    def summary(self, statistic: Statistic = "median") -> dict[str, Any]:
         """Min, max and mean latency over pairs, like core-to-core-latency prints.
 
         Parameters
@@ -292,7 +297,7 @@ class LatencyResult(Result):
             raise InputError("the result holds no measured pair")
         idx = np.argwhere(cells)
         vals = m[cells]
-        out = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
+        out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
         for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
             i, j = idx[k]
             e = np.nan if err is None else err[i, j]
@@ -304,7 +309,7 @@ class LatencyResult(Result):
         return out
 
     # -- reshaping -------------------------------------------------------------------------------
-    def take(self, indices):
+    def take(self, indices: Sequence[int]) -> LatencyResult:
         """A new result restricted to, or reordered by, positions into :attr:`cpus`.
 
         Parameters
@@ -332,11 +337,11 @@ class LatencyResult(Result):
             samples=self.samples[ix],
             metadata=thaw(self.metadata),
             name=self.name,
-            flags=self.flags[ix],
+            flags=cast("np.ndarray", self.flags)[ix],
             extras={k: v[ix] if v.shape[:2] == (self.n, self.n) else v for k, v in self.extras.items()},
         )
 
-    def with_cpus_order(self, cpus):
+    def with_cpus_order(self, cpus: Sequence[int]) -> LatencyResult:
         """A new result with its CPUs in the given order.
 
         Parameters
@@ -392,6 +397,8 @@ class LatencyResult(Result):
         (0, 1)
         """
         check_order(by, keep=False)
+        order: Sequence[int]
+        bounds: Mapping[str, Sequence[int]]
         if by == "os":
             order, bounds = tuple(sorted(self.cpus)), {}
         elif by == "topology":
@@ -411,7 +418,7 @@ class LatencyResult(Result):
                              name=out.name, flags=out.flags, extras=dict(out.extras))
 
     @property
-    def topology(self):
+    def topology(self) -> Topology | None:
         """The :class:`~corelat._topology.Topology` the result was measured on, or None."""
         d = self.metadata.get("topology")
         if not d:
@@ -421,13 +428,13 @@ class LatencyResult(Result):
         return Topology.from_dict(thaw(d))
 
     @property
-    def boundaries(self):
+    def boundaries(self) -> dict[str, tuple[int, ...]]:
         """Group boundaries of the current order: level → indices where a new group starts."""
         order = self.metadata.get("order") or {}
         return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
 
     # -- output ----------------------------------------------------------------------------------
-    def to_csv(self, path=None, *, statistic="median", labelled=False):
+    def to_csv(self, path: Path | None = None, *, statistic: Statistic = "median", labelled: bool = False) -> str:
         """The matrix as CSV text, also written to ``path`` when given.
 
         Parameters
@@ -477,7 +484,7 @@ class LatencyResult(Result):
         return text
 
     # -- text and records ------------------------------------------------------------------------
-    def records(self, statistic=None):
+    def records(self, statistic: str | None = None) -> list[dict[str, Any]]:
         """One dict per pair with a value, in the order of :meth:`pairs`.
 
         Parameters
@@ -503,19 +510,19 @@ class LatencyResult(Result):
         if statistic and statistic not in every:
             raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
         names = (statistic,) if statistic else every
-        mats = {k: self.statistic(k) if k in self.STATISTICS else getattr(self, k) for k in names}
+        mats = {k: self.statistic(cast(Statistic, k)) if k in self.STATISTICS else getattr(self, k) for k in names}
         out = []
         for i, j in self.pairs():
-            rec = {"cpus": (self.cpus[i], self.cpus[j])}
+            rec: dict[str, Any] = {"cpus": (self.cpus[i], self.cpus[j])}
             for k, m in mats.items():
                 v = float(m[i, j])
                 rec[k] = v if np.isfinite(v) else None
             rec["count"] = int(self.count[i, j])
-            rec["flags"] = int(self.flags[i, j])
+            rec["flags"] = int(cast("np.ndarray", self.flags)[i, j])
             out.append(rec)
         return out
 
-    def table(self, statistic="median"):
+    def table(self, statistic: Statistic = "median") -> str:
         """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
 
         Parameters
@@ -542,7 +549,7 @@ class LatencyResult(Result):
             return text
         return text + "\n\n" + _text.latency_summary(self, statistic)
 
-    def to_dict(self, statistic=None):
+    def to_dict(self, statistic: Statistic | None = None) -> dict[str, Any]:
         """The result as plain, strict-JSON data (NaN becomes None).
 
         Parameters
@@ -609,7 +616,8 @@ class LatencyResult(Result):
         return from_file(path, build)
 
     @classmethod
-    def from_matrix(cls, matrix, cpus=None, *, kernel="unknown", name="", metadata=None, symmetric=True):
+    def from_matrix(cls, matrix: npt.ArrayLike, cpus: Sequence[int] | None = None, *, kernel: str = "unknown",
+                    name: str = "", metadata: Mapping[str, Any] | None = None, symmetric: bool = True) -> LatencyResult:
         """A result from a plain ``(n, n)`` matrix of one value per pair.
 
         Parameters
@@ -665,7 +673,8 @@ class LatencyResult(Result):
             flags[fill] = PairFlag.MIRRORED | PairFlag.VALUE_ONLY
         md = {"value_only": True, "symmetric": bool(symmetric)}
         md.update(metadata or {})
-        return cls(cpus=cpus, kernel=kernel, samples=m[:, :, None], metadata=md, name=name, flags=flags)
+        return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=m[:, :, None], metadata=md, name=name,
+                   flags=flags)
 
     def __repr__(self):
         return self._repr(f"kernel {self.kernel}, {self.n} CPUs, {self.samples.shape[2]} samples per pair")

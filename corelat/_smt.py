@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from ._topology import Topology
 import functools
 import inspect
@@ -201,27 +203,27 @@ class SMTResult(Result):
         return len(self.pairs)
 
     @property
-    def empty(self):
+    def empty(self) -> bool:
         """True when no sibling pair was measured (see :attr:`reason`)."""
         return len(self.pairs) == 0
 
     @property
-    def sibling_latency(self):
+    def sibling_latency(self) -> npt.NDArray[np.float64]:
         """Median one-way latency between the siblings of each pair, ns, ``(k,)``."""
         return _median(self.sibling_samples, -1)
 
     @property
-    def nonsibling_latency(self):
+    def nonsibling_latency(self) -> npt.NDArray[np.float64]:
         """Median one-way latency from each pair's first CPU to its nearest non-sibling, ns, ``(k,)``."""
         return _median(self.nonsibling_samples, -1)
 
     @property
-    def slowdown(self):
+    def slowdown(self) -> npt.NDArray[np.float64]:
         """alone / together per pair, CPU and loop, ``(k, 2, len(loops))``: 2 = half speed."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.alone / self.together
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per sibling pair: the numbers of :meth:`table`.
 
         Returns
@@ -252,7 +254,7 @@ class SMTResult(Result):
             out.append(row)
         return out
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """Medians over the sibling pairs.
 
         Returns
@@ -269,7 +271,7 @@ class SMTResult(Result):
             out[key] = v if v is not None and np.isfinite(v) else None
         return out
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The result as plain, strict-JSON data (NaN becomes None).
 
         Returns
@@ -297,7 +299,7 @@ class SMTResult(Result):
             partner_levels=tuple(header["partner_levels"]), metadata=header.get("metadata", {}),
             reason=header.get("reason"), name=header.get("name", ""), **{k: arrays[k] for k in cls._ARRAYS}))
 
-    def table(self):
+    def table(self) -> str:
         """The "Hyper-threads" table as text (or the reason there is none).
 
         Returns

@@ -315,7 +315,7 @@ class Structure(Result):
     core_range: tuple
     statistic: str = "median"
     name: str = ""
-    topology: object = None
+    topology: TopologyComparison | None = None
     note: str = ""
     _cores: tuple = field(default=(), init=False, repr=False)  # set by structure(): not a parameter
     reliable: object = None
@@ -328,18 +328,18 @@ class Structure(Result):
                "reliable", "artifacts")
 
     @property
-    def warnings(self):
+    def warnings(self) -> tuple[str, ...]:
         """A matrix indistinguishable from noise is a warning; everything else is read as found."""
         if self.reliable is False:
             return ("no reliable structure: the differences between pairs are within their spread",)
         return ()
 
     @property
-    def notes(self):
+    def notes(self) -> tuple[str, ...]:
         """Artifacts named in the data, and why the OS topology was not compared (when it was not)."""
         return tuple(self.artifacts) + tuple(x for x in (self.smt_note, self.note) if x)
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per group of every level, finest level first.
 
         Returns
@@ -369,7 +369,7 @@ class Structure(Result):
                 })
         return out
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The reading in a few keys.
 
         Returns
@@ -392,7 +392,7 @@ class Structure(Result):
             "artifacts": len(self.artifacts),
         }
 
-    def table(self):
+    def table(self) -> str:
         """The reading as text.
 
         Returns
@@ -409,11 +409,11 @@ class Structure(Result):
         return self._repr(self.nesting() or f"{len(self.cpus)} CPUs, no grouping")
 
     @property
-    def cores(self):
+    def cores(self) -> tuple[tuple[int, ...], ...]:
         """Partition of the CPUs into cores (sibling groups and single CPUs), in CPU order."""
         return self._cores
 
-    def order(self):
+    def order(self) -> list[int]:
         """CPU ids ordered group by group (coarsest level first), then core, then thread.
 
         Returns
@@ -422,7 +422,7 @@ class Structure(Result):
         """
         return _order(self.cpus, self._cores, self.levels)
 
-    def boundaries(self):
+    def boundaries(self) -> dict[int, list[int]]:
         """Where each level's groups start in :meth:`order`.
 
         Returns
@@ -438,7 +438,7 @@ class Structure(Result):
             out[k] = [s for s in starts if s > 0]
         return out
 
-    def nesting(self):
+    def nesting(self) -> str:
         """The levels in a few words, coarsest to finest.
 
         Returns
@@ -460,7 +460,7 @@ class Structure(Result):
             parts.append("SMT pairs" if sizes == {2} else "SMT siblings")
         return " ⊃ ".join(parts)
 
-    def level_lines(self):
+    def level_lines(self) -> list[str]:
         """The levels as an indented outline, coarsest first.
 
         Returns
@@ -472,7 +472,7 @@ class Structure(Result):
         return [f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"
                 for k, lv in reversed(list(enumerate(self.levels)))]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The reading as plain, strict-JSON data (NaN becomes None).
 
         Returns

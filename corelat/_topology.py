@@ -29,6 +29,8 @@ import operator
 import os
 import re
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import _cpulist, _files, _sysinfo
 from ._errors import InputError, InputFileNotFoundError, InputTypeError
@@ -552,32 +554,32 @@ class Topology(Result):
     # -- basic properties -------------------------------------------------------------------
 
     @property
-    def name(self):
+    def name(self) -> str:
         """A label: the host name for the running system, the folder's name for a dump."""
         return self._name
 
     @property
-    def metadata(self):
+    def metadata(self) -> dict[str, Any]:
         """``root`` and ``warnings`` (the files that could not be read or parsed)."""
         return {"root": self._root, "warnings": self._problems}
 
     @property
-    def root(self):
+    def root(self) -> str:
         """The root folder the topology was read from (``"/"`` for the running system)."""
         return self._root
 
     @property
-    def cpus(self):
+    def cpus(self) -> tuple[int, ...]:
         """Ids of the online logical CPUs, ascending."""
         return tuple(self._by_cpu)
 
     @property
-    def allowed(self):
+    def allowed(self) -> tuple[int, ...]:
         """Ids of the online CPUs this process may run on (its affinity), ascending."""
         return tuple(r["cpu"] for r in self._rows if r["allowed"])
 
     @property
-    def offline(self):
+    def offline(self) -> tuple[int, ...]:
         """Ids of CPUs that sysfs lists but that are offline, ascending."""
         return self._offline
 
@@ -585,7 +587,7 @@ class Topology(Result):
         """The number of online CPUs."""
         return len(self._rows)
 
-    def records(self):
+    def records(self) -> list[dict[str, Any]]:
         """One dict per online CPU, sorted by CPU id.
 
         Returns
@@ -626,7 +628,7 @@ class Topology(Result):
 
     # -- derived views ----------------------------------------------------------------------
 
-    def smt_groups(self, cpus=None):
+    def smt_groups(self, cpus: Iterable[int] | None = None) -> list[tuple[int, ...]]:
         """SMT sibling groups among some CPUs.
 
         Parameters
@@ -646,14 +648,14 @@ class Topology(Result):
             For ids that are not online CPUs or appear twice.
         """
         chosen = self.cpus if cpus is None else sorted(self._check_cpus(cpus))
-        groups = {}
+        groups: dict[Any, list[int]] = {}
         for cpu in chosen:
             core = self._by_cpu[cpu]["core"]
             if core is not None:
                 groups.setdefault(core, []).append(cpu)
         return sorted(tuple(g) for g in groups.values() if len(g) >= 2)
 
-    def order(self, cpus):
+    def order(self, cpus: Iterable[int]) -> tuple[tuple[int, ...], dict[str, list[int]]]:
         """Sort CPU ids by package, NUMA node, L3, core and thread.
 
         Within an L3, cores that share an L2 (clusters of small cores) are kept together. CPUs
@@ -694,7 +696,7 @@ class Topology(Result):
         }
         return tuple(r["cpu"] for r in rows), boundaries
 
-    def describe_cpu(self, cpu):
+    def describe_cpu(self, cpu: int) -> str:
         """A short label for one CPU, e.g. ``"P0 N0 L3#0 C3 T1"``.
 
         Parameters
@@ -725,7 +727,7 @@ class Topology(Result):
             f" C{show(row['core_id'])} T{show(row['thread'])}"
         )
 
-    def summary(self):
+    def summary(self) -> dict[str, Any]:
         """The machine in counts.
 
         Returns
@@ -736,7 +738,7 @@ class Topology(Result):
             (:meth:`describe`).
         """
         rows = self._rows
-        cores = {}
+        cores: dict[Any, list[int]] = {}
         for r in rows:
             if r["core"] is not None:
                 cores.setdefault(r["core"], []).append(r["cpu"])
@@ -748,7 +750,7 @@ class Topology(Result):
                 "l3": count("l3"), "offline": len(self._offline), "allowed": len(self.allowed),
                 "smt": max(map(len, cores.values())) if cores else None, "text": self.describe()}
 
-    def describe(self):
+    def describe(self) -> str:
         """One line describing the machine.
 
         Returns
@@ -759,8 +761,8 @@ class Topology(Result):
             node, 1 L3"``. Offline CPUs and a restricted affinity are mentioned at the end.
         """
         rows = self._rows
-        packages = {}
-        cores = {}
+        packages: dict[Any, set[Any]] = {}
+        cores: dict[Any, list[int]] = {}
         for r in rows:
             if r["package"] is not None:
                 packages.setdefault(r["package"], set())
@@ -781,7 +783,7 @@ class Topology(Result):
         else:
             parts.append(_plural(len(packages), "package") if packages else "packages unknown")
             if cores:
-                counts = {}
+                counts: dict[int, int] = {}
                 for members in cores.values():
                     counts[len(members)] = counts.get(len(members), 0) + 1
                 text = _plural(len(cores), "core")
@@ -806,7 +808,7 @@ class Topology(Result):
             parts.append(f"{allowed} of {len(rows)} CPUs allowed")
         return ", ".join(parts)
 
-    def table(self):
+    def table(self) -> str:
         """The machine as an indented tree: package, NUMA node, L3, (shared L2,) core, CPUs.
 
         Returns
@@ -816,8 +818,8 @@ class Topology(Result):
         """
         lines = [f"Topology of {self._root}: {self.describe()}"]
         ordered, _ = self.order(self.cpus)
-        members = {"l2": {}, "l3": {}}
-        l2_cores = {}
+        members: dict[str, dict[Any, list[int]]] = {"l2": {}, "l3": {}}
+        l2_cores: dict[Any, set[Any]] = {}
         for r in self._rows:
             for level, groups in members.items():
                 if r[level] is not None:
@@ -828,7 +830,7 @@ class Topology(Result):
         def label(value):
             return "?" if value is None else value
 
-        previous = None
+        previous: Any = None
         for cpu in ordered:
             r = self._by_cpu[cpu]
             shared_l2 = r["l2"] if len(l2_cores.get(r["l2"], ())) > 1 else None
@@ -872,7 +874,7 @@ class Topology(Result):
 
     # -- serialisation ----------------------------------------------------------------------
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict holding everything (see :meth:`from_dict`).
 
         Returns
@@ -902,7 +904,7 @@ class Topology(Result):
         return from_file(path, lambda: cls.from_dict(header["topology"]))
 
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, d: Mapping[str, Any]) -> Topology:
         """Rebuild a Topology from :meth:`to_dict` output (e.g. after a JSON round trip).
 
         Parameters

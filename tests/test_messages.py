@@ -52,7 +52,11 @@ def _with_closed_stdout(args):
     r, w = os.pipe()
     os.close(r)  # nobody will read: the first write gets EPIPE, as with `corelat ... | true`
     try:
-        p = subprocess.run([*CMD, *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120)
+        # Buffered, as in a user's shell (CI machines often set PYTHONUNBUFFERED): the write then
+        # fails at the flush, not at the print.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        p = subprocess.run([*CMD, *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=env)
     finally:
         os.close(w)
     return p

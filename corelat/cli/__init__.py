@@ -113,6 +113,10 @@ def main(argv=None):
         print(f"corelat: error: {_message(e)}", file=sys.stderr)
         return EXIT_FAILED
     except SystemExit as e:  # argparse --help/--version
+        try:  # flush now: a buffered stdout (no PYTHONUNBUFFERED) would fail at exit, out of reach
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_stdout()
         return e.code if isinstance(e.code, int) else 0
     except Exception as e:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("CORELAT_DEBUG"):

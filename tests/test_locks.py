@@ -13,6 +13,7 @@ import pytest
 from conftest import interrupt_when_measuring
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leakcheck import assert_flat
 
 from corelat._errors import InputError
 from corelat._locks import (
@@ -415,22 +416,19 @@ def test_binding_does_not_leak():
     ext = _ext()
     locks(CPUS[:1], kernel="baseline", duration=0.001)  # timer ready, thread stacks cached
 
-    def vmsize_kb():
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+    outs = []
 
-    # A generous time-out: on a loaded machine a partner may not run for a second (failed once so).
-    for _ in range(20):
-        ext.locks(CPUS, [0, 6], True, 0.0002, 0.0005, 30.0)
-    before = vmsize_kb()
-    for _ in range(200):
-        out = ext.locks(CPUS, [0, 6], True, 0.0002, 0.0005, 30.0)
+    def two_calls():
+        outs[:] = [ext.locks(CPUS, [0, 6], True, 0.0002, 0.0005, 30.0)]
         with pytest.raises(ValueError):
             ext.locks(CPUS, [0, 0], True, 0.0002, 0.0005, 1.0)
+
+    # A generous time-out: on a loaded machine a partner may not run for a second (failed once so).
+    # A leaked lock page per run would be 200 x 4 KiB.
+    assert_flat(two_calls, 200, warm=20, max_rss_kib=400)
+    out = outs.pop()
     assert all(sys.getrefcount(a) == 3 for a in out.values())  # the dict, the loop name, the call
     assert out["calls"].shape == (2, len(CPUS)) and out["counter"].shape == (2,)
-    # a leaked lock page per run would be 200 x 4 KiB
-    assert vmsize_kb() - before < 400
 
 
 # -- the command -------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """The one-way kernel: real messages with tiny sizes (invariants only), the timer-offset check and its
 refusal, time-outs, and the C entry point's shapes, errors and references."""
 
-import gc
 import os
 import signal
 import subprocess
@@ -10,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from leakcheck import assert_flat
 
 import corelat
 from corelat import _corelat, _measurers, _sweep
@@ -144,11 +144,4 @@ def test_oneway_entry_point_does_not_leak():
         except corelat.MeasurementTimeout:
             pass
 
-    for _ in range(50):
-        call()
-    gc.collect()
-    before = sys.getallocatedblocks()
-    for _ in range(300):
-        call()
-    gc.collect()
-    assert sys.getallocatedblocks() - before < 100
+    assert_flat(call, 300, warm=50, max_blocks=100)

@@ -2,7 +2,6 @@
 doubles for the kernels; the real kernels on two CPUs of this machine; the empty result; the CLI."""
 
 import dataclasses
-import gc
 import itertools
 import os
 import signal
@@ -16,6 +15,7 @@ import pytest
 from conftest import extract, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from leakcheck import assert_flat
 
 import corelat
 from corelat import InputError, SMTResult, Topology
@@ -376,31 +376,22 @@ def test_throughput_kernel_does_not_leak():
     corelat.timer_info()
     ext = smt_mod.extension()
     a, b = CPUS[:2]
+    loops = itertools.cycle((0, 1))
 
-    def calls(n):
-        for k in range(n):
-            out = ext.smt_throughput([a, b], k % 2, 1e-4, 5.0, smt_mod.MEM_BYTES)
-            assert [sys.getrefcount(x) for x in out] == [3, 3]  # the tuple, the argument, x
-            for cpus, loop, error in (([a, 10_000], 0, corelat.MeasurementError), ([a], 7, ValueError)):
-                try:
-                    ext.smt_throughput(cpus, loop, 1e-4, 5.0, smt_mod.MEM_BYTES)
-                except error:
-                    pass
-                else:
-                    raise AssertionError("expected an error")
+    def three_calls():  # success with each loop in turn, a bad CPU, a bad loop
+        out = ext.smt_throughput([a, b], next(loops), 1e-4, 5.0, smt_mod.MEM_BYTES)
+        assert [sys.getrefcount(x) for x in out] == [3, 3]  # the tuple, the argument, x
+        for cpus, loop, error in (([a, 10_000], 0, corelat.MeasurementError), ([a], 7, ValueError)):
+            try:
+                ext.smt_throughput(cpus, loop, 1e-4, 5.0, smt_mod.MEM_BYTES)
+            except error:
+                pass
+            else:
+                raise AssertionError("expected an error")
 
-    calls(50)
-    gc.collect()
-    blocks, rss = sys.getallocatedblocks(), _rss_kib()
-    calls(500)  # a leak of one object per call would add >= 500 blocks; 64 KiB buffers, >= 32 MiB
-    gc.collect()
-    assert sys.getallocatedblocks() - blocks < 250  # below one per call, above interpreter noise
-    assert _rss_kib() - rss < 2048
+    # a leak of one object on any path adds >= 500 blocks a round; of the 64 KiB buffers, >= 32 MiB
+    assert_flat(three_calls, 500, warm=50, max_blocks=250, max_rss_kib=2048)
 
-
-def _rss_kib():
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 @needs2

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sweepcheck import assert_warnings_match_flags
 
 import corelat
 from corelat import _quality, _stats
@@ -299,9 +300,8 @@ def test_precision_sweep_finishes_and_flags_on_overcommitted_vm():
     np.testing.assert_array_equal(_quality.assess(r.samples, r.flags)[low] & shape, r.flags[low] & shape)
     dropped = r.extras["dropped"][low] > 0
     np.testing.assert_array_equal((r.flags[low] & PairFlag.MIGRATED) != 0, dropped)
-    doubtful = (r.flags[low] & (PairFlag.UNSTABLE | PairFlag.BIMODAL | PairFlag.MIGRATED
-                                | PairFlag.TARGET_NOT_MET)) != 0
-    assert bool(r.warnings) == bool(doubtful.any())
+    # round_trips=20 always warns about its size; a clean sweep has no other warning (CI saw one).
+    doubtful = assert_warnings_match_flags(r)
     if r.metadata["sampling"]["pairs_retested"]:  # re-tests are reported: as a warning, or a note if clean
         assert any("re-measured" in line for line in r.warnings + r.notes)
     # The target is met exactly where the median's CI of the kept samples is within ±2 %.

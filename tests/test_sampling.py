@@ -2,10 +2,13 @@
 LinkTest-style re-tests, and the topology-guided strategy. No time is ever asserted, only counts,
 flags and invariants."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
+import sweepcheck
+from sweepcheck import assert_warnings_match_flags
 
 import corelat
 from corelat import _sampling, _sweep, _validate
@@ -161,6 +164,45 @@ def test_time_budget_ends_a_pair_and_flags_it(many_cpus):
         assert t <= 0.1 + 1e-9
     assert r.metadata["sampling"]["pairs_target_not_met"] == 3
     assert any("did not reach ±0.1%" in w for w in r.warnings)
+
+
+def test_a_clean_sweep_of_tiny_samples_warns_only_about_its_size(many_cpus):
+    """CI's emulated machine once had no doubtful pair in a round_trips=20 sweep; the size warning is
+    still there, and it is the only one (a check that counted all warnings as pair warnings failed)."""
+    clock = FakeClock()
+    r = _sweep.measure_with(FakeMeasurer(clock, flat, noise=0.002), many_cpus[:4], round_trips=20,
+                            clock=clock, retest=False)
+    assert not (r.flags & sweepcheck.DOUBT).any()
+    assert len(r.warnings) == 1 and "only 20 round trips" in r.warnings[0]
+    assert not assert_warnings_match_flags(r).any()
+    # Both size warnings on clean pairs (fixed mode); size and pair warnings together (precision mode):
+    clock = FakeClock()
+    r = _sweep.measure_with(FakeMeasurer(clock, flat, noise=0.002), many_cpus[:3], round_trips=20, samples=3,
+                            clock=clock, retest=False)
+    assert len(r.warnings) == 2 and not assert_warnings_match_flags(r).any()
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, flat, noise=0.2, per_sample=1e-3, per_call=1e-3)
+    r = _sweep.measure_with(fake, many_cpus[:3], round_trips=20, precision=0.001, max_time_per_pair=0.1,
+                            clock=clock, retest=False)
+    assert len(r.warnings) >= 2 and assert_warnings_match_flags(r).all()
+
+
+def test_the_warnings_check_fails_a_missing_or_a_stray_warning(many_cpus):
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, flat, noise=0.2, per_sample=1e-3, per_call=1e-3)
+    noisy = _sweep.measure_with(fake, many_cpus[:3], round_trips=20, precision=0.001, max_time_per_pair=0.1,
+                                clock=clock, retest=False)
+    assert_warnings_match_flags(noisy)
+    size = [w for w in noisy.warnings if "round trips" in w]
+    pairs = [w for w in noisy.warnings if w not in size]
+    assert size and pairs
+    clean_flags = np.where(noisy.flags & sweepcheck.DOUBT, PairFlag.MEASURED, noisy.flags)
+    for warnings, flags in ((size, noisy.flags),                # the pair warnings lost
+                            (pairs, noisy.flags),               # the size warning lost
+                            (size + pairs, clean_flags)):       # pair warnings on clean pairs
+        doctored = dataclasses.replace(noisy, flags=flags, metadata={**noisy.metadata, "warnings": warnings})
+        with pytest.raises(AssertionError):
+            assert_warnings_match_flags(doctored)
 
 
 def test_samples_cap_ends_a_pair(many_cpus):

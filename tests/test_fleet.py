@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -293,6 +294,41 @@ def test_running_median_exact_up_to_base_then_close():
     # the remedian is an estimate beyond the base: within a few percent of the exact median here
     assert np.all(np.abs(rm.result() / exact - 1) < 0.03)
     assert _fleet_stats.RunningMedian((2, 2)).result().shape == (2, 2)
+
+
+# -- ending an MPI job -------------------------------------------------------------------------------------
+class _Clocked:
+    """A stream or communicator that records when each call happened."""
+
+    def __init__(self, events, name):
+        self.events, self.name = events, name
+
+    def write(self, text):
+        self.events.append((time.monotonic(), self.name, "write", text))
+
+    def flush(self):
+        self.events.append((time.monotonic(), self.name, "flush", None))
+
+    def Abort(self, code):  # mpi4py's name
+        self.events.append((time.monotonic(), self.name, "Abort", code))
+
+
+def test_a_rank_says_why_it_ends_the_job_and_waits_before_mpi_abort(monkeypatch):
+    # MPICH's launcher drops now and then what a rank wrote just before MPI_Abort (CI's mpiexec test
+    # saw an empty stderr): the reason is flushed, and the launcher gets time to pass it on
+    from corelat import _fleet_run
+
+    events = []
+    monkeypatch.setattr(sys, "stdout", _Clocked(events, "stdout"))
+    monkeypatch.setattr(sys, "stderr", _Clocked(events, "stderr"))
+    _fleet_run._abort(_Clocked(events, "comm"), "rank 2 did not start")
+    said = [k for k, e in enumerate(events) if e[1:3] == ("stderr", "write")]
+    assert [events[k][3] for k in said] == ["corelat fleet: error: rank 2 did not start\n"]
+    flushed = [e for e in events[said[0]:] if e[1:3] == ("stderr", "flush")]
+    assert flushed and ("stdout", "flush", None) in [e[1:] for e in events[:said[0]]]  # a report printed before
+    assert events[-1][1:] == ("comm", "Abort", _fleet_run.EXIT_TIMEOUT)
+    assert _fleet_run.ABORT_GRACE >= 0.25
+    assert events[-1][0] - flushed[0][0] >= _fleet_run.ABORT_GRACE
 
 
 # -- import and CLI ----------------------------------------------------------------------------------------

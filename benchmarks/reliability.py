@@ -36,7 +36,7 @@ def _cap():
 
 class Runner:
     def __init__(self, tree):
-        self.env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        self.env = dict(os.environ)
         self.env.pop("CORELAT_DEBUG", None)
         if tree:
             self.env["PYTHONPATH"] = tree

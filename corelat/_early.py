@@ -13,7 +13,8 @@ room for NumPy: the OpenBLAS that NumPy's wheels bundle allocates a 32 MiB buffe
 loads and, before OpenBLAS 0.3.30 (NumPy < 2.3, the newest NumPy on Python 3.9 and 3.10), retries a
 failed allocation forever (OpenMathLib/OpenBLAS#5289). A limit too small is refused in one line
 instead of hanging. The command needs no BLAS threads, so unless the user chose a number it runs
-OpenBLAS with one thread there, where each thread would cost address space.
+OpenBLAS with one thread: each thread would cost address space, and under ``chrt`` an OpenBLAS thread
+spins at the caller's real-time priority, above the measuring threads.
 
 Only modules the interpreter has already loaded are used before the handler is in place (``_signal``
 is the C half of ``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to
@@ -161,8 +162,15 @@ def check_address_space():
 
 
 def install():
-    """Quiet Ctrl-C and one-line start-up failures, for the command only."""
-    if running_as_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    """Quiet Ctrl-C and one-line start-up failures, and OpenBLAS without threads, for the command only."""
+    if not running_as_command():
+        return
+    # Under `chrt -f N` every thread of the process starts at the caller's real-time priority, one
+    # above the measuring threads (see team.c): OpenBLAS's idle threads spin on the measuring CPUs
+    # after NumPy loads (and after any BLAS call) and starve a measuring thread meanwhile. The command
+    # computes nothing that needs BLAS threads, so it runs without them unless the user chose a number.
+    _blas_threads()
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         try:
             signal.signal(signal.SIGINT, _interrupted)
         except ValueError:  # imported from a thread other than the main one: not the command starting

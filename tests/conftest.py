@@ -9,9 +9,11 @@ import pathlib
 import signal
 import tarfile
 
+import kernelguard
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+pytest_plugins = ["pytester"]  # tests/test_kernelguard.py runs the guard on tests of its own
 
 # A background job (`.ci/run &`, `nohup`) starts with SIGINT ignored, and an ignored signal stays ignored
 # across exec: every subprocess a test sends Ctrl-C to would then ignore it. A caught signal is reset
@@ -19,6 +21,24 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 SHARED = pathlib.Path(os.environ.get("CORELAT_SHARED", REPO.parent / "shared"))
+
+
+def pytest_configure(config):
+    """Fail a test marked neither ``hw`` nor ``vm`` that runs a kernel of the C extension, in this
+    process or in a ``python`` it starts (``tests/kernelguard.py``)."""
+    config.pluginmanager.register(kernelguard.Plugin(), "corelat-kernelguard")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, as CI runs the suite) the tests that use the CPUs
+    (``hw``, ``signals``) form one group, run one after another by one worker, while the pure tests
+    spread over the workers: two measurements never share the CPUs, and each runs beside the load of
+    the other worker, as on a user's machine."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("hw") or item.get_closest_marker("signals"):
+            item.add_marker(pytest.mark.xdist_group("cpus"))
 
 
 @pytest.fixture(scope="session")
@@ -86,6 +106,22 @@ def run_cli(*args, env=None, timeout=60, partner=None):
     )
 
 
+def _pinned_threads(pid):
+    """Threads of process ``pid`` other than the main one that are pinned to one CPU."""
+    found = []
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    except OSError:
+        return found
+    for tid in tids:
+        try:
+            if len(os.sched_getaffinity(tid)) == 1:
+                found.append(tid)
+        except OSError:
+            pass  # gone in between
+    return found
+
+
 def interrupt_when_measuring(cmd, timeout=30):
     """Start ``cmd``, wait until its measuring threads exist (deep in a long run), send SIGINT.
 
@@ -96,11 +132,10 @@ def interrupt_when_measuring(cmd, timeout=30):
     import subprocess
     import time
 
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # the user's environment
     try:
         deadline = time.monotonic() + timeout
-        while len(os.listdir(f"/proc/{p.pid}/task")) <= 1:  # the team is up
+        while not _pinned_threads(p.pid):  # the team is up (NumPy's OpenBLAS threads are not pinned)
             assert p.poll() is None and time.monotonic() < deadline, "the run never started"
             time.sleep(0.02)
         time.sleep(0.3)

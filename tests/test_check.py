@@ -155,6 +155,7 @@ def test_parsing_oddities(bare):
     assert "QEMU" in check_hypervisor(str(bare)).found
 
 
+@pytest.mark.hw
 def test_live_machine_report_and_api():
     items = corelat.check(interval=0.05)
     names = [i.name for i in items]

@@ -18,6 +18,7 @@ CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 
 
+@pytest.mark.hw
 @needs2
 def test_default_output_like_core_to_core_latency():
     p = run_cli(20, 5)
@@ -34,6 +35,7 @@ def test_default_output_like_core_to_core_latency():
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.hw
 @needs2
 def test_csv_on_stdout_text_on_stderr(tmp_path):
     p = run_cli("--csv", "--cpus", f"{CPUS[0]},{CPUS[1]}", "--kernel", "rw", 10, 3)
@@ -43,6 +45,7 @@ def test_csv_on_stdout_text_on_stderr(tmp_path):
     assert "Num samples: 3" in p.stderr
 
 
+@pytest.mark.hw
 @needs2
 def test_output_file_npz_and_python_m(tmp_path):
     out = tmp_path / "r.npz"
@@ -55,6 +58,7 @@ def test_output_file_npz_and_python_m(tmp_path):
     assert corelat.load(out_csv).n == len(CPUS)
 
 
+@pytest.mark.hw
 @needs2
 def test_console_script_installed():
     # The README runs `.venv/bin/pytest` without activating the venv, so the script is not on PATH:
@@ -115,6 +119,8 @@ def test_too_few_allowed_cpus_via_taskset():
     assert "at least 2" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @needs2
 def test_timeout_exit_1():
     p = run_cli("--timeout", "0.2", "10", "2", partner="stall")

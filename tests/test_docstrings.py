@@ -113,6 +113,7 @@ def test_raises_sections_name_real_exceptions():
                 assert inspect.isclass(cls) and issubclass(cls, BaseException), f"{name}: Raises {exc!r}"
 
 
+@pytest.mark.hw
 def test_docstring_examples_run():
     import matplotlib
 
@@ -160,6 +161,8 @@ def test_public_functions_are_annotated():
     assert not missing, f"public functions without type hints: {missing}"
 
 
+@pytest.mark.docs
+@pytest.mark.slow
 def test_api_reference_builds_without_warnings(tmp_path):
     """The generated API page alone, built by Sphinx with autodoc and napoleon as docs/conf.py sets
     them, warnings as errors: ambiguous cross-references, malformed sections, bad reST."""

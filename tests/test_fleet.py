@@ -52,6 +52,7 @@ def test_a_faster_node_is_an_outlier_too(peers):
     assert [(o.node, o.cls) for o in corelat.fleet(nodes).outliers] == [("node004", "across")]
 
 
+@pytest.mark.slow
 def test_no_slowed_node_no_outlier_over_many_fleets(peers):
     # The false-positive rate: 0 flags in 40 random fleets of 50 nodes (benchmarks/fleet.py measures it
     # over more fleets and records it in benchmarks/RESULTS.md).

@@ -124,6 +124,7 @@ def test_a_forged_median_member_makes_that_node_an_error(nodes, tmp_path, case):
     assert "bad.npz" in got.errors[0]["error"] and "\n" not in got.errors[0]["error"]
 
 
+@pytest.mark.slow
 def test_hostile_files_become_errors_of_their_nodes(tmp_path):
     import sys
 

@@ -20,6 +20,7 @@ import corelat
 # Round trips per sample, samples per pair; a partner may take 20 s to answer (the machine is shared).
 TINY = ["50", "10", "--no-retest", "--timeout", "20"]
 MPI_TIMEOUT = 240
+pytestmark = [pytest.mark.mpi, pytest.mark.hw, pytest.mark.slow]
 
 
 def _launcher():
@@ -56,7 +57,7 @@ def mpirun(ranks, timeout=MPI_TIMEOUT):
         if k:
             cmd.append(":")
         cmd += ["-n", "1", "env", f"CORELAT_NODE_NAME={node}", sys.executable, *argv]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ)
     env.pop("CORELAT_DEBUG", None)
     return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -147,6 +148,7 @@ def test_an_injected_exception_is_reported(tmp_path):
     assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "c.error.json", "fleet.json"], p.stdout
 
 
+@pytest.mark.signals
 def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
     p, out, _ = driver_job(tmp_path, "kill")
     assert p.returncode != 0

@@ -23,9 +23,13 @@ from corelat._measurers import PairMeasurer, _once_more_if_moved
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+pytestmark = [pytest.mark.hw, pytest.mark.signals]
 CGROUP_V1 = "/sys/fs/cgroup"
-ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-ENV.pop("CORELAT_DEBUG", None)
+# The environment a user has: no BLAS thread variables (a test that set them hid a SCHED_FIFO starvation
+# every user met). PINNED is the variant with OpenBLAS held to one thread, run beside it where it matters.
+BLAS_VARS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+ENV = {k: v for k, v in os.environ.items() if k not in BLAS_VARS and k != "CORELAT_DEBUG"}
+PINNED = dict(ENV, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 # A pair measured for hours unless something stops it: 10^6 round trips x 1000 samples.
 LONG = ["-c", f"{CPUS[0]},{CPUS[-1]}", "--kernel", "rw", "1000000", "1000"] if len(CPUS) >= 2 else []
@@ -169,6 +173,7 @@ def _freeze(d, tid):
         f.write("FROZEN")
 
 
+@pytest.mark.slow
 @needs2
 @pytest.mark.parametrize("which", ["responder", "initiator"])
 def test_cgroup_frozen_thread_times_out(which):
@@ -204,6 +209,7 @@ def test_cgroup_frozen_thread_ctrl_c():
     assert p.returncode == 130
 
 
+@pytest.mark.slow
 @needs2
 def test_memory_of_a_left_behind_thread_is_freed_when_it_wakes():
     corelat.timer_info()
@@ -222,14 +228,28 @@ def test_memory_of_a_left_behind_thread_is_freed_when_it_wakes():
 
 
 @needs2
-def test_ctrl_c_under_sched_fifo():
+def _chrt():
     chrt = shutil.which("chrt")
     if not chrt:
         pytest.skip("chrt (util-linux) not installed")
     probe = subprocess.run([chrt, "-f", "10", "true"], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         pytest.skip(f"SCHED_FIFO not permitted here (needs root or RLIMIT_RTPRIO): {probe.stderr.strip()}")
-    p = _start(LONG, prefix=(chrt, "-f", "10"))
+    return chrt
+
+
+# `chrt -f 10 corelat ...` as a user types it (no BLAS variables), and the pinned-down variant; Ctrl-C
+# and SIGTERM. The bound is loose (it tells "ends" from "hangs"); benchmarks/exit_time.py times it.
+@needs2
+@pytest.mark.parametrize("kernel, sig, env", [
+    ("cas", signal.SIGINT, "user"), ("rw", signal.SIGINT, "user"), ("rw", signal.SIGTERM, "user"),
+    ("rw", signal.SIGINT, "pinned"),
+])
+def test_ctrl_c_under_sched_fifo(kernel, sig, env):
+    chrt = _chrt()
+    args = ["--kernel", kernel, "1000000", "1000"]  # every allowed CPU, as `corelat 1000000 1000`
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=ENV if env == "user" else PINNED)
     try:
         tids = _workers(p)
         # the measuring threads run below the caller, so the caller can always stop them
@@ -237,14 +257,32 @@ def test_ctrl_c_under_sched_fifo():
         assert all(os.sched_getparam(t).sched_priority < 10 for t in tids)
         time.sleep(0.5)
         t0 = time.monotonic()
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         rc, err, _ = _finish(p, 20)
-        assert rc == 130, err
+        assert rc == (130 if sig == signal.SIGINT else -sig), err
         assert time.monotonic() - t0 < 5
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
+
+
+@needs2
+def test_no_thread_of_the_command_spins_above_the_measuring_threads_under_sched_fifo():
+    # In the user's environment NumPy's OpenBLAS started a thread per CPU at the caller's priority,
+    # one above the measuring threads; idle, such a thread spins before it sleeps, and on a measuring
+    # thread's CPU it starves that thread. While measuring, only the caller may sit at its priority.
+    chrt = _chrt()
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*LONG)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=ENV)
+    try:
+        _thread_on(p, CPUS[-1])
+        others = {t: os.sched_getparam(t).sched_priority for t in map(int, os.listdir(f"/proc/{p.pid}/task"))
+                  if t != p.pid}
+        assert len(others) == 2 and all(prio < 10 for prio in others.values()), others
+    finally:
+        p.kill()
+        p.communicate()
 
 
 # -- a thread moved off its CPU -------------------------------------------------------------

@@ -7,7 +7,8 @@ import pytest
 from conftest import interrupt_when_measuring
 
 CPUS = sorted(os.sched_getaffinity(0))
-pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+pytestmark = [pytest.mark.hw, pytest.mark.signals,
+              pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")]
 
 
 def test_cli_sigint_exits_130_quickly():

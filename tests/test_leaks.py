@@ -13,6 +13,7 @@ CPUS = sorted(os.sched_getaffinity(0))
 pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 
 
+@pytest.mark.hw
 def test_pingpong_success_path_flat():
     corelat.timer_info()
     a, b = CPUS[:2]
@@ -26,6 +27,7 @@ def test_pingpong_success_path_flat():
     assert_flat(call, 2000)
 
 
+@pytest.mark.hw
 def test_pingpong_error_paths_flat():
     corelat.timer_info()
     a = CPUS[0]
@@ -46,6 +48,8 @@ def test_pingpong_error_paths_flat():
     assert_flat(bad_args, 1000)
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 def test_timeout_path_flat():
     corelat.timer_info()
     a, b = CPUS[:2]

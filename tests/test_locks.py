@@ -62,17 +62,20 @@ def own_run():
     return locks(CPUS, shared=False, duration=SHORT)
 
 
+@pytest.mark.hw
 def test_every_lock_excludes_when_shared(shared_run):
     assert shared_run.tests == tuple(TESTS)
     assert shared_run.shared and shared_run.mode == "shared"
     _assert_exclusive(shared_run)
 
 
+@pytest.mark.hw
 def test_every_lock_counts_right_uncontended(own_run):
     assert not own_run.shared and own_run.mode == "uncontended"
     _assert_exclusive(own_run)
 
 
+@pytest.mark.hw
 @pytest.mark.parametrize("shared", [True, False])
 def test_rows_and_threads_are_consistent(shared_run, own_run, shared):
     r = shared_run if shared else own_run
@@ -98,6 +101,7 @@ def test_rows_and_threads_are_consistent(shared_run, own_run, shared):
     assert "hostname" in md and "timer ticks" in md["cycles"]
 
 
+@pytest.mark.hw
 def test_result_is_frozen(shared_run):
     with pytest.raises(dataclasses.FrozenInstanceError):
         shared_run.shared = False
@@ -110,6 +114,7 @@ def test_result_is_frozen(shared_run):
     assert "shared" in repr(shared_run)
 
 
+@pytest.mark.hw
 @pytest.mark.skipif(len(CPUS) < 2 or UNDER_VALGRIND,
                     reason="a lock can only be broken by two threads running at once")
 def test_broken_lock_is_caught():
@@ -122,11 +127,13 @@ def test_broken_lock_is_caught():
     assert "MUTUAL EXCLUSION VIOLATED" in r.table()
 
 
+@pytest.mark.hw
 def test_broken_lock_is_fine_alone():
     r = locks(CPUS, kernel="lock-none", shared=False, duration=0.005)
     assert r.violations == ()
 
 
+@pytest.mark.hw
 def test_one_cpu_and_a_selection():
     r = locks(CPUS[:1], kernel="lock-mutex", shared=True, duration=0.005)
     assert r.tests == ("baseline", "lock-pthread-mutex", "lock-pthread-mutex-trylock")
@@ -391,6 +398,7 @@ def test_locks_rejects_bad_input(kwargs):
         locks(**kwargs)
 
 
+@pytest.mark.hw
 @pytest.mark.parametrize(
     "args",
     [
@@ -412,6 +420,7 @@ def test_binding_refuses_what_is_unsafe(args):
         _ext().locks(*args)
 
 
+@pytest.mark.hw
 def test_binding_does_not_leak():
     ext = _ext()
     locks(CPUS[:1], kernel="baseline", duration=0.001)  # timer ready, thread stacks cached
@@ -476,6 +485,7 @@ def test_cli_subprocess_list():
     assert names == list(TESTS)
 
 
+@pytest.mark.hw
 def test_cli_subprocess_shared_mutex_run():
     p = _corelat("-s", "-k", "lock-mutex", "-d", "0.005", "--per-thread", ",".join(map(str, CPUS)))
     assert p.returncode == 0, p.stderr
@@ -489,6 +499,8 @@ def test_cli_subprocess_shared_mutex_run():
 # -- Ctrl-C ------------------------------------------------------------------------------------
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 def test_cli_subprocess_sigint_stops_a_long_run():
     # 10 tests x 12.5 s: minutes if not interrupted.
     rc, took, err = interrupt_when_measuring([sys.executable, "-m", "corelat", "locks", "-s", "-d", "10"])
@@ -497,6 +509,8 @@ def test_cli_subprocess_sigint_stops_a_long_run():
     assert "Traceback" not in err and "interrupted" in err
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 def test_api_subprocess_sigint_raises_keyboardinterrupt():
     code = (
         "from corelat._locks import locks\n"

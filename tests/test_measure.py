@@ -17,6 +17,7 @@ CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 
 
+@pytest.mark.hw
 @needs2
 @pytest.mark.parametrize("kernel", sorted(corelat.KERNELS))
 def test_measure_invariants(kernel):
@@ -43,6 +44,7 @@ def test_measure_invariants(kernel):
     assert "round-trip time / 2" in md["latency"]
 
 
+@pytest.mark.hw
 @needs2
 def test_cpu_string_and_order_as_given():
     a, b = CPUS[:2]
@@ -50,6 +52,7 @@ def test_cpu_string_and_order_as_given():
     assert r.cpus == (b, a)
 
 
+@pytest.mark.hw
 @needs2
 def test_pinned_threads_run_where_asked_and_caller_affinity_unchanged():
     before = os.sched_getaffinity(0)
@@ -57,6 +60,7 @@ def test_pinned_threads_run_where_asked_and_caller_affinity_unchanged():
     assert os.sched_getaffinity(0) == before
 
 
+@pytest.mark.hw
 @needs2
 def test_raw_pingpong_shapes():
     corelat.timer_info()
@@ -65,6 +69,8 @@ def test_raw_pingpong_shapes():
     assert (ticks > 0).all()
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @needs2
 def test_timeout_names_the_cpus():
     a, b = CPUS[:2]
@@ -76,6 +82,7 @@ def test_timeout_names_the_cpus():
     assert time.monotonic() - t0 < 5
 
 
+@pytest.mark.hw
 @needs2
 def test_gil_released_during_measurement():
     counter = [0]

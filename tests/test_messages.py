@@ -30,6 +30,7 @@ def _before_corelat_ran(err):
         "corelat/" not in err or "import _early" in err)
 
 
+@pytest.mark.signals
 def test_sigint_while_starting_never_prints_a_traceback():
     # Signals spread over the start-up (NumPy's import and the extension load, before main() runs).
     ended = []
@@ -144,6 +145,7 @@ def test_usage_errors_one_line_exit_2(args, message):
     assert p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
 
 
+@pytest.mark.hw
 def test_dangling_symlink_as_output_is_followed_not_replaced(tmp_path):
     link = tmp_path / "link.npz"
     link.symlink_to("real.npz")
@@ -275,6 +277,7 @@ def test_threads_do_not_break_import():
     assert not errors
 
 
+@pytest.mark.hw
 def test_tiny_sizes_warn_and_say_the_minimum():
     cpus = sorted(os.sched_getaffinity(0))[:2]
     if len(cpus) < 2:

@@ -64,6 +64,9 @@ def execute(path, folder, monkeypatch, **params):
     return nb, text
 
 
+@pytest.mark.notebooks
+@pytest.mark.hw
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path, monkeypatch):
     _, text = execute(path, tmp_path, monkeypatch)
@@ -103,6 +106,8 @@ def test_documented_defaults_are_the_api_defaults(path):
             f"{path.name}: {name} says the default is {value}; {API[path.stem]}() says {arg.default!r}")
 
 
+@pytest.mark.notebooks
+@pytest.mark.slow
 def test_compare_machines_on_two_real_machines(shared_dir, tmp_path, monkeypatch):
     peers = shared_dir / "fixtures/peer-results/core-to-core-latency"
     files = [str(peers / "AMD Ryzen 9 5950X @ 3.40 GHz.csv"), str(peers / "AMD Ryzen 9 7950X.csv")]

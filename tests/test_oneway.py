@@ -19,6 +19,7 @@ CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 
 
+@pytest.mark.hw
 @needs2
 def test_oneway_invariants():
     r = corelat.measure(CPUS[:2], kernel="oneway", round_trips=20, samples=6, warmup=1)
@@ -37,6 +38,7 @@ def test_oneway_invariants():
     assert r.summary()["pairs"] == 2  # both directions count
 
 
+@pytest.mark.hw
 @needs2
 def test_oneway_precision_mode_and_cli():
     r = corelat.measure(CPUS[:2], kernel="oneway", round_trips=20, precision=0.05, max_time_per_pair=0.05)
@@ -49,6 +51,7 @@ def test_oneway_precision_mode_and_cli():
     assert "row CPU sends, column CPU receives" in p.stdout
 
 
+@pytest.mark.hw
 @needs2
 @pytest.mark.parametrize("offset_ns", [2e6, -2e6])
 def test_skewed_timers_are_refused(offset_ns):
@@ -82,6 +85,8 @@ def test_non_invariant_timer_is_refused(monkeypatch):
         corelat.measure(CPUS[:2], kernel="oneway", round_trips=10, samples=2)
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @needs2
 def test_oneway_timeout_names_the_cpus():
     a, b = CPUS[:2]
@@ -92,6 +97,8 @@ def test_oneway_timeout_names_the_cpus():
     assert time.monotonic() - t0 < 5
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @needs2
 def test_ctrl_c_stops_a_long_oneway_pair():
     # 10^6 messages x 1000 samples, precision-driven: hours if not interrupted.
@@ -115,6 +122,7 @@ def test_ctrl_c_stops_a_long_oneway_pair():
             p.wait()
 
 
+@pytest.mark.hw
 @needs2
 def test_raw_oneway_shapes_and_bad_arguments():
     corelat.timer_info()
@@ -131,6 +139,7 @@ def test_raw_oneway_shapes_and_bad_arguments():
         _corelat.oneway(a, 4095, 5, 2, 0, 1.0)
 
 
+@pytest.mark.hw
 @needs2
 def test_oneway_entry_point_does_not_leak():
     corelat.timer_info()

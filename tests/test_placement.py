@@ -61,6 +61,7 @@ def test_chain_refuses_impossible_lengths(lines):
         chain_order(lines)
 
 
+@pytest.mark.hw
 @two_cpus
 @pytest.mark.parametrize("order", [[0, 1, 2, 3], [0, 2, 3, 1], [1, 2, 4, 3, 5, 0], [0, 2, 2, 3], [0, 2, 4],
                                    [0, 2, 5, 3], [0, 2], []])
@@ -201,6 +202,7 @@ def test_home_record_mirrors_symmetric_cells_and_flags_spread_pages():
     assert len(warns) == 1 and "2 of 3 measured cell(s)" in warns[0]
 
 
+@pytest.mark.hw
 @two_cpus
 @pytest.mark.parametrize("kernel", ["cas", "rw", "oneway", *CHASE])
 @pytest.mark.parametrize("home", ["initiator", "responder", "node:0"])
@@ -229,6 +231,7 @@ def test_live_pages_are_found_on_the_node_asked_for(kernel, home):
 
 # ---- the new kernels on this machine's CPUs ---------------------------------------------------
 
+@pytest.mark.hw
 @two_cpus
 @pytest.mark.parametrize("kernel", CHASE)
 def test_chase_kernels_invariants(kernel):
@@ -246,6 +249,7 @@ def test_chase_kernels_invariants(kernel):
     assert r.kernel == kernel and kernel in corelat.ALL_KERNELS
 
 
+@pytest.mark.hw
 @two_cpus
 @pytest.mark.parametrize("kind", ["CHASE_CLEAN", "CHASE_MODIFIED"])
 def test_chase_binding_returns_ticks_and_where_the_lines_were(kind):
@@ -259,6 +263,8 @@ def test_chase_binding_returns_ticks_and_where_the_lines_were(kind):
     assert node >= 0 or query_err != 0
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @two_cpus
 @pytest.mark.parametrize("kernel", CHASE)
 def test_chase_owner_that_never_answers_times_out_quickly(kernel):
@@ -270,6 +276,8 @@ def test_chase_owner_that_never_answers_times_out_quickly(kernel):
     assert time.monotonic() - t0 < 10  # 0.2 s wanted; generous for a loaded machine
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @two_cpus
 def test_cli_chase_partner_never_answering_is_a_clean_failure():
     p = run_cli("-k", "read-modified", "--timeout", "0.2", "10", "3", partner="stall")
@@ -277,6 +285,8 @@ def test_cli_chase_partner_never_answering_is_a_clean_failure():
     assert "did not answer" in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @two_cpus
 @pytest.mark.parametrize("kernel", CHASE)
 def test_chase_ctrl_c_exits_quickly(kernel):
@@ -358,6 +368,7 @@ def test_placement_result_refuses_mismatched_results():
         PlacementResult(homes=["node:0", "node:0"], results=[a, a])
 
 
+@pytest.mark.hw
 @two_cpus
 def test_placement_live_one_matrix_per_home():
     homes = ["initiator", "responder"]
@@ -373,6 +384,7 @@ def test_placement_live_one_matrix_per_home():
         corelat.placement(CPUS[:2], homes=["responder", "responder"])
 
 
+@pytest.mark.hw
 @two_cpus
 def test_cli_placement(tmp_path):
     out = tmp_path / "p.npz"

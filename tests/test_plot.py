@@ -235,6 +235,7 @@ def test_imports_stay_light():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_cli_plot_and_report(tmp_path, capsys, shared_dir):
     src = str(shared_dir / PEERS / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
     out = tmp_path / "p.png"
@@ -339,6 +340,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", FIGURES)
 def test_no_text_cut_off_or_overlapping(what, shared_dir, tmp_path):
     fig = FIGURES[what](shared_dir)

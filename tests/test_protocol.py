@@ -153,6 +153,7 @@ def smt_fields():
     return {f: getattr(r, f) for f in SMTResult._FIELDS}
 
 
+@pytest.mark.hw
 @pytest.mark.skipif(not CPUS, reason="needs a CPU")
 def test_cli_locks_output_and_json(tmp_path):
     out = tmp_path / "l.npz"
@@ -166,6 +167,7 @@ def test_cli_locks_output_and_json(tmp_path):
     assert d["kind"] == "locks" and [x["name"] for x in d["records"]] == ["baseline", "inc-atomic-relaxed"]
 
 
+@pytest.mark.hw
 def test_cli_smt_output_and_json(tmp_path):
     out = tmp_path / "s.npz"
     p = run_cli("smt", "10", "3", "-d", "0.001", "-o", str(out))
@@ -178,6 +180,7 @@ def test_cli_smt_output_and_json(tmp_path):
     assert d["kind"] == "smt" and d["summary"]["pairs"] == len(r)
 
 
+@pytest.mark.hw
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs")
 def test_cli_measure_json():
     p = run_cli("10", "3", "--cpus", f"{CPUS[0]},{CPUS[1]}", "--json")

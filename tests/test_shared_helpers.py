@@ -6,6 +6,7 @@ import pytest
 import corelat
 
 
+@pytest.mark.hw
 def test_a_name_or_a_list_of_names_and_nothing_else():
     with pytest.raises(corelat.InputError, match="kernel must be a pattern string or a list of them, not 5"):
         corelat.locks([0], kernel=5)

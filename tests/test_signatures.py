@@ -4,6 +4,8 @@ switches in production code."""
 import ast
 import pathlib
 
+import pytest
+
 import corelat
 
 
@@ -137,6 +139,7 @@ def test_one_order_vocabulary_in_results():
         r.ordered("random")
 
 
+@pytest.mark.hw
 def test_cli_sampling_words(tmp_path):
     import os
 

@@ -147,6 +147,7 @@ def test_32intel64_siblings_n_and_n_plus_16(dump):
     assert r.metadata["topology_summary"] == topo.describe()
 
 
+@pytest.mark.slow
 def test_256ppc_smt4_all_pairs_within_a_core(dump):
     topo = dump("256ppc-8n8s4t")
     r, m, b = run_fake(topo, samples=2)
@@ -317,6 +318,7 @@ def test_empty_result_on_this_machine():
     assert r.metadata["parameters"]["samples"] == 3 and r.cpus == tuple(CPUS)
 
 
+@pytest.mark.hw
 @needs2
 @pytest.mark.parametrize("kernel", ["cas", "rw"])
 def test_real_kernels_on_two_cpus(kernel):
@@ -336,6 +338,7 @@ def test_real_kernels_on_two_cpus(kernel):
         assert np.all(np.isfinite(data[key]) & (data[key] > 0))
 
 
+@pytest.mark.hw
 @needs2
 def test_throughput_kernel():
     a, b = CPUS[:2]
@@ -357,6 +360,7 @@ def test_throughput_kernel():
         ext.smt_throughput([a], 0, 0.005, 1.0, 100)  # not a multiple of a cache line
 
 
+@pytest.mark.hw
 @needs2
 def test_smt_end_to_end_with_a_fake_sibling_pair():
     """smt()'s own measurer and busy loops, told that two CPUs of this machine are siblings."""
@@ -370,6 +374,7 @@ def test_smt_end_to_end_with_a_fake_sibling_pair():
     assert f"{a},{b}" in r.table()
 
 
+@pytest.mark.hw
 @needs2
 def test_throughput_kernel_does_not_leak():
     """Thousands of calls of the C entry point, success and error paths: flat blocks and RSS."""
@@ -394,6 +399,8 @@ def test_throughput_kernel_does_not_leak():
 
 
 
+@pytest.mark.hw
+@pytest.mark.signals
 @needs2
 def test_sigint_stops_a_long_busy_loop():
     """A 60 s busy loop ends within a second of Ctrl-C, as KeyboardInterrupt."""

@@ -550,6 +550,7 @@ def test_siblings_of_a_size_the_rule_does_not_give_are_dropped():
     assert s.smt_pairs == [(0, 8)] + [(n, n + 8) for n in range(2, 8)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
                                   "32intel64-2p8co2t+8ve", "memorysidecaches"])
 def test_real_sibling_numberings_follow_a_rule(shared_dir, tmp_path, name):

@@ -21,6 +21,7 @@ def test_timer_info_has_the_measured_step():
     assert info["overhead_ticks"] >= 0
 
 
+@pytest.mark.hw
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
 def test_every_result_records_the_step():
     r = corelat.measure(CPUS[:2], round_trips=10, samples=3)

@@ -125,6 +125,7 @@ def _partition(labels):
 # Real machines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DUMPS)
 def test_dump_matches_hwloc(name, shared_dir, dump_topology):
     """Package, core, L2, L3 and NUMA partitions agree with hwloc's answer for every CPU."""

@@ -144,6 +144,7 @@ def test_report_pairs_lists_both_attempts(tmp_path, capsys):
     assert "first attempt" not in capsys.readouterr().out
 
 
+@pytest.mark.hw
 @pytest.mark.skipif(len(corelat.allowed_cpus()) < 2, reason="needs at least 2 allowed CPUs")
 def test_one_way_sweep_says_whether_directions_exceed_the_timer_offset():
     try:

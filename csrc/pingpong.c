@@ -136,9 +136,16 @@ static int initiator(corelat_pp_job *job, corelat_member *m)
         /* Outside the timed region; a moved thread ends the call (see spin.h). */
         if (!corelat_member_on_cpu(m))
             return CORELAT_EMOVED;
-        uint64_t t0 = corelat_ticks();
+        /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), not plain ones. A
+         * plain rdtsc waits for nothing: where the loop's exit is predicted (the first compare-exchange
+         * after the unpark usually succeeding) the closing read ran ahead of the lock cmpxchg that
+         * ends the batch, before the partner had answered, and one-round-trip samples read 0-1 timer
+         * steps (issue 27, benchmarks/RESULTS.md). The fence before the closing read waits for the
+         * batch to complete; the one after the opening read keeps the batch from starting before it.
+         * Costs one serializing read (~overhead_serial_ticks) per sample instead of a plain one. */
+        uint64_t t0 = corelat_ticks_serial();
         int rc = batch(job, 1, (uint64_t)k, &s);
-        uint64_t t1 = corelat_ticks();
+        uint64_t t1 = corelat_ticks_serial();
         if (rc)
             return rc;
         corelat_member_beat(m);

@@ -68,7 +68,8 @@ static inline uint64_t corelat_hw_ticks(void)
 #endif
 }
 
-/* A read that neither earlier nor later instructions can cross: for timing single short calls. */
+/* A read that neither earlier nor later instructions can cross: for timing single short calls, and
+ * for the reads around a timed batch, whose end a plain read can run ahead of (pingpong.c). */
 static inline uint64_t corelat_hw_ticks_serial(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -11,19 +11,35 @@ import corelat
 from corelat import _corelat
 
 CPUS = sorted(os.sched_getaffinity(0))
-pytestmark = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+pytestmark = [pytest.mark.hw, pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")]
+
+# No hand-off between two CPUs, with the two serializing timer reads around it, is shorter than this.
+HANDOFF_FLOOR_NS = 20.0
 
 
 @pytest.mark.parametrize("kernel", ["KERNEL_CAS", "KERNEL_RW"])
 def test_one_round_trip_is_a_real_round_trip(kernel):
-    # Not a magnitude: a single timed round trip must cost about what one round trip of a long
-    # batch costs. Before the fix a one-round-trip CAS sample was one local compare-exchange that
-    # never involved the partner (~5 ns against ~24-100+ ns): well under half.
-    corelat.timer_info()
-    a, b, code = CPUS[0], CPUS[-1], getattr(_corelat, kernel)
-    single = [_corelat.pingpong(a, b, code, 1, 50, 0, 5.0).min() for _ in range(5)]
-    batch = [_corelat.pingpong(a, b, code, 200, 10, 1, 5.0).min() / 200 for _ in range(5)]
-    assert min(single) > 0.5 * min(batch), (single, batch)
+    # Decided within one call, whatever the hypervisor does with the vCPUs: no magnitude is compared
+    # with another call's. A one-round-trip sample cannot end before the partner answered (the
+    # protocol), and the initiator's closing timer read is fenced, so it comes after the hand-off:
+    # every sample spans at least one hand-off, and no sample can read below one step of the counter
+    # (a stepped counter reads a whole step for any interval at least a step long). Placement and
+    # preemption only make samples longer. Issue 27: the closing read was a plain rdtsc, which ran
+    # ahead of the lock cmpxchg that ends the batch once its success was predicted; on a 2-vCPU EPYC
+    # VM (26-tick step) up to 1.7 % of one-round-trip CAS samples read 0-1 ticks where the placement
+    # let the first compare-exchange succeed, and rw samples rarely did too (benchmarks/RESULTS.md).
+    # The budget bounds the time under load; fewer samples only weaken the check.
+    info = corelat.timer_info()
+    step = max(float(info["resolution_ticks"]), 1.0)
+    if step / info["ticks_per_ns"] > HANDOFF_FLOOR_NS:
+        pytest.skip(f"the counter's step ({step / info['ticks_per_ns']:.0f} ns) is not shorter than a fast "
+                    "hand-off: a sample below one step would prove nothing")
+    code = getattr(_corelat, kernel)
+    ticks = _corelat.pingpong(CPUS[0], CPUS[-1], code, 1, 200_000, 100, 5.0, budget=1.0)
+    assert ticks.size >= 1
+    low = np.sort(ticks[ticks < step])
+    assert low.size == 0, (f"{low.size} of {ticks.size} one-round-trip samples read below one timer step "
+                           f"({step:g} ticks): {low[:10].tolist()}; median {np.median(ticks):g}")
 
 
 def test_the_first_sample_holds_no_start_up():

@@ -1,12 +1,19 @@
 """The version matrix: `nox` runs the tests on every supported CPython (those of 3.9-3.13 on PATH, e.g.
 pyenv's), each with the newest numpy and scipy it can have; `nox -s oldest` once with the oldest
-supported ones. CI runs both (.ci/steps/70-matrix.sh); `nox -l` lists the sessions.
+supported ones. `nox -l` lists the sessions.
+
+- `tests-3.X`: the whole suite (less the tiers with a CI step of their own: the emulated machine, MPI,
+  Sphinx and the notebooks).
+- `light-3.X`: the pure tier (no kernel runs: the markers in pyproject.toml) and one real measurement
+  (.ci/one-measurement.py): the package installs, imports, measures and keeps its files on that Python.
+- `oldest`: the whole suite on 3.9 with numpy 1.23 and scipy 1.9, the floors pyproject.toml declares.
+
+CI (.ci/steps/75-matrix.sh) runs the whole suite on the newest (`tests-3.13`) and the oldest stack,
+and `light` on the Pythons between (3.11 gets both from 30-tests and 70-wheels).
 
 The package is installed, never imported from the checkout: from a wheel of CORELAT_WHEELHOUSE when
 one fits the session's Python (CI passes the manylinux wheels it built), otherwise built from the
-checkout. CORELAT_NOX_FULL=1 runs the whole suite; by default the notebooks (slow, and run in full on
-one version by the main test step) are left out. The tests on the emulated machine are marked `vm`
-and never run here.
+checkout.
 """
 
 import glob
@@ -22,6 +29,12 @@ OLDEST = ["numpy==1.23.*", "scipy==1.9.*"]
 ROOT = pathlib.Path(__file__).resolve().parent
 
 nox.options.sessions = ["tests", "oldest"]
+# The selections, as .ci/run spells them.
+PURE_TIER = "not (hw or slow or signals or vm or mpi or notebooks or docs)"
+WHOLE_SUITE = "not (vm or mpi or docs or notebooks)"
+# Two workers: the pure tests spread over both, the tests that use the CPUs (one xdist group, see
+# tests/conftest.py) one after another in one of them.
+PARALLEL = ["-n", "2", "--dist", "loadgroup"]
 nox.options.error_on_missing_interpreters = True
 
 
@@ -36,28 +49,40 @@ def _package(session):
     return str(ROOT)
 
 
-def _pytest(session, *extra):
-    args = ["-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT)]
-    if os.environ.get("CORELAT_NOX_FULL") != "1":
-        args += ["--ignore", str(ROOT / "tests" / "test_notebooks.py")]
+def _pytest(session, selection):
+    args = ["-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-m", selection,
+            *PARALLEL]
     env = {"CORELAT_TEST_INSTALLED": "1"}
     if "CORELAT_SHARED" in os.environ:
         env["CORELAT_SHARED"] = os.environ["CORELAT_SHARED"]
     session.chdir(session.create_tmp())  # outside the source tree
-    session.run("python", "-m", "pytest", *args, *extra, *session.posargs, str(ROOT / "tests"), env=env)
+    session.run("python", "-m", "pytest", *args, *session.posargs, str(ROOT / "tests"), env=env)
+
+
+def _versions(session):
+    session.run("python", "-c", "import numpy, scipy; print('numpy', numpy.__version__, 'scipy', scipy.__version__)")
 
 
 @nox.session(python=PYTHONS)
 def tests(session):
-    """The tests with the newest numpy and scipy this Python can have."""
+    """The whole suite with the newest numpy and scipy this Python can have."""
     session.install("--only-binary", "numpy,scipy,matplotlib", f"{_package(session)}[test]")
-    session.run("python", "-c", "import numpy, scipy; print('numpy', numpy.__version__, 'scipy', scipy.__version__)")
-    _pytest(session)
+    _versions(session)
+    _pytest(session, WHOLE_SUITE)
+
+
+@nox.session(python=PYTHONS)
+def light(session):
+    """The pure tier and one real measurement, with the newest numpy and scipy this Python can have."""
+    session.install("--only-binary", "numpy,scipy,matplotlib", f"{_package(session)}[test]")
+    _versions(session)
+    _pytest(session, PURE_TIER)
+    session.run("python", str(ROOT / ".ci" / "one-measurement.py"))
 
 
 @nox.session(python=PYTHONS[0])
 def oldest(session):
-    """The tests with the oldest numpy and scipy pyproject.toml allows, on the oldest Python."""
+    """The whole suite with the oldest numpy and scipy pyproject.toml allows, on the oldest Python."""
     session.install("--only-binary", ":all:", f"{_package(session)}[test]", *OLDEST)
     versions = session.run("python", "-c", "import numpy, scipy; print(numpy.__version__, scipy.__version__)",
                            silent=True).split()
@@ -65,4 +90,4 @@ def oldest(session):
     for want, have in zip(OLDEST, versions):
         if not have.startswith(want.split("==")[1].rstrip("*")):
             session.error(f"asked for {want}, got {have}")
-    _pytest(session)
+    _pytest(session, WHOLE_SUITE)

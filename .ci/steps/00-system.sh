@@ -3,6 +3,7 @@ need=()
 command -v taskset >/dev/null || need+=(util-linux)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v xz >/dev/null || need+=(xz-utils)
+command -v valgrind >/dev/null || need+=(valgrind)
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
 if [ ${#need[@]} -gt 0 ]; then

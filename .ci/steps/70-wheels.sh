@@ -1,7 +1,7 @@
 # Distribution (issue 16): the sdist and manylinux2014 wheels (make wheels: zig cc against glibc 2.17,
 # auditwheel show, twine check, warning-free), then what a user without a compiler gets from them:
 #  1. the x86-64 wheel installed (binaries only) into a fresh venv of the system's python3 with no
-#     compiler on PATH, and the whole suite run against it;
+#     compiler on PATH, the pure tier and one real measurement against it;
 #  2. the aarch64 wheel's extension imported, and a tiny measurement run, under qemu-user by Debian's
 #     arm64 python3 with the aarch64 numpy wheel from PyPI;
 #  3. the sdist installed from scratch (build isolation) in a fresh venv, warning-free;
@@ -33,13 +33,15 @@ if env PATH="$nocc" /bin/sh -c 'command -v cc || command -v gcc || command -v x8
 fi
 
 t_w=$SECONDS
-echo "-- 1. the x86-64 wheel, no compiler on PATH, the suite against it"
+echo "-- 1. the x86-64 wheel, no compiler on PATH: the pure tier and one real measurement against it"
+# (the whole suite runs against an installed wheel in 75-matrix, on the newest and the oldest stack)
 wv=$repo/build/venv-wheel
 fresh_venv "$wv"
 whl=$(ls dist/corelat-*-cp$pyx-cp$pyx-manylinux*_x86_64.whl)
 env PATH="$nocc" "$wv/bin/python" -m pip install -q --only-binary :all: "$whl[test]"
 (cd /tmp && env PATH="$nocc" CORELAT_TEST_INSTALLED=1 CORELAT_SHARED="$shared" "$wv/bin/python" -m pytest \
-  -p no:cacheprovider -c "$repo/pyproject.toml" --rootdir "$repo" -q "$repo/tests")
+  -p no:cacheprovider -c "$repo/pyproject.toml" --rootdir "$repo" -q -m "$PURE_TIER" $PARALLEL "$repo/tests")
+(cd /tmp && env PATH="$nocc" "$wv/bin/python" "$repo/.ci/one-measurement.py")
 echo "-- 1. done in $((SECONDS - t_w)) s"
 
 t_w=$SECONDS

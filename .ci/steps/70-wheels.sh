@@ -4,7 +4,9 @@
 #     compiler on PATH, the pure tier and one real measurement against it;
 #  2. the aarch64 wheel's extension imported, and a tiny measurement run, under qemu-user by Debian's
 #     arm64 python3 with the aarch64 numpy wheel from PyPI;
-#  3. the sdist installed from scratch (build isolation) in a fresh venv, warning-free;
+#  3. (the sdist from scratch in a fresh venv: no longer a step of its own; .ci/wheels.sh builds every
+#     wheel from the sdist with build isolation, warning-free, and 10-install/30-tests build the
+#     checkout with the system's python3 the same way)
 #  4. the sdist built without the extension (CORELAT_NO_EXTENSION=1, what non-Linux platforms get):
 #     import works, measuring raises a CorelatError, the analysis tests pass;
 #  5. the README's development command (setup.py build_ext --inplace) in a fresh copy of the clone.
@@ -64,20 +66,10 @@ print("aarch64 measure:", r.median.shape, r.metadata["timer"]["name"])
 echo "-- 2. done in $((SECONDS - t_w)) s"
 
 t_w=$SECONDS
-echo "-- 3. the sdist from scratch in a fresh venv (build isolation), warning-free"
-sv=$repo/build/venv-sdist
-fresh_venv "$sv"
-sdist=$(ls dist/corelat-*.tar.gz)
-env -u PYTHONDONTWRITEBYTECODE "$sv/bin/python" -m pip install -v "$sdist" >"$artefacts/sdist-install.log" 2>&1 \
-  || { cat "$artefacts/sdist-install.log"; exit 1; }
-bash .ci/no-warnings.sh "$artefacts/sdist-install.log"
-(cd /tmp && "$sv/bin/python" -c 'import corelat, corelat._corelat; print("sdist install:", corelat.__file__)')
-echo "-- 3. done in $((SECONDS - t_w)) s"
-
-t_w=$SECONDS
 echo "-- 4. the sdist without the extension (CORELAT_NO_EXTENSION=1), the analysis tests against it"
 pv=$repo/build/venv-pure
 fresh_venv "$pv"
+sdist=$(ls dist/corelat-*.tar.gz)
 CORELAT_NO_EXTENSION=1 "$pv/bin/python" -m pip install -q "$sdist[test]"
 (cd /tmp && "$pv/bin/python" - <<'EOF'
 import importlib.util, corelat

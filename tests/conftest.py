@@ -8,6 +8,7 @@ import os
 import pathlib
 import signal
 import tarfile
+import warnings
 
 import kernelguard
 import pytest
@@ -47,6 +48,94 @@ def shared_dir():
     if not (SHARED / "fixtures").is_dir():
         pytest.skip(f"shared fixtures not found at {SHARED} (set CORELAT_SHARED to point at them)")
     return SHARED
+
+
+# ---------------------------------------------------------------------------------------------
+# The real sysfs dumps of hwloc's test suite (fixtures/topology/hwloc/NAME.tar.bz2): one top folder
+# each, unpacked once per session (per worker under pytest-xdist) and shared by every test file.
+
+# Parts of a dump the reader never looks at; leaving them packed keeps the tests fast (the dumps
+# hold tens of thousands of small files). Update this if the reader starts to read any of them.
+_SKIP_DIRS = {"cpufreq", "cpuidle", "acpi_cppc", "power", "thermal_throttle", "microcode"}
+_SKIP_CACHE_FILES = {
+    "size", "ways_of_associativity", "number_of_sets", "coherency_line_size", "uevent",
+    "physical_line_partition", "allocation_policy", "write_policy", "cache_disable_0",
+    "cache_disable_1",
+}  # fmt: skip
+
+
+def _wanted(name):
+    """Whether a member of a dump is needed: sys/devices/system, less the parts skipped above."""
+    parts = name.split("/")
+    if len(parts) < 4:
+        return True
+    if parts[1:4] != ["sys", "devices", "system"]:
+        return False
+    if _SKIP_DIRS.intersection(parts[5:]):
+        return False
+    return not ("cache" in parts[5:-1] and parts[-1] in _SKIP_CACHE_FILES)
+
+
+def _unpack(tarball, dest):
+    """Unpack the needed part of a dump below ``dest``; return its single top folder.
+
+    Symlinks inside the dump are kept (the "data" filter allows links that stay inside ``dest``).
+    """
+    with tarfile.open(tarball) as tf:
+        members = [m for m in tf.getmembers() if _wanted(m.name)]
+        extract(tf, dest, members)
+    tops = list(dest.iterdir())
+    assert len(tops) == 1 and tops[0].is_dir(), f"{tarball.name}: expected one top folder, got {tops}"
+    return tops[0]
+
+
+@pytest.fixture(scope="session")
+def hwloc_root(shared_dir, tmp_path_factory):
+    """A function NAME -> top folder of the unpacked dump NAME (each unpacked once, on first use).
+
+    The folder is shared by every test of the session: read it, never write below it (a test that
+    changes files unpacks its own copy with :func:`_unpack`). The top folder is the dump's own, which
+    is not always NAME (48amd64-4pa2n6c-sparse unpacks to 48amd64-4d2n6c-sparse).
+    """
+    folder = shared_dir / "fixtures" / "topology" / "hwloc"
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            cache[name] = _unpack(folder / f"{name}.tar.bz2", tmp_path_factory.mktemp("hwloc"))
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def hwloc_topology(hwloc_root):
+    """A function NAME, strict=False -> ``corelat.topology(root=hwloc_root(NAME))``, read once.
+
+    The Topology is shared by every test of the session; it is immutable (``records()`` and
+    ``to_dict()`` return copies). TopologyWarnings of the read are not shown, as some callers
+    silenced them for the dumps with offline CPUs (none of the dumps warns today); with
+    ``strict=True`` the calling test fails if the read warned.
+    """
+    topo_mod = pytest.importorskip("corelat._topology")
+    cache = {}
+
+    def get(name, strict=False):
+        if name not in cache:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", topo_mod.TopologyWarning)
+                topo = topo_mod.topology(root=hwloc_root(name))
+            said = [str(w.message) for w in caught if issubclass(w.category, topo_mod.TopologyWarning)]
+            for w in caught:  # any other warning goes on as if not caught here
+                if not issubclass(w.category, topo_mod.TopologyWarning):
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            cache[name] = topo, said
+        topo, said = cache[name]
+        if strict and said:
+            pytest.fail(f"reading the dump {name} warned: {said}")
+        return topo
+
+    return get
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -6,11 +6,10 @@ import os
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 import pytest
-from conftest import extract, run_cli
+from conftest import run_cli
 
 import corelat
 from corelat import _fleet, _fleet_classes, _fleet_stats, _fleet_synth, _hostlist
@@ -105,16 +104,8 @@ def test_outlier_names_the_settings_that_differ(peers):
     assert rec["node009"]["status"] == "ok" and rec["node009"]["differs"] == {"boost": [False, True]}
 
 
-def test_topology_classes_from_a_two_socket_smt_machine(shared_dir, tmp_path):
-    import tarfile
-
-
-    with tarfile.open(shared_dir / "fixtures/topology/hwloc/16em64t-4s2c2t-offlines.tar.bz2") as tar:
-        extract(tar, tmp_path)
-    root = next(p for p in tmp_path.iterdir() if p.is_dir())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the dump has offline CPUs: TopologyWarnings are expected
-        topo = corelat.topology(root)
+def test_topology_classes_from_a_two_socket_smt_machine(hwloc_topology):
+    topo = hwloc_topology("16em64t-4s2c2t-offlines")
     cpus = topo.cpus
     records = topo.records()
     codes, names = _fleet_classes.from_topology(records, cpus)

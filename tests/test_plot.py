@@ -3,12 +3,9 @@
 import re
 import subprocess
 import sys
-import tarfile
-import warnings
 
 import numpy as np
 import pytest
-from conftest import extract
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -119,15 +116,9 @@ def test_heatmap_into_given_axes_with_shared_scale():
         plot.heatmap(blocks(2, 4), order="random", ax=b)
 
 
-@pytest.fixture(scope="module")
-def opteron_topology(shared_dir, tmp_path_factory):
-    topo_mod = pytest.importorskip("corelat._topology")
-    folder = tmp_path_factory.mktemp("topo")
-    with tarfile.open(shared_dir / "fixtures/topology/hwloc/16amd64-8n2c.tar.bz2") as tar:
-        extract(tar, folder, filter="tar")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return topo_mod.topology(root=folder / "16amd64-8n2c")
+@pytest.fixture(scope="session")
+def opteron_topology(hwloc_topology):
+    return hwloc_topology("16amd64-8n2c")
 
 
 def test_heatmap_topology_order_draws_package_boundaries(opteron_topology, tmp_path):

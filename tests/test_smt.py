@@ -7,12 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 
 import numpy as np
 import pytest
-from conftest import extract, run_cli
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from leakcheck import assert_flat
@@ -66,32 +65,11 @@ def run_fake(topo, cpus=None, **kw):
     return r, m, b
 
 
-def _wanted(member):
-    """Only what the topology reader needs from a dump: sys/devices/system/{cpu,node}, less the
-    big folders it never reads."""
-    parts = member.name.split("/")
-    if len(parts) >= 4 and parts[1:4] != ["sys", "devices", "system"]:
-        return False
-    skip = {"cpufreq", "cpuidle", "power", "thermal_throttle", "microcode", "acpi_cppc", "hotplug"}
-    return not skip.intersection(parts[4:])
-
-
 @pytest.fixture(scope="session")
-def dump(shared_dir, tmp_path_factory):
-    """NAME -> Topology of the hwloc dump NAME (each unpacked to a temp folder once)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            dest = tmp_path_factory.mktemp("smt-dump")
-            with tarfile.open(shared_dir / "fixtures" / "topology" / "hwloc" / f"{name}.tar.bz2") as tf:
-                members = [m for m in tf.getmembers() if _wanted(m)]
-                extract(tf, dest, members)
-            (top,) = dest.iterdir()
-            cache[name] = corelat.topology(root=top)
-        return cache[name]
-
-    return get
+def dump(hwloc_topology):
+    """NAME -> Topology of the hwloc dump NAME (unpacked and read once a session by
+    tests/conftest.py; reading must not warn)."""
+    return lambda name: hwloc_topology(name, strict=True)
 
 
 def synthetic(spec, root="synthetic"):

@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-from conftest import extract
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,19 +216,6 @@ def test_to_dict_is_json():
     assert back["topology"] is None
 
 
-def os_topology(shared_dir, tmp_path, name):
-    """The Topology of one of the shared sysfs dumps (fixtures/topology/hwloc/NAME.tar.bz2)."""
-    import tarfile
-    import warnings
-
-    topo_mod = pytest.importorskip("corelat._topology")
-    with tarfile.open(shared_dir / "fixtures/topology/hwloc" / f"{name}.tar.bz2") as tar:
-        extract(tar, tmp_path, filter="tar")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return topo_mod.topology(root=tmp_path / name)
-
-
 # -- comparison with the OS topology -----------------------------------------------------------------------
 def records_5950x(l3_of=lambda c: (c % 16) // 8):
     return [{"cpu": c, "package": 0, "die": 0, "cluster": None, "core": c % 16, "l2": c % 16,
@@ -262,10 +248,10 @@ def test_topology_with_smt_the_latency_does_not_show(shared_dir):
     assert s.topology.mismatches == {"core": "the OS reports SMT siblings the latency does not show"}
 
 
-def test_topology_from_result_metadata(shared_dir, tmp_path):
+def test_topology_from_result_metadata(hwloc_topology):
     # A real machine's sysfs dump (8 Opteron packages of 2 cores, a NUMA node each, no L3) with a
     # latency matrix shaped like it: the comparison reads the topology the result carries.
-    topo = os_topology(shared_dir, tmp_path, "16amd64-8n2c")
+    topo = hwloc_topology("16amd64-8n2c")
     rng = np.random.default_rng(6)
     m, _ = block_matrix(rng, 1, 8, 2, 1, (0, 40, 120, 0), 0.03)
     base = LatencyResult.from_matrix(m)
@@ -431,7 +417,7 @@ def records_hybrid():
     return out
 
 
-def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
+def test_hybrid_classes_are_named_from_the_os_topology(hwloc_topology):
     core = np.array([c // 2 if c < 12 else c - 6 for c in range(20)])
     cls = (core >= 6).astype(int)
     clus = np.where(core < 6, 0, np.where(core < 10, 1, 2))
@@ -447,7 +433,7 @@ def test_hybrid_classes_are_named_from_the_os_topology(shared_dir, tmp_path):
     assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency level 2 "
                                           "match the OS's core types (P-cores and E-cores)")
     # The real sysfs dump of that machine gives the same records.
-    topo = os_topology(shared_dir, tmp_path, "20em64t-hybrid-1p6c2t+2ca4co1t")
+    topo = hwloc_topology("20em64t-hybrid-1p6c2t+2ca4co1t")
     s2 = structure(LatencyResult.from_matrix(m), topology=topo)
     assert s2.levels[1].names == ("P-cores", "E-cores") and s2.levels[0].os == ("l2", "cluster")
 
@@ -553,10 +539,10 @@ def test_siblings_of_a_size_the_rule_does_not_give_are_dropped():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
                                   "32intel64-2p8co2t+8ve", "memorysidecaches"])
-def test_real_sibling_numberings_follow_a_rule(shared_dir, tmp_path, name):
+def test_real_sibling_numberings_follow_a_rule(hwloc_topology, name):
     # The OS's cores of real machines (offline CPUs, hybrid, SMT4, n+N/2) with siblings at a few ns
     # and nothing else to go by: the rule check alone accepts them.
-    recs = list(os_topology(shared_dir, tmp_path, name).records())
+    recs = list(hwloc_topology(name).records())
     cpus = [r["cpu"] for r in recs]
     core = [(r["package"], r["core"]) for r in recs]
     m = np.where(np.array([[a == b for b in core] for a in core]), 6.0, 50.0)
@@ -580,7 +566,7 @@ def offline_packages():
     return LatencyResult.from_matrix(m, cpus=cpus)
 
 
-def test_a_package_left_with_one_core_is_a_group_of_its_own(shared_dir, tmp_path):
+def test_a_package_left_with_one_core_is_a_group_of_its_own(hwloc_topology):
     # v2 folded the lone core of package 1 into whichever package came first, and called the
     # packages "classes of cores" because offline CPUs leave them with different threads per core.
     r = offline_packages()
@@ -590,7 +576,7 @@ def test_a_package_left_with_one_core_is_a_group_of_its_own(shared_dir, tmp_path
     assert as_sets(lv.groups) == packages
     assert lv.kind == "groups"
     assert str(s).startswith("4 groups (4, 2, 4, 2 CPUs): 30 ns within, 70 ns across; SMT siblings")
-    s = structure(r, topology=os_topology(shared_dir, tmp_path, "16em64t-4s2c2t-offlines"))
+    s = structure(r, topology=hwloc_topology("16em64t-4s2c2t-offlines"))
     assert s.levels[0].os == ("l3", "package") and s.topology.agrees, s.topology.sentence
     assert s.nesting() == "4 L3 caches ⊃ SMT pairs"
 

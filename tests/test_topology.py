@@ -3,12 +3,9 @@
 import csv
 import json
 import os
-import tarfile
-import warnings
 
 import numpy
 import pytest
-from conftest import extract
 
 from corelat._topology import Topology, TopologyWarning, topology
 
@@ -39,74 +36,6 @@ SUMMARIES = {
 }
 
 
-# ---------------------------------------------------------------------------------------------
-# Unpacking the dumps
-
-
-# Parts of a dump the reader never looks at; leaving them packed keeps the tests fast (the dumps
-# hold tens of thousands of small files). Update this if the reader starts to read any of them.
-_SKIP_DIRS = {"cpufreq", "cpuidle", "acpi_cppc", "power", "thermal_throttle", "microcode"}
-_SKIP_CACHE_FILES = {
-    "size", "ways_of_associativity", "number_of_sets", "coherency_line_size", "uevent",
-    "physical_line_partition", "allocation_policy", "write_policy", "cache_disable_0",
-    "cache_disable_1",
-}  # fmt: skip
-
-
-def _wanted(name):
-    """Whether a member of a dump is needed: sys/devices/system, less the parts skipped above."""
-    parts = name.split("/")
-    if len(parts) < 4:
-        return True
-    if parts[1:4] != ["sys", "devices", "system"]:
-        return False
-    if _SKIP_DIRS.intersection(parts[5:]):
-        return False
-    return not ("cache" in parts[5:-1] and parts[-1] in _SKIP_CACHE_FILES)
-
-
-def _unpack(tarball, dest):
-    """Unpack the needed part of a dump below ``dest``; return its single top folder.
-
-    Symlinks inside the dump are kept (the "data" filter allows links that stay inside ``dest``).
-    """
-    with tarfile.open(tarball) as tf:
-        members = [m for m in tf.getmembers() if _wanted(m.name)]
-        extract(tf, dest, members)
-    tops = list(dest.iterdir())
-    assert len(tops) == 1 and tops[0].is_dir(), f"{tarball.name}: expected one top folder, got {tops}"
-    return tops[0]
-
-
-@pytest.fixture(scope="session")
-def dump_root(shared_dir, tmp_path_factory):
-    """A function NAME -> root folder of the unpacked dump (each unpacked once, on first use)."""
-    folder = shared_dir / "fixtures" / "topology" / "hwloc"
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            cache[name] = _unpack(folder / f"{name}.tar.bz2", tmp_path_factory.mktemp("dump"))
-        return cache[name]
-
-    return get
-
-
-@pytest.fixture(scope="session")
-def dump_topology(dump_root):
-    """A function NAME -> Topology of that dump (read once; reading must not warn)."""
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", TopologyWarning)
-                cache[name] = topology(root=dump_root(name))
-        return cache[name]
-
-    return get
-
-
 def _expected(shared_dir, name):
     path = shared_dir / "fixtures" / "topology" / "hwloc" / f"{name}.expected.csv"
     with open(path, newline="") as f:
@@ -122,15 +51,15 @@ def _partition(labels):
 
 
 # ---------------------------------------------------------------------------------------------
-# Real machines
+# Real machines (unpacked and read once a session by tests/conftest.py; reading them must not warn)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", DUMPS)
-def test_dump_matches_hwloc(name, shared_dir, dump_topology):
+def test_dump_matches_hwloc(name, shared_dir, hwloc_topology):
     """Package, core, L2, L3 and NUMA partitions agree with hwloc's answer for every CPU."""
     expected = _expected(shared_dir, name)
-    topo = dump_topology(name)
+    topo = hwloc_topology(name, strict=True)
     rows = {r["cpu"]: r for r in topo.records()}
 
     # hwloc lists the online (and, in a dump, allowed) CPUs: exactly ours.
@@ -171,8 +100,8 @@ def test_dump_matches_hwloc(name, shared_dir, dump_topology):
 
 
 @pytest.mark.parametrize("name", DUMPS)
-def test_dump_summary_and_views(name, dump_topology):
-    topo = dump_topology(name)
+def test_dump_summary_and_views(name, hwloc_topology):
+    topo = hwloc_topology(name, strict=True)
     assert topo.describe() == SUMMARIES[name]
     text = str(topo)
     assert text.startswith(f"Topology of {topo.root}: {topo.describe()}")
@@ -191,9 +120,9 @@ def test_dump_summary_and_views(name, dump_topology):
         assert topo.describe_cpu(cpu)
 
 
-def test_order_32intel64(dump_topology):
+def test_order_32intel64(hwloc_topology):
     """Siblings n and n+16 end up adjacent, packages contiguous, boundaries where groups start."""
-    topo = dump_topology("32intel64-2p8co2t+8ve")
+    topo = hwloc_topology("32intel64-2p8co2t+8ve", strict=True)
     ordered, boundaries = topo.order(range(32))
     assert ordered == tuple(c for n in range(16) for c in (n, n + 16))
     assert boundaries == {
@@ -222,9 +151,9 @@ def test_order_32intel64(dump_topology):
         topo.smt_groups([32])
 
 
-def test_hybrid_clusters(dump_topology):
+def test_hybrid_clusters(hwloc_topology):
     """E-cores share an L2 in clusters of 4; P-cores have their own L2 and two threads."""
-    topo = dump_topology("20em64t-hybrid-1p6c2t+2ca4co1t")
+    topo = hwloc_topology("20em64t-hybrid-1p6c2t+2ca4co1t", strict=True)
     rows = {r["cpu"]: r for r in topo.records()}
     assert _partition({c: r["l2"] for c, r in rows.items()} ) == {
         frozenset({0, 1}), frozenset({2, 3}), frozenset({4, 5}), frozenset({6, 7}),
@@ -236,17 +165,17 @@ def test_hybrid_clusters(dump_topology):
     )
 
 
-def test_package_id_minus_one_grouped_by_lists(dump_topology):
-    topo = dump_topology("256ppc-8n8s4t")
+def test_package_id_minus_one_grouped_by_lists(hwloc_topology):
+    topo = hwloc_topology("256ppc-8n8s4t", strict=True)
     rows = topo.records()
     assert [r["package"] for r in rows] == [c // 4 for c in range(256)]
     assert all(r["die"] is None for r in rows)
 
 
-def test_sparse_ids(dump_topology):
-    arm = dump_topology("128arm-2pa2n8cluster4co")
+def test_sparse_ids(hwloc_topology):
+    arm = hwloc_topology("128arm-2pa2n8cluster4co", strict=True)
     assert {r["package"] for r in arm.records()} == {36, 8442}
-    amd = dump_topology("48amd64-4pa2n6c-sparse")
+    amd = hwloc_topology("48amd64-4pa2n6c-sparse", strict=True)
     assert {r["node"] for r in amd.records()} == {0, 1, 2, 33, 34, 45, 72, 73}
     ordered, boundaries = amd.order(amd.cpus)
     assert ordered == tuple(range(48))
@@ -254,17 +183,17 @@ def test_sparse_ids(dump_topology):
     assert boundaries["node"] == boundaries["l3"] == list(range(6, 48, 6))
 
 
-def test_offline_node_uses_cpu_link(dump_topology):
+def test_offline_node_uses_cpu_link(hwloc_topology):
     """offline-cpu0-node0: node0 has no folder, but cpuN/node0 links still name it."""
-    topo = dump_topology("offline-cpu0-node0")
+    topo = hwloc_topology("offline-cpu0-node0", strict=True)
     assert topo.cpus == tuple(range(4, 21))
     assert topo.offline == (0, 1, 2, 3, 21, 22, 23)
     assert {r["cpu"]: r["node"] for r in topo.records()} == {c: c % 2 for c in range(4, 21)}
 
 
-def test_json_round_trip(dump_topology):
+def test_json_round_trip(hwloc_topology):
     for name in ("16em64t-4s2c2t-offlines", "256ppc-8n8s4t"):
-        topo = dump_topology(name)
+        topo = hwloc_topology(name, strict=True)
         d = json.loads(json.dumps(topo.to_dict()))
         assert d["root"] == topo.root and d["summary"] == topo.summary()
         again = Topology.from_dict(d)

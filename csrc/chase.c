@@ -81,11 +81,17 @@ static int reader(corelat_chase_job *job, corelat_member *m)
         int rc = wait_for(&job->done, (uint64_t)k + 1, &s);
         if (rc)
             return rc;
-        uint64_t t0 = corelat_ticks();
+        /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), as in pingpong.c's
+         * initiator. A plain rdtsc waits for nothing: the closing read ran ahead of the chain's
+         * dependent loads, and samples of a 4-line chase read 1 tick (medians of 26 ticks against
+         * ~1300 fenced; 64 lines 8866 against 13234: issue 27, benchmarks/RESULTS.md). The fence
+         * before the closing read waits for the last load; the one after the opening read keeps the
+         * first load from starting before it. */
+        uint64_t t0 = corelat_ticks_serial();
         char *q = start;
         for (int64_t i = 0; i < n; i++)
             q = *(char *volatile *)q;
-        uint64_t t1 = corelat_ticks();
+        uint64_t t1 = corelat_ticks_serial();
         job->reader_sink += (uintptr_t)q;
         corelat_member_beat(m);
         if (k >= p->warmup)

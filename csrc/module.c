@@ -262,20 +262,20 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
     static char *names[] = {"cpu_a", "cpu_b", "kernel", "round_trips", "samples", "warmup", "timeout",
-                            "stall_responder", "budget", "freeze", "home", NULL};
+                            "stall_responder", "budget", "freeze", "home", "start_delay", NULL};
     int cpu_a, cpu_b, kernel, stall = 0;
     long long round_trips, samples, warmup;
-    double timeout, budget = 0, freeze = 0;
+    double timeout, budget = 0, freeze = 0, start_delay = 0;
     PyObject *home = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pddO", names, &cpu_a, &cpu_b, &kernel, &round_trips,
-                                     &samples, &warmup, &timeout, &stall, &budget, &freeze, &home))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pddOd", names, &cpu_a, &cpu_b, &kernel, &round_trips,
+                                     &samples, &warmup, &timeout, &stall, &budget, &freeze, &home, &start_delay))
         return NULL;
     corelat_place place = {0};
     int placed = parse_home(home, &place);
     if (placed < 0)
         return NULL;
-    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
-        cpu_b < 0 || samples > ((long long)1 << 40))
+    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) ||
+        !check_seconds(start_delay, 1e3) || cpu_a < 0 || cpu_b < 0 || samples > ((long long)1 << 40))
         return new_failed(CORELAT_EINVAL, "ping-pong");
     if (check_timer() < 0)
         return NULL;
@@ -290,6 +290,7 @@ static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
         .budget_ns = (uint64_t)(budget * 1e9),
         .stall_responder = stall,
         .freeze_ns = (uint64_t)(freeze * 1e9),
+        .start_delay_ns = (uint64_t)(start_delay * 1e9),
         .place = place,
     };
     int status;
@@ -612,8 +613,10 @@ static PyMethodDef methods[] = {
     {"clock_cost", py_clock_cost, METH_NOARGS, "clock_cost() -> float: clock_gettime cost in ticks."},
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
-     " freeze=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none) ran out. A thread moved"
+     " freeze=0, home=None, start_delay=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none)"
+     " ran out. A thread moved"
      " off its CPU ends the call (ThreadMoved, a MeasurementError). freeze: test hook, s the responder sleeps."
+     " start_delay: test hook, s the responder sleeps before the start barrier (a slow start), then runs."
      " home=(node, toucher, cpu): where the page lives; then returns (ticks, (home_node, bind_errno, query_errno))."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
      "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"

@@ -189,6 +189,8 @@ static void pp_work(corelat_member *m)
     int rc = corelat_page_join(&job->page, m, park);
     if (rc == CORELAT_OK && m->index == 1 && job->p.freeze_ns)
         rc = corelat_member_freeze(m, job->p.freeze_ns);
+    if (rc == CORELAT_OK && m->index == 1 && job->p.start_delay_ns)
+        rc = corelat_member_delay(m, job->p.start_delay_ns);
     if (rc == CORELAT_OK)
         rc = corelat_member_barrier(m); /* all start together: no sample holds a start-up */
     if (rc == CORELAT_OK && m->index == 0)

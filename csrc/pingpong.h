@@ -22,6 +22,8 @@ typedef struct {
     uint64_t budget_ns;      /* 0, or stop after the first kept sample past this much time */
     int stall_responder;     /* test hook: the responder never answers (but obeys abort) */
     uint64_t freeze_ns;      /* test hook: the responder sleeps this long, deaf to everything */
+    uint64_t start_delay_ns; /* test hook: the responder starts this late (sleeps before the start
+                              * barrier, then runs normally): a slow thread start, made long */
     corelat_place place;     /* who first-touches the page, where (placement.h); zero: the initiator */
 } corelat_pp_params;
 

@@ -34,8 +34,22 @@ static int failures;
         }                                                                                                  \
     } while (0)
 
-static double ok_wait = 1.0; /* longest wait for a partner that does answer */
-static uint64_t grace_ns = 200000000u;
+/* No check may depend on how soon a thread gets a CPU: on a loaded machine a runnable thread can
+ * wait hundreds of milliseconds for one (seen: up to 0.6 s at nice 15 and 1.6 s at nice 19 beside two
+ * busy loops). So every wait that is not what a check is about is one no scheduler delay comes near,
+ * and it only bounds how long a broken kernel takes to fail:
+ *  - ok_wait, a thread's time-out for a partner that does answer;
+ *  - grace_ns, the caller's watchdog (corelat_job_poll): it gives up on a thread that showed no sign
+ *    of life (beat) for time-out + grace, or that has not stopped within grace of an abort. The
+ *    time-out checks (a partner that never answers, 0.05 s) are about the waiting thread's own
+ *    time-out: with a grace of 0.2 s the watchdog raced it, and a waiting thread that was not
+ *    scheduled for ~0.25 s around its deadline (or a stalled partner not scheduled within 0.2 s of
+ *    the abort) turned CORELAT_ETIMEOUT into CORELAT_ENOANSWER.
+ * The one check about the watchdog itself, frozen_partner, runs with a short one (watchdog_grace_ns):
+ * the caller must give up on a frozen thread long before it wakes. */
+static double ok_wait = 60.0;
+static uint64_t grace_ns = 60000000000ull;
+static uint64_t watchdog_grace_ns = 200000000u;
 
 static double now_s(void) { return (double)corelat_clock_ns() / 1e9; }
 
@@ -46,8 +60,10 @@ static corelat_pp_params pp(int kernel, int a, int b, double timeout_s)
     return p;
 }
 
-/* Run a ping-pong job to its end; returns the status, and the samples kept and failing CPU. */
-static int run_pp(const corelat_pp_params *p, int abort_early, int64_t *kept, int *failed_cpu)
+/* Run a ping-pong job to its end, the caller giving up on a silent thread after `grace`; returns the
+ * status, and the samples kept and failing CPU. */
+static int run_pp_grace(const corelat_pp_params *p, int abort_early, int64_t *kept, int *failed_cpu,
+                        uint64_t grace)
 {
     int status;
     corelat_pp_job *job = corelat_pp_new(p, &status);
@@ -55,13 +71,18 @@ static int run_pp(const corelat_pp_params *p, int abort_early, int64_t *kept, in
         return status;
     if (corelat_pp_start(job) == CORELAT_OK && abort_early)
         corelat_job_abort(&job->head);
-    status = corelat_job_run(&job->head, grace_ns);
+    status = corelat_job_run(&job->head, grace);
     if (kept && status == CORELAT_OK)
         *kept = job->kept;
     if (failed_cpu)
         *failed_cpu = job->head.failed_cpu;
     corelat_job_release(&job->head);
     return status;
+}
+
+static int run_pp(const corelat_pp_params *p, int abort_early, int64_t *kept, int *failed_cpu)
+{
+    return run_pp_grace(p, abort_early, kept, failed_cpu, grace_ns);
 }
 
 static int pp_status(int kernel, int a, int b, int stall, double timeout_s, int abort_early)
@@ -137,7 +158,7 @@ static void frozen_partner(int slow)
     p.freeze_ns = (uint64_t)(sleep_s * 1e9);
     int failed_cpu = -2;
     double t0 = now_s();
-    EXPECT_STATUS(run_pp(&p, 0, NULL, &failed_cpu), CORELAT_ENOANSWER);
+    EXPECT_STATUS(run_pp_grace(&p, 0, NULL, &failed_cpu, watchdog_grace_ns), CORELAT_ENOANSWER);
     EXPECT(failed_cpu == 1);
     EXPECT(now_s() - t0 < sleep_s * 0.8); /* long before the partner wakes */
     EXPECT(corelat_jobs_alive() == 1);     /* the frozen thread still holds the job */
@@ -250,12 +271,10 @@ int main(void)
     corelat_timer_info info;
     if (corelat_timer_init(CORELAT_TIMER_HW, 10000000, &info) != 0)
         corelat_timer_init(CORELAT_TIMER_CLOCK, 10000000, &info);
-    /* Under valgrind or qemu threads run slowly or take turns: allow longer waits. */
+    /* Under valgrind or qemu threads run slowly or take turns: a longer grace for the watchdog's check. */
     const char *slow = getenv("CORELAT_SELFTEST_SLOW");
-    if (slow) {
-        ok_wait = 60.0;
-        grace_ns = 1000000000u;
-    }
+    if (slow)
+        watchdog_grace_ns = 1000000000u;
     EXPECT(info.resolution >= 1 && info.hist_len >= 1 && info.overhead >= 0);
     /* The step from back-to-back deltas: a stepping AMD counter (24.45 ticks: reads in one step
      * differ by 0), the same with reads longer than a step, a tick counter, and an outlier. */

@@ -441,3 +441,18 @@ int corelat_member_freeze(corelat_member *m, uint64_t ns)
         ;
     return CORELAT_EABORT;
 }
+
+int corelat_member_delay(corelat_member *m, uint64_t ns)
+{
+    uint64_t end = corelat_clock_ns() + ns;
+    for (;;) {
+        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed) != CORELAT_RUN)
+            return CORELAT_EABORT;
+        uint64_t now = corelat_clock_ns();
+        if (now >= end)
+            return CORELAT_OK;
+        uint64_t left = end - now, slice = left < 10000000u ? left : 10000000u; /* 10 ms */
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice};
+        nanosleep(&ts, NULL);
+    }
+}

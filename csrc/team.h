@@ -150,4 +150,8 @@ int corelat_member_stall(corelat_member *m);
  * CORELAT_EABORT. The caller must leave it behind. */
 int corelat_member_freeze(corelat_member *m, uint64_t ns);
 
+/* Test hook: a thread that starts late. Sleep `ns` (in short slices, obeying abort), then return
+ * CORELAT_OK, or CORELAT_EABORT if the team was told to stop meanwhile. */
+int corelat_member_delay(corelat_member *m, uint64_t ns);
+
 #endif

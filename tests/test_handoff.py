@@ -42,10 +42,19 @@ def test_one_round_trip_is_a_real_round_trip(kernel):
                            f"({step:g} ticks): {low[:10].tolist()}; median {np.median(ticks):g}")
 
 
-def test_the_first_sample_holds_no_start_up():
-    # `corelat 1 1`: the only sample used to include the partner's thread start (milliseconds).
-    # With a start barrier it is one round trip; 0.5 ms is thousands of round trips on any machine.
-    corelat.timer_info()
+@pytest.mark.parametrize("kernel", ["KERNEL_CAS", "KERNEL_RW"])
+def test_the_first_sample_holds_no_start_up(kernel):
+    # `corelat 1 1`: the only sample used to include the partner thread's start-up (milliseconds);
+    # the start barrier (team.c corelat_member_barrier, in pingpong.c pp_work) fixed it. Decided by an
+    # injected start-up, not by a magnitude of this machine: the responder sleeps `start_delay` before
+    # the barrier (the `start_delay` test hook), then runs normally. With the barrier no sample begins
+    # before both threads are there, and the first sample holds none of the delay; without it the
+    # first sample spans the whole delay. Half the delay apart: no scheduler time slice of a loaded
+    # machine (7-16 ms seen) comes near. Issue: the old bound (median of 5 first samples < 0.5 ms)
+    # failed 4 of 43 loaded runs on such slices.
+    start_delay = 0.4
     tpn = corelat.timer_info()["ticks_per_ns"]
-    firsts = [_corelat.pingpong(CPUS[0], CPUS[-1], _corelat.KERNEL_CAS, 1, 1, 0, 5.0)[0] / tpn for _ in range(5)]
-    assert np.median(firsts) < 500_000, firsts
+    ticks = _corelat.pingpong(CPUS[0], CPUS[-1], getattr(_corelat, kernel), 1, 1, 0, 5.0, start_delay=start_delay)
+    assert ticks.size == 1
+    first_s = ticks[0] / tpn / 1e9
+    assert first_s < start_delay / 2, f"the first sample ({first_s:.3f} s) holds the partner's late start ({start_delay} s)"

@@ -263,6 +263,37 @@ def test_chase_binding_returns_ticks_and_where_the_lines_were(kind):
     assert node >= 0 or query_err != 0
 
 
+# No pass over four lines the reader evicted, with the two serializing timer reads around it, is
+# shorter than this: each load is served by the owner's cache (its L1 at best, on an SMT sibling:
+# four dependent L1 hits are already ~16 cycles), and the reads' own latency adds to it (the lowest
+# fenced 4-line sample seen on the 2-vCPU EPYC VM was 104 ticks, 40 ns).
+TRANSFER_FLOOR_NS = 20.0
+
+
+@pytest.mark.hw
+@two_cpus
+@pytest.mark.parametrize("kind", ["CHASE_CLEAN", "CHASE_MODIFIED"])
+def test_every_chase_sample_spans_its_loads(kind):
+    # Decided within one call, whatever the placement: no magnitude is compared with another's. The
+    # reader's closing timer read is fenced, so it comes after the last dependent load of the chain:
+    # every sample spans four loads served from the owner's cache (the reader evicted the lines),
+    # and a stepped counter reads a whole step for any interval at least a step long. Placement and
+    # preemption only make samples longer. Issue 27, as in the ping-pong (tests/test_handoff.py): the
+    # closing read was a plain rdtsc, which waits for nothing and ran ahead of the loads; on a 2-vCPU
+    # EPYC VM (26-tick step) about 6 % of the samples of a 4-line chase read 1 tick, and medians were
+    # 26 ticks against ~1300 fenced (benchmarks/RESULTS.md).
+    info = timer_info()
+    step = max(float(info["resolution_ticks"]), 1.0)
+    if step / info["ticks_per_ns"] > TRANSFER_FLOOR_NS:
+        pytest.skip(f"the counter's step ({step / info['ticks_per_ns']:.0f} ns) is not shorter than a fast "
+                    "transfer: a sample below one step would prove nothing")
+    ticks = _corelat.chase(CPUS[0], CPUS[-1], getattr(_corelat, kind), chain_order(4, 1).tolist(), 20_000, 10, 5.0)
+    assert ticks.size == 20_000
+    low = np.sort(ticks[ticks < step])
+    assert low.size == 0, (f"{low.size} of {ticks.size} samples of a 4-line chase read below one timer step "
+                           f"({step:g} ticks): {low[:10].tolist()}; median {np.median(ticks):g}")
+
+
 @pytest.mark.hw
 @pytest.mark.signals
 @two_cpus

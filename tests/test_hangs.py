@@ -238,6 +238,26 @@ def _chrt():
     return chrt
 
 
+def _priorities(p, timeout=10):
+    """{thread id: real-time priority} of p's threads but the main one, once two of them exist and
+    all sit below the caller's 10, or as they are after `timeout` s. glibc creates a thread with the
+    creator's policy and sets the one its attributes ask for from the creator before the thread runs
+    any code: a thread caught in between reads 10 for a moment (once in the flake finder's loaded rounds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {}
+        for t in os.listdir(f"/proc/{p.pid}/task"):
+            if int(t) != p.pid:
+                try:
+                    found[int(t)] = os.sched_getparam(int(t)).sched_priority
+                except OSError:
+                    pass  # gone in between
+        if (len(found) >= 2 and all(prio < 10 for prio in found.values())) or time.monotonic() > deadline:
+            return found
+        assert p.poll() is None, p.communicate()[1]
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def one_real_time_run():
     """Hold a machine-wide lock while a test runs a command under SCHED_FIFO. Two such commands at one
@@ -277,10 +297,11 @@ def test_ctrl_c_under_sched_fifo(kernel, sig, env, one_real_time_run):
     p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=ENV if env == "user" else PINNED)
     try:
-        tids = _workers(p)
+        _workers(p)
         # the measuring threads run below the caller, so the caller can always stop them
-        assert all(os.sched_getscheduler(t) in (os.SCHED_FIFO, os.SCHED_OTHER) for t in tids)
-        assert all(os.sched_getparam(t).sched_priority < 10 for t in tids)
+        prios = _priorities(p)
+        assert all(os.sched_getscheduler(t) in (os.SCHED_FIFO, os.SCHED_OTHER) for t in prios)
+        assert all(prio < 10 for prio in prios.values()), prios
         time.sleep(0.5)
         t0 = time.monotonic()
         p.send_signal(sig)
@@ -303,8 +324,7 @@ def test_no_thread_of_the_command_spins_above_the_measuring_threads_under_sched_
                          text=True, env=ENV)
     try:
         _thread_on(p, CPUS[-1])
-        others = {t: os.sched_getparam(t).sched_priority for t in map(int, os.listdir(f"/proc/{p.pid}/task"))
-                  if t != p.pid}
+        others = _priorities(p)
         assert len(others) == 2 and all(prio < 10 for prio in others.values()), others
     finally:
         p.kill()

@@ -13,7 +13,10 @@ import time
 import numpy as np
 
 import corelat
-from corelat import _corelat, _sweep, _sysinfo, _timer
+from corelat import _corelat
+from corelat._measure import sweep as _sweep
+from corelat._system import sysinfo as _sysinfo
+from corelat._system import timer as _timer
 
 
 def table(title, rows, headers):
@@ -67,8 +70,8 @@ class _TimedMeasurer:
 
 
 def python_overhead(cpus):
-    from corelat._measurers import make_measurer
-    from corelat._validate import check_params
+    from corelat._measure.measurers import make_measurer
+    from corelat._system.validate import check_params
 
     rows = []
     for label, kw in (("default (precision ±2 %)", {}),
@@ -97,7 +100,7 @@ def python_overhead(cpus):
 def per_pair_python():
     """Split the Python cost into per sweep and per pair with an instant fake measurer, and project
     the share for bigger machines from the C time per pair measured above."""
-    from corelat import _validate as m
+    from corelat._system import validate as m
     rng = np.random.default_rng(0)
 
     def fake(a, b, k):

@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 
-from corelat import _sysinfo
-from corelat._locks import locks
+from corelat._measure.locks import locks
+from corelat._system import sysinfo as _sysinfo
 
 
 def main(argv=None):

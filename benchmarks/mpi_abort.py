@@ -19,7 +19,7 @@ import time
 RANK = """
 import sys, time
 from mpi4py import MPI
-from corelat import _fleet_run
+from corelat._fleet import run as _fleet_run
 _fleet_run.ABORT_GRACE = float(sys.argv[1])
 if MPI.COMM_WORLD.Get_rank() == 0:
     _fleet_run._abort(MPI.COMM_WORLD, "REASON-{}".format(sys.argv[2]))

@@ -20,12 +20,12 @@ import time
 import numpy as np
 
 import corelat
-from corelat import _home
+from corelat._system import home as _home
 
 
 def call_cost(cpus, calls=100):
-    from corelat._timer import extension, timer_info
-    from corelat._validate import KERNELS
+    from corelat._system.timer import extension, timer_info
+    from corelat._system.validate import KERNELS
 
     ext = extension()
     timer_info()

@@ -23,8 +23,9 @@ import time
 import numpy as np
 
 import corelat
-from corelat import _sweep, _validate
-from corelat._result import PairFlag
+from corelat._measure import sweep as _sweep
+from corelat._results.latency import PairFlag
+from corelat._system import validate as _validate
 
 ROUND_TRIPS = 1000
 CALL_OVERHEAD_S = 100e-6

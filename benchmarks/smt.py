@@ -13,8 +13,8 @@ import platform
 import numpy as np
 
 import corelat
-from corelat import _smt as smt_mod
-from corelat import _sysinfo
+from corelat._measure import smt as smt_mod
+from corelat._system import sysinfo as _sysinfo
 
 
 def machine():

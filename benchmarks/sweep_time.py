@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 import corelat
-from corelat._validate import resolve_cpus
+from corelat._system.validate import resolve_cpus
 
 
 def rel_precision(r):

@@ -5,9 +5,9 @@
 """
 
 from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401
-from ._check import CheckItem, CheckReport, check
-from ._compare import Comparison, compare, example_files
-from ._errors import (
+from ._analysis.compare import Comparison, compare, example_files
+from ._analysis.structure import Structure, structure
+from ._core.errors import (
     CorelatError,
     InputError,
     InputFileNotFoundError,
@@ -17,20 +17,20 @@ from ._errors import (
     MissingDependencyError,
     SaveError,
 )
-from ._fleet import FleetResult, fleet
-from ._fleet_run import measure_fleet
-from ._home import HOMES
-from ._io import load
-from ._locks import LockResult, list_tests, locks
-from ._measurers import clock_skew
-from ._placement import PlacementResult, placement
-from ._result import LatencyResult, PairFlag
-from ._smt import SMTResult, smt
-from ._structure import Structure, structure
-from ._sweep import measure
-from ._timer import timer_info
-from ._topology import Topology, TopologyWarning, topology
-from ._validate import ALL_KERNELS, KERNELS, allowed_cpus
+from ._fleet.nodes import FleetResult, fleet
+from ._fleet.run import measure_fleet
+from ._measure.check import CheckItem, CheckReport, check
+from ._measure.locks import LockResult, list_tests, locks
+from ._measure.measurers import clock_skew
+from ._measure.placement import PlacementResult, placement
+from ._measure.smt import SMTResult, smt
+from ._measure.sweep import measure
+from ._results.latency import LatencyResult, PairFlag
+from ._results.load import load
+from ._system.home import HOMES
+from ._system.timer import timer_info
+from ._system.topology import Topology, TopologyWarning, topology
+from ._system.validate import ALL_KERNELS, KERNELS, allowed_cpus
 from ._version import __version__
 
 __all__ = [

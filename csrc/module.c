@@ -119,11 +119,11 @@ static PyObject *py_clock_cost(PyObject *self, PyObject *noargs)
     return PyFloat_FromDouble(corelat_timer_clock_cost());
 }
 
-/* Raise the exception a failed job deserves: corelat._cstatus maps the status codes (spin.h) to
+/* Raise the exception a failed job deserves: corelat._core.status maps the status codes (spin.h) to
  * exceptions and words, in Python. Called with the GIL held. */
 static void raise_failure(const char *what, const corelat_job *job, double timeout_s, const char *waited_for)
 {
-    PyObject *mod = PyImport_ImportModule("corelat._cstatus");
+    PyObject *mod = PyImport_ImportModule("corelat._core.status");
     if (!mod)
         return;
     PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu, job->err,
@@ -199,7 +199,7 @@ static int check_seconds(double v, double hi) { return v >= 0 && v < hi; }
 
 /* ---- placement (csrc/placement.c): where a pair's page lives ---- */
 
-/* `home=(node, toucher, cpu)` from Python (corelat/_home.py; node -1: no binding). Returns 1 when
+/* `home=(node, toucher, cpu)` from Python (corelat/_system/home.py; node -1: no binding). Returns 1 when
  * given (filled in), 0 for None or absent, -1 with an exception set. */
 static int parse_home(PyObject *home, corelat_place *place)
 {

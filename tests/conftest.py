@@ -117,7 +117,7 @@ def hwloc_topology(hwloc_root):
     silenced them for the dumps with offline CPUs (none of the dumps warns today); with
     ``strict=True`` the calling test fails if the read warned.
     """
-    topo_mod = pytest.importorskip("corelat._topology")
+    topo_mod = pytest.importorskip("corelat._system.topology")
     cache = {}
 
     def get(name, strict=False):

@@ -7,12 +7,12 @@ The measurers the sweep makes get the C kernels' test switches; production code 
 """
 import sys
 
-from corelat import _sweep
+from corelat._measure import sweep as _sweep
 from corelat.cli import main
 
 
 def with_partner(make, stall, freeze):
-    """``make`` (:func:`corelat._measurers.make_measurer`), its measurers set to stall or freeze."""
+    """``make`` (:func:`corelat._measure.measurers.make_measurer`), its measurers set to stall or freeze."""
     def made(*args, **kwargs):
         m = make(*args, **kwargs)
         m._stall = stall

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from corelat import _validate
-from corelat._result import PairFlag
+from corelat._results.latency import PairFlag
+from corelat._system import validate as _validate
 
 #: The flags that make a pair doubtful: each has a warning sentence of its own.
 DOUBT = PairFlag.UNSTABLE | PairFlag.BIMODAL | PairFlag.MIGRATED | PairFlag.TARGET_NOT_MET

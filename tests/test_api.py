@@ -45,10 +45,10 @@ def _internal_imports():
             if isinstance(node, ast.ImportFrom):
                 base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
-                if node.module is None or target == "corelat":
-                    deps.update(f"{target}.{a.name}" for a in node.names)
-                else:
-                    deps.add(target)
+                for a in node.names:  # a module taken from its package is that module
+                    sub = f"{target}.{a.name}"
+                    is_module = (root.parent / (sub.replace(".", "/") + ".py")).exists()
+                    deps.add(sub if node.module is None or target == "corelat" or is_module else target)
             elif isinstance(node, ast.Import):
                 deps.update(a.name for a in node.names)
         graph[mod] = {d for d in deps if d.startswith("corelat.") and d != mod}
@@ -78,10 +78,10 @@ def test_no_import_cycles_not_even_lazy_ones():
 def test_file_layers():
     graph = _internal_imports()
     # bounded reads and atomic writes: below everything but the exceptions (a failed save is a SaveError)
-    assert graph["corelat._files"] <= {"corelat._errors"}
-    assert graph["corelat._npz"] <= {"corelat._errors", "corelat._files"}  # the container is a leaf
-    assert graph["corelat._formats"] <= {"corelat._errors", "corelat._files", "corelat._result"}
-    assert "corelat._io" not in graph["corelat._result"] | graph["corelat._formats"]
+    assert graph["corelat._core.files"] <= {"corelat._core.errors"}
+    assert graph["corelat._results.npz"] <= {"corelat._core.errors", "corelat._core.files"}  # the container is a leaf
+    assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files", "corelat._results.latency"}
+    assert "corelat._results.load" not in graph["corelat._results.latency"] | graph["corelat._results.formats"]
 
 
 def test_docs_api_table_lists_every_public_name():
@@ -117,7 +117,8 @@ def test_one_timeout_rule_for_every_measuring_function():
 
 
 def test_one_cpu_list_parser_strides_everywhere():
-    from corelat import _cpulist, _topology
+    from corelat._system import cpulist as _cpulist
+    from corelat._system import topology as _topology
 
     assert sorted(_topology._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
     assert _topology._parse_cpulist("") == frozenset()
@@ -126,7 +127,7 @@ def test_one_cpu_list_parser_strides_everywhere():
 def test_normal_quantile_from_the_standard_library():
     import statistics
 
-    from corelat import _stats
+    from corelat._core import stats as _stats
 
     assert _stats._z(0.95) == statistics.NormalDist().inv_cdf(0.975)
 

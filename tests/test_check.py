@@ -6,7 +6,7 @@ import os
 import pytest
 
 import corelat
-from corelat._check import (
+from corelat._measure.check import (
     INFO,
     OK,
     UNKNOWN,
@@ -181,7 +181,7 @@ def test_cli(bare):
 
 
 def test_timer_skew_is_judged_against_the_latencies_it_would_distort():
-    from corelat._check import judge_timer_skew
+    from corelat._measure.check import judge_timer_skew
 
     def rec(lo, hi):
         return {"cpu": 1, "reference": 0, "low_ns": lo, "high_ns": hi, "bound_ns": max(abs(lo), abs(hi))}

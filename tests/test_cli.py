@@ -136,7 +136,7 @@ def test_help():
 
 
 def test_matrix_text_layout():
-    from corelat._text import matrix as matrix_text
+    from corelat._core.text import matrix as matrix_text
 
     m = np.array([[np.nan, 1, 2], [1, np.nan, 3], [2, 3, np.nan]]) * 10
     r = corelat.LatencyResult.from_matrix(m, (0, 4, 8))

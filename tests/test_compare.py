@@ -8,8 +8,8 @@ import pytest
 from conftest import run_cli
 
 from corelat import LatencyResult, load
-from corelat._compare import compare, example_files
-from corelat._errors import InputError
+from corelat._analysis.compare import compare, example_files
+from corelat._core.errors import InputError
 from corelat.cli import main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"

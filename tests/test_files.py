@@ -85,7 +85,7 @@ def test_report_special_file_exit_2(tmp_path):
 
 @pytest.mark.signals
 def test_read_is_bounded_and_interruptible(tmp_path):
-    from corelat import _files
+    from corelat._core import files as _files
 
     big = tmp_path / "big"
     big.write_bytes(b"x" * 5000)
@@ -96,7 +96,7 @@ def test_read_is_bounded_and_interruptible(tmp_path):
     with pytest.raises(OSError):
         _files.read_bytes("/proc/self/maps", 10)
     # Ctrl-C between chunks of a long read: a KeyboardInterrupt, not a read to the end.
-    code = ("import signal, sys\nfrom corelat import _files\n"
+    code = ("import signal, sys\nfrom corelat._core import files as _files\n"
             "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
             "signal.signal(signal.SIGALRM, lambda *a: signal.raise_signal(signal.SIGINT))\n"
             "try:\n    _files.read_bytes(sys.argv[1], 1 << 40)\nexcept KeyboardInterrupt:\n    print('interrupted')\n")

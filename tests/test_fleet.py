@@ -12,8 +12,12 @@ import pytest
 from conftest import run_cli
 
 import corelat
-from corelat import _fleet, _fleet_classes, _fleet_stats, _fleet_synth, _hostlist
-from corelat._errors import InputError
+from corelat._core.errors import InputError
+from corelat._fleet import classes as _fleet_classes
+from corelat._fleet import hostlist as _hostlist
+from corelat._fleet import nodes as _fleet
+from corelat._fleet import stats as _fleet_stats
+from corelat._fleet import synth as _fleet_synth
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 XEON = "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz.csv"
@@ -308,7 +312,7 @@ class _Clocked:
 def test_a_rank_says_why_it_ends_the_job_and_waits_before_mpi_abort(monkeypatch):
     # MPICH's launcher drops now and then what a rank wrote just before MPI_Abort (CI's mpiexec test
     # saw an empty stderr): the reason is flushed, and the launcher gets time to pass it on
-    from corelat import _fleet_run
+    from corelat._fleet import run as _fleet_run
 
     events = []
     monkeypatch.setattr(sys, "stdout", _Clocked(events, "stdout"))

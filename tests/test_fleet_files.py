@@ -11,8 +11,11 @@ import pytest
 from conftest import run_cli
 
 import corelat
-from corelat import _fleet, _fleet_synth, _hostlist, _npz
-from corelat._errors import InputError
+from corelat._core.errors import InputError
+from corelat._fleet import hostlist as _hostlist
+from corelat._fleet import nodes as _fleet
+from corelat._fleet import synth as _fleet_synth
+from corelat._results import npz as _npz
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 RYZEN = "AMD Ryzen 9 5950X @ 3.40 GHz.csv"
@@ -227,7 +230,7 @@ def test_fleet_report_cli_with_a_device_as_node_list(tmp_path):
 
 # -- the settings a fleet compares -----------------------------------------------------------------------
 def test_every_result_records_the_microcode_revision(tmp_path):
-    from corelat import _sysinfo
+    from corelat._system import sysinfo as _sysinfo
 
     assert "microcode" in _sysinfo.collect()  # files from job arrays (corelat -o) carry it too, not only fleet runs
     cpu0 = tmp_path / "sys/devices/system/cpu/cpu0/microcode"

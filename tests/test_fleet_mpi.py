@@ -110,7 +110,7 @@ def test_a_failing_node_is_reported_and_the_others_finish(tmp_path):
 DRIVER = textwrap.dedent("""
     import os, signal, sys, time
     import corelat
-    from corelat import _fleet_run
+    from corelat._fleet import run as _fleet_run
     from mpi4py import MPI
 
     directory, mode, wait, join = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from corelat import load
-from corelat._errors import InputError
-from corelat._result import PairFlag
+from corelat._core.errors import InputError
+from corelat._results.latency import PairFlag
 
 # c2clat's README example (8 CPUs, SMT siblings n and n+4), as the tool prints it.
 C2CLAT = """\

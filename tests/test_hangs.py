@@ -18,8 +18,9 @@ import pytest
 from conftest import cli_command
 
 import corelat
-from corelat import _corelat, _cstatus
-from corelat._measurers import PairMeasurer, _once_more_if_moved
+from corelat import _corelat
+from corelat._core import status as _cstatus
+from corelat._measure.measurers import PairMeasurer, _once_more_if_moved
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -340,7 +341,7 @@ def _moved_from_outside(statement, times):
     does; a retry pins a new thread, found as the one pinned to CPUS[-1] again). Returns its stdout and
     stderr; fails if a run does not end within a bound."""
     code = (
-        "import corelat, corelat._smt\n"
+        "import corelat, corelat._measure.smt\n"
         "from corelat import _corelat\n"
         "corelat.timer_info()\n"
         "try:\n"
@@ -395,7 +396,7 @@ def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
 
 
 _PUBLIC_RUNS = {
-    "smt": f"corelat._smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
+    "smt": f"corelat._measure.smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
     "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, duration=60)",
 }
 

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from leakcheck import assert_flat
 
-from corelat._errors import InputError
-from corelat._locks import (
+from corelat._core.errors import InputError
+from corelat._measure.locks import (
     HIDDEN_TESTS,
     TESTS,
     LockResult,
@@ -513,7 +513,7 @@ def test_cli_subprocess_sigint_stops_a_long_run():
 @pytest.mark.signals
 def test_api_subprocess_sigint_raises_keyboardinterrupt():
     code = (
-        "from corelat._locks import locks\n"
+        "from corelat._measure.locks import locks\n"
         "try:\n"
         "    locks(shared=True, duration=10)\n"
         "except KeyboardInterrupt:\n"

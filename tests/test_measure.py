@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import _corelat, _sweep
-from corelat._measurers import PairMeasurer
-from corelat._result import PairFlag
-from corelat._sweep import sweep_pairs
+from corelat import _corelat
+from corelat._measure import sweep as _sweep
+from corelat._measure.measurers import PairMeasurer
+from corelat._measure.sweep import sweep_pairs
+from corelat._results.latency import PairFlag
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -165,6 +166,6 @@ def test_bad_input(kwargs, match):
 def test_disallowed_cpu_message_lists_allowed():
     with pytest.raises(ValueError) as info:
         corelat.measure([CPUS[0], 4096])
-    from corelat import _cpulist
+    from corelat._system import cpulist as _cpulist
 
     assert _cpulist.format(CPUS) in str(info.value)

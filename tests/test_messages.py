@@ -16,7 +16,8 @@ import pytest
 from conftest import run_cli
 
 import corelat
-from corelat import _early, _stats
+from corelat import _early
+from corelat._core import stats as _stats
 
 CMD = [sys.executable, "-m", "corelat"]
 
@@ -210,7 +211,7 @@ def test_absurd_cpu_lists_refused_at_once(cpus):
 
 def test_validation_is_linear_for_long_allowed_lists(monkeypatch):
     # A 20000-CPU machine: checking every CPU must not cost n² (it took 10 s).
-    from corelat import _validate
+    from corelat._system import validate as _validate
 
     big = list(range(20000))
     monkeypatch.setattr(_validate, "allowed_cpus", lambda: big)

@@ -11,8 +11,10 @@ from conftest import ENDS_WITHIN_S, interrupt_when_measuring
 from leakcheck import assert_flat
 
 import corelat
-from corelat import _corelat, _measurers, _sweep
-from corelat._result import PairFlag
+from corelat import _corelat
+from corelat._measure import measurers as _measurers
+from corelat._measure import sweep as _sweep
+from corelat._results.latency import PairFlag
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")

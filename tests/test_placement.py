@@ -17,13 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corelat
-from corelat import _corelat, _home, _sweep
-from corelat._errors import InputError, MeasurementTimeout
-from corelat._home import Home, chain_order, check_home, home_record, parse_home
-from corelat._measurers import ChaseMeasurer
-from corelat._placement import PlacementResult
-from corelat._result import LatencyResult, PairFlag
-from corelat._timer import timer_info
+from corelat import _corelat
+from corelat._core.errors import InputError, MeasurementTimeout
+from corelat._measure import sweep as _sweep
+from corelat._measure.measurers import ChaseMeasurer
+from corelat._measure.placement import PlacementResult
+from corelat._results.latency import LatencyResult, PairFlag
+from corelat._system import home as _home
+from corelat._system.home import Home, chain_order, check_home, home_record, parse_home
+from corelat._system.timer import timer_info
 
 CPUS = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
@@ -508,7 +510,7 @@ class _Kernel:
 
 @pytest.mark.parametrize("kernel", ["cas", "oneway"])
 def test_a_third_cpu_writes_the_line_before_every_sample(kernel):
-    from corelat._measurers import make_measurer
+    from corelat._measure.measurers import make_measurer
 
     if kernel == "oneway" and not timer_info().get("invariant", False):
         pytest.skip("the one-way kernel needs an invariant timer")
@@ -524,7 +526,7 @@ def test_a_third_cpu_writes_the_line_before_every_sample(kernel):
 
 
 def test_home_messages_in_the_command_lines_words():
-    from corelat._quality import for_cli
+    from corelat._measure.quality import for_cli
 
     home = Home("node", 1)
     reports = {(1, 0): (0, 0, 0, 10, 11)}

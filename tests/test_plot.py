@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from corelat import LatencyResult, load, plot
-from corelat._errors import InputError
-from corelat._result import PairFlag
+from corelat._core.errors import InputError
+from corelat._results.latency import PairFlag
 from corelat.cli import main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -210,7 +210,7 @@ def test_cli_plot_without_matplotlib_exits_2_with_the_install_command(monkeypatc
     ("not json", None, "/home/u", "'corelat[plot]'"),
 ])
 def test_install_command_works_from_where_the_user_is(direct_url, checkout, cwd, target):
-    from corelat._extras import install_command
+    from corelat._core.extras import install_command
 
     cmd = install_command("plot", read_direct_url=lambda: direct_url, checkout=lambda: checkout, cwd=cwd,
                           python=cwd + "/.venv/bin/python")
@@ -220,7 +220,7 @@ def test_install_command_works_from_where_the_user_is(direct_url, checkout, cwd,
 
 
 def test_imports_stay_light():
-    code = ("import sys, corelat, corelat.plot, corelat._structure, corelat._compare; "
+    code = ("import sys, corelat, corelat.plot, corelat._analysis.structure, corelat._analysis.compare; "
             "heavy = [m for m in ('matplotlib', 'scipy') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -10,7 +10,7 @@ from conftest import run_cli
 
 import corelat
 from corelat import LatencyResult, LockResult, SMTResult
-from corelat._locks import summarise
+from corelat._measure.locks import summarise
 
 CPUS = sorted(os.sched_getaffinity(0))
 

@@ -49,14 +49,14 @@ def test_a_missing_file_is_an_input_file_not_found_error(tmp_path, call):
 
 
 def test_a_fleet_folder_that_cannot_be_listed_is_still_an_input_error(tmp_path):
-    from corelat._fleet import node_files
+    from corelat._fleet.nodes import node_files
 
     with pytest.raises(InputFileNotFoundError, match="cannot read the folder"):
         node_files(str(tmp_path / "gone"))
 
 
 def test_measure_fleet_refuses_name_with_an_input_type_error(monkeypatch):
-    from corelat import _fleet_run
+    from corelat._fleet import run as _fleet_run
 
     monkeypatch.setattr(_fleet_run, "mpi", lambda: type("MPI", (), {"COMM_WORLD": object()}))
     with pytest.raises(InputTypeError, match="do not pass name"):
@@ -90,7 +90,7 @@ def test_structure_without_scipy_is_a_missing_dependency_error(monkeypatch):
 
 
 def test_install_command_without_an_extra_installs_corelat_itself():
-    from corelat._extras import install_command
+    from corelat._core.extras import install_command
 
     assert install_command(None, read_direct_url=lambda: None, checkout=lambda: None, cwd="/x",
                            python="/usr/bin/python3") == "/usr/bin/python3 -m pip install corelat"
@@ -114,7 +114,7 @@ def test_a_wrong_type_is_an_input_type_error(call):
 
 
 def test_measure_fleet_refuses_an_unknown_keyword_on_every_rank_first(monkeypatch):
-    from corelat import _fleet_run
+    from corelat._fleet import run as _fleet_run
 
     monkeypatch.setattr(_fleet_run, "mpi", lambda: type("MPI", (), {"COMM_WORLD": object()}))
     monkeypatch.setattr(_fleet_run, "run", lambda *a, **k: pytest.fail("started measuring"))

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from sweepcheck import assert_warnings_match_flags
 
 import corelat
-from corelat import _quality, _stats
-from corelat._result import PairFlag
+from corelat._core import stats as _stats
+from corelat._measure import quality as _quality
+from corelat._results.latency import PairFlag
 
 RNG_SEEDS = range(20)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat._result import LatencyResult, PairFlag
+from corelat._results.latency import LatencyResult, PairFlag
 
 
 def make_result(n=4, k=20, seed=0, **kw):
@@ -190,7 +190,7 @@ def test_from_matrix_validates():
 
 def test_metadata_is_json_serialisable():
     r = make_result()
-    from corelat._result import thaw
+    from corelat._results.latency import thaw
 
     json.dumps(thaw(r.metadata))
     assert not math.isnan(r.summary()["mean"])

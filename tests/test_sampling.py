@@ -10,8 +10,10 @@ import pytest
 from sweepcheck import DOUBT, assert_warnings_match_flags
 
 import corelat
-from corelat import _sampling, _sweep, _validate
-from corelat._result import PairFlag
+from corelat._measure import sampling as _sampling
+from corelat._measure import sweep as _sweep
+from corelat._results.latency import PairFlag
+from corelat._system import validate as _validate
 
 
 class FakeClock:

@@ -48,7 +48,7 @@ def test_keyword_only_after_cpus():
 
 
 def test_one_timeout_default_and_one_word_for_the_kernel():
-    from corelat._validate import DEFAULT_TIMEOUT
+    from corelat._system.validate import DEFAULT_TIMEOUT
 
     for name in MEASURING:
         params = _params(name)
@@ -57,7 +57,7 @@ def test_one_timeout_default_and_one_word_for_the_kernel():
 
 
 def test_samples_none_is_precision_driven_an_integer_fixed_no_sentinels():
-    from corelat import _validate
+    from corelat._system import validate as _validate
 
     sampling = ("samples", "precision", "max_samples", "max_time_per_pair")
     measure, smt = _params("measure"), _params("smt")
@@ -90,7 +90,7 @@ def test_one_order_vocabulary_and_one_default_everywhere():
     import inspect
 
     from corelat import plot
-    from corelat._types import DEFAULT_ORDER, ORDERS
+    from corelat._core.types import DEFAULT_ORDER, ORDERS
 
     assert ORDERS == ("os", "topology", "structure")
     assert _params("measure")["order"].default is DEFAULT_ORDER
@@ -103,7 +103,7 @@ def test_one_order_vocabulary_and_one_default_everywhere():
 
 def test_one_set_of_statistics_everywhere():
     from corelat import LatencyResult
-    from corelat._types import STATISTICS
+    from corelat._core.types import STATISTICS
 
     assert STATISTICS == LatencyResult.STATISTICS == ("median", "mean", "min", "max", "std")
     for command in ("measure", "report", "compare", "plot"):

@@ -18,9 +18,9 @@ from leakcheck import assert_flat
 
 import corelat
 from corelat import InputError, SMTResult, Topology
-from corelat import _smt as smt_mod
-from corelat._measurers import PairMeasurer
-from corelat._validate import check_sampling
+from corelat._measure import smt as smt_mod
+from corelat._measure.measurers import PairMeasurer
+from corelat._system.validate import check_sampling
 
 CPUS = sorted(os.sched_getaffinity(0))
 needs2 = pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")

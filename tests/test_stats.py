@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from corelat import _stats
+from corelat._core import stats as _stats
 
 
 def reference(values):

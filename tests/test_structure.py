@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corelat import LatencyResult, load
-from corelat._structure import structure
+from corelat._analysis.structure import structure
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 

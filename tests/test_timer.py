@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import _check
+from corelat._measure import check as _check
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -42,7 +42,7 @@ def test_check_warns_on_a_coarse_timer():
 
 
 def test_oneway_tolerance_follows_the_step(monkeypatch):
-    from corelat import _measurers
+    from corelat._measure import measurers as _measurers
 
     monkeypatch.setattr(_measurers, "timer_info", lambda: dict(_info(24.0), invariant=True))
     monkeypatch.setattr(_measurers, "extension", lambda: type("X", (), {"oneway": None})())

@@ -7,7 +7,7 @@ import os
 import numpy
 import pytest
 
-from corelat._topology import Topology, TopologyWarning, topology
+from corelat._system.topology import Topology, TopologyWarning, topology
 
 DUMPS = [
     "128arm-2pa2n8cluster4co",

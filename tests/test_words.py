@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import LatencyResult, _text
-from corelat._result import PairFlag
-from corelat._text import counts as fmt_counts
-from corelat._text import value_err as fmt_value
+from corelat import LatencyResult
+from corelat._core import text as _text
+from corelat._core.text import counts as fmt_counts
+from corelat._core.text import value_err as fmt_value
+from corelat._results.latency import PairFlag
 from corelat.cli import _parser, cmd_measure, cmd_report, common, main
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -103,7 +104,7 @@ def test_retest_takes_a_number_of_pairs_on_the_command_line():
 
 
 def test_warnings_in_cli_words_with_a_shared_cause_said_once(capsys):
-    from corelat import _quality
+    from corelat._measure import quality as _quality
 
     f = np.full((3, 3), PairFlag.MEASURED, np.uint32)
     np.fill_diagonal(f, 0)

@@ -15,8 +15,9 @@ import os
 import sys
 import warnings
 
+from corelat._core.errors import InputError
+
 from .. import _early
-from .._errors import InputError
 
 #: name -> (module, one-line help)
 COMMANDS = {

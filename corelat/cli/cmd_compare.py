@@ -13,7 +13,7 @@ def add_arguments(p):
 
 
 def run(args):
-    from .._compare import compare
+    from corelat._analysis.compare import compare
 
     cmp_ = compare(*args.files, names=args.names, statistic=args.statistic)
     if args.json:

@@ -9,7 +9,8 @@ node has a result, 1 when a node failed or did not report in time, 2 for bad inp
 import math
 import sys
 
-from .._errors import InputError
+from corelat._core.errors import InputError
+
 from . import cmd_measure
 
 
@@ -25,14 +26,14 @@ def add_arguments(p):
 
 
 def run(args):
-    from .._fleet_run import mpi
+    from corelat._fleet.run import mpi
 
     try:
         mpi()
     except ImportError as e:
         print(f"corelat fleet: {e}", file=sys.stderr)
         return 2
-    from .._fleet_run import measure_fleet
+    from corelat._fleet.run import measure_fleet
 
     if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")

@@ -21,7 +21,7 @@ def add_arguments(p):
 
 
 def run(args):
-    from .._fleet import fleet
+    from corelat._fleet.nodes import fleet
 
     result = fleet(args.folder, expect=args.expect)
     if args.output:

@@ -13,7 +13,8 @@ baseline (an empty call) subtracted, except on the baseline's own line.
 import argparse
 import sys
 
-from .._locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
+from corelat._measure.locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
+
 from . import common
 
 

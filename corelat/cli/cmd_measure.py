@@ -3,10 +3,10 @@
 import argparse
 import sys
 
-from .. import _text
-from .._errors import InputError
-from .._sweep import measure
-from .._validate import (
+from corelat._core import text as _text
+from corelat._core.errors import InputError
+from corelat._measure.sweep import measure
+from corelat._system.validate import (
     ALL_KERNELS,
     DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
@@ -17,6 +17,7 @@ from .._validate import (
     resolve_cpus,
     sampling_text,
 )
+
 from . import common
 
 

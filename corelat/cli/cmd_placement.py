@@ -14,9 +14,10 @@ Examples:
 import argparse
 import sys
 
-from .. import _text
-from .._placement import placement
-from .._validate import ALL_KERNELS, check_params, resolve_cpus
+from corelat._core import text as _text
+from corelat._measure.placement import placement
+from corelat._system.validate import ALL_KERNELS, check_params, resolve_cpus
+
 from . import common
 from .cmd_measure import add_sampling_options, header_text, sampling_kwargs
 

@@ -3,7 +3,8 @@
 import os
 import sys
 
-from .._errors import InputError
+from corelat._core.errors import InputError
+
 from . import common
 
 _FORMATS = (".png", ".svg", ".pdf")
@@ -44,10 +45,10 @@ def _pairs(texts):
 
 
 def run(args):
-    from .._compare import labels_for
-    from .._home import one_home
-    from .._io import load
-    from .._placement import PlacementResult
+    from corelat._analysis.compare import labels_for
+    from corelat._measure.placement import PlacementResult
+    from corelat._results.load import load
+    from corelat._system.home import one_home
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")
@@ -72,7 +73,7 @@ def run(args):
 
         from .. import plot
     except ImportError:
-        from .._extras import install_command
+        from corelat._core.extras import install_command
 
         # Exit status 2, like any other input the command cannot use; 1 means a measurement failed.
         print(f"corelat: error: corelat plot needs matplotlib; install it with: {install_command('plot')}",

@@ -4,9 +4,10 @@ import json
 
 import numpy as np
 
-from .. import _text
-from .._result import PairFlag
-from .._stats import median_err
+from corelat._core import text as _text
+from corelat._core.stats import median_err
+from corelat._results.latency import PairFlag
+
 from . import common
 
 
@@ -30,7 +31,7 @@ _FLAG_WORDS = ((PairFlag.BIMODAL, "bimodal"), (PairFlag.UNSTABLE, "unstable"),
 
 
 def _flag_counts(result):
-    from .._quality import _pairs
+    from corelat._measure.quality import _pairs
 
     out = []
     for bit, what in _FLAG_WORDS[:3]:
@@ -130,11 +131,11 @@ def placement_text(result, structures, statistic="median"):
 
 
 def run(args):
-    from .._home import one_home
-    from .._io import load
-    from .._placement import PlacementResult
-    from .._result import LatencyResult
-    from .._structure import structure
+    from corelat._analysis.structure import structure
+    from corelat._measure.placement import PlacementResult
+    from corelat._results.latency import LatencyResult
+    from corelat._results.load import load
+    from corelat._system.home import one_home
 
     result = load(args.file)
     if isinstance(result, PlacementResult) and args.home is None:

@@ -14,8 +14,9 @@ Examples:
 import argparse
 import sys
 
-from .._smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
-from .._validate import DEFAULT_PRECISION, check_params, resolve_cpus
+from corelat._measure.smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
+from corelat._system.validate import DEFAULT_PRECISION, check_params, resolve_cpus
+
 from . import common
 from .cmd_measure import add_sampling_options, sampling_kwargs
 

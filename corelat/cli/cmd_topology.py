@@ -3,8 +3,8 @@
 import json
 import os
 
-from .._errors import InputError
-from .._topology import topology
+from corelat._core.errors import InputError
+from corelat._system.topology import topology
 
 
 def add_arguments(p):

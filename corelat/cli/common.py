@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 
-from .. import _files
-from .._errors import InputError
-from .._text import counts as fmt_counts
-from .._types import DEFAULT_ORDER, ORDERS, STATISTICS
-from .._validate import DEFAULT_TIMEOUT
+from corelat._core import files as _files
+from corelat._core.errors import InputError
+from corelat._core.text import counts as fmt_counts
+from corelat._core.types import DEFAULT_ORDER, ORDERS, STATISTICS
+from corelat._system.validate import DEFAULT_TIMEOUT
 
 
 def output_file(text):
@@ -50,7 +50,7 @@ def check_output_path(path, suffixes=(".npz", ".csv")):
 
 
 def add_order_argument(p, what="matrix"):
-    """``--order``: every order of :data:`~corelat._types.ORDERS`, the one default."""
+    """``--order``: every order of :data:`~corelat._core.types.ORDERS`, the one default."""
     p.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
                    help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file without "
                         "one falls back to structure) or the latency groups corelat finds (structure); default: "
@@ -58,7 +58,7 @@ def add_order_argument(p, what="matrix"):
 
 
 def add_statistic_argument(p, help="per-pair statistic to show (default median)"):
-    """``--statistic``: every statistic of :data:`~corelat._types.STATISTICS`, median by default."""
+    """``--statistic``: every statistic of :data:`~corelat._core.types.STATISTICS`, median by default."""
     p.add_argument("--statistic", choices=STATISTICS, default="median", help=help)
 
 
@@ -129,7 +129,7 @@ def samples_text(result):
 
     Counted are the samples each measured pair keeps (not warm-ups, not samples dropped because a
     thread left its CPU, not the first attempts of re-tested pairs), so this is what the ± rests on."""
-    from .._result import PairFlag
+    from corelat._results.latency import PairFlag
 
     measured = (np.asarray(result.flags) & PairFlag.MEASURED) != 0
     counts = np.asarray(result.count)[measured]
@@ -138,7 +138,7 @@ def samples_text(result):
 
 def warnings_lines(result):
     """Notes, then the WARNING block, in the command line's words; a shared cause said once."""
-    from .._quality import for_cli
+    from corelat._measure.quality import for_cli
 
     lines = [f"note: {for_cli(n)}" for n in result.notes]
     if result.warnings:
@@ -151,7 +151,7 @@ def warnings_lines(result):
 def homes_warnings_lines(homes, results):
     """Notes and the WARNING block of a placement run's results, in the command line's words: what
     every home shares said once, the rest after its home (``* [node:1] ...``)."""
-    from .._quality import for_cli
+    from corelat._measure.quality import for_cli
 
     def said_once(kind):
         texts = [[for_cli(t) for t in getattr(r, kind)] for r in results]

@@ -1,0 +1,90 @@
+"""The measuring core's status codes (``csrc/spin.h``) as Python exceptions with plain words.
+
+Threads carry a status code, the CPU concerned and an errno-like detail out of C; the binding
+calls :func:`exception` with the GIL held and raises what it returns. Every message names the
+CPUs and what to do about it.
+"""
+
+import os
+
+from corelat._core.errors import MeasurementError, MeasurementTimeout
+
+# The codes of enum corelat_status, in order.
+OK, ETIMEOUT, EABORT, ENOMEM, ETHREAD, EPIN, EINVAL, EMOVED, ENOANSWER = range(9)
+
+
+class ThreadMoved(MeasurementError):
+    """A pinned thread found itself on another CPU: the affinity or cpuset changed under the
+    measurement. ``cpu`` is where it was pinned, ``now_on`` where it ran (-1 if unknown)."""
+
+    def __init__(self, message, cpu, now_on):
+        super().__init__(message)
+        self.cpu, self.now_on = cpu, now_on
+
+
+def once_more_if_moved(call, what):
+    """Run ``call()``; if a thread was moved off its CPU, re-pin (a new call pins new threads) and
+    retry once; if that fails too, say plainly that the affinity changed under the measurement.
+    ``what`` names the CPUs (``"CPUs 0 and 1"``)."""
+    try:
+        return call()
+    except ThreadMoved as first:
+        try:
+            return call()
+        except MeasurementError as again:
+            raise MeasurementError(
+                f"{what}: the CPU affinity changed during the measurement and measuring again failed: {again} "
+                f"(first: {first})") from again
+
+
+def _errno_text(err):
+    return f"{os.strerror(err)} [errno {err}]" if err > 0 else "no detail"
+
+
+def exception(what, code, cpu, err, timeout, grace, waited_for):
+    """The exception for a failed job: ``what`` names the pair or test, ``cpu`` the thread's CPU,
+    ``err`` the errno (or, for a moved thread, the CPU it ran on)."""
+    secs = f"{timeout:.3g}"
+    if code == ETIMEOUT:
+        return MeasurementTimeout(
+            f"{what}: {waited_for} within {secs} s (the thread on CPU {cpu} gave up waiting; is the machine "
+            "overloaded, or the partner's CPU busy with something else?)")
+    if code == ENOANSWER:
+        return MeasurementTimeout(
+            f"{what}: the thread on CPU {cpu} stopped running and did not answer within {secs} s + {grace:.3g} s "
+            "(frozen by a cgroup freezer, stopped, or starved by a real-time task?); it was left behind and "
+            "stops as soon as it runs again")
+    if code == EMOVED:
+        where = f"CPU {err}" if err >= 0 else "another CPU"
+        return ThreadMoved(
+            f"{what}: the thread pinned to CPU {cpu} ran on {where}: the affinity changed under the measurement "
+            "(taskset -p, a cgroup cpuset, or a CPU taken offline)", cpu, err)
+    if code == EPIN:
+        hint = ""
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except OSError:
+            allowed = None
+        if allowed is not None and cpu not in allowed:
+            hint = (f"; CPU {cpu} is no longer among the CPUs this process may use ({','.join(map(str, allowed))}): "
+                    "the affinity changed during the measurement (taskset -p, a cgroup cpuset, or a CPU taken offline)")
+        return MeasurementError(
+            f"{what}: cannot pin a thread to CPU {cpu} (sched_setaffinity: {_errno_text(err)}){hint}")
+    if code == ETHREAD:
+        hint = ""
+        if err == 11:  # EAGAIN
+            hint = ("; the process ran out of threads: see `ulimit -u` (RLIMIT_NPROC), the cgroup's pids.max "
+                    "and /proc/sys/kernel/threads-max")
+        return MeasurementError(
+            f"{what}: cannot create the measuring thread for CPU {cpu} (pthread_create: {_errno_text(err)}){hint}")
+    if code == ENOMEM:
+        return MeasurementError(
+            f"{what}: out of memory for the thread on CPU {cpu} (mmap or pthread init: {_errno_text(err or 12)}); "
+            "free memory or measure fewer CPUs at once")
+    if code == EABORT:
+        return MeasurementError(f"{what}: measurement aborted")
+    if code == EINVAL:
+        if err:
+            return MeasurementError(f"{what} on CPU {cpu}: a call failed ({_errno_text(err)})")
+        return ValueError(f"{what}: invalid arguments")
+    return MeasurementError(f"{what}: measurement failed (status {code})")

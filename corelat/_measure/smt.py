@@ -1,0 +1,701 @@
+"""``corelat.smt()``: what SMT siblings (hyper-threads) cost each other.
+
+For every core with two or more of the selected CPUs as SMT siblings, each pair of siblings gets:
+
+* **latency**: ping-pong latency between the two siblings (one-way = round-trip time / 2, either
+  kernel of :func:`corelat.measure`), side by side with the latency from the pair's first CPU to
+  its *nearest non-sibling*: the next CPU in topology order that is on another core and shares,
+  in this order of preference, its L2, its L3, its NUMA node or its package (else any other CPU).
+* **a busy sibling's cost**: the throughput of a fixed loop on each sibling alone (the other one
+  idle) and with both running it at once (cpuperf's same-core comparison), for two loops:
+  ``alu`` (four independent 64-bit multiply-add chains: the core's multiplier, which siblings
+  share) and ``mem`` (a dependent pointer chase through a private 64 KiB buffer: L1 misses that
+  hit L2). The slowdown is alone / together: 2 means each thread ran at half speed.
+
+Where no two selected CPUs are siblings (SMT absent or disabled, or a CPU selection without a
+whole core) the result is empty and says why in :attr:`SMTResult.reason`; that is not an error.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from corelat._system.topology import Topology
+import functools
+import inspect
+import itertools
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from corelat._core import stats as _stats
+from corelat._core import text as _text
+from corelat._core.errors import InputError
+from corelat._core.status import once_more_if_moved
+from corelat._core.types import CPUs, PingPongKernel, Progress
+from corelat._measure.measurers import PairMeasurer
+from corelat._results.latency import _freeze, _frozen_array, thaw
+from corelat._results.protocol import Result, from_file, jsonable
+from corelat._system import cpulist as _cpulist
+from corelat._system import sysinfo as _sysinfo
+from corelat._system.timer import extension, timer_info
+from corelat._system.validate import (
+    DEFAULT_MAX_SAMPLES,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    DEFAULT_TIMEOUT,
+    KERNELS,
+    check_params,
+    check_sampling,
+    check_topology,
+    resolve_cpus,
+    sampling_parameters,
+    sampling_text,
+    seconds,
+)
+
+__all__ = ["LOOPS", "SMT_KERNELS", "SMTResult", "nearest_partner", "sibling_pairs", "smt", "throughput"]
+
+#: The busy loops: name -> (what one iteration is, what it stresses). Order = the C kernel's codes.
+LOOPS = {
+    "alu": "four independent 64-bit multiply-adds (the core's integer multiplier)",
+    "mem": "one load of a dependent pointer chase through a private 64 KiB buffer (L1 misses, L2 hits)",
+}
+
+#: Buffer of the memory loop, per thread: larger than any L1d, and two of them fit any L2 that SMT
+#: siblings share on current x86 and POWER cores.
+MEM_BYTES = 64 * 1024
+
+MIN_DURATION, MAX_DURATION = 0.001, 60.0
+
+#: The ping-pong kernels of :func:`corelat.measure` that measure sibling latency.
+SMT_KERNELS = ("cas", "rw")
+
+#: Where the nearest non-sibling is looked for, nearest first ("any" after these).
+PARTNER_LEVELS = ("l2", "l3", "node", "package")
+
+_LEVEL_TEXT = {"l2": "L2", "l3": "L3", "node": "node", "package": "pkg", "any": "any"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The result
+
+
+def _median(a, axis):
+    # All-NaN rows (nothing measured, or every sample dropped) are NaN, without a RuntimeWarning
+    # (and without warnings.catch_warnings, which is not thread-safe).
+    a = np.asarray(a, dtype=np.float64)
+    return _stats.median(a if axis is not None else a.reshape(-1))
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SMTResult(Result):
+    """What SMT siblings cost each other, pair by pair: an immutable value (arrays are read-only).
+
+    Made by :func:`corelat.smt` or :func:`corelat.load`; ``len(result)`` is the number of sibling
+    pairs.
+
+    Attributes
+    ----------
+    cpus : tuple of int
+        The CPUs that were considered (the selection), ascending.
+    kernel : str
+        The ping-pong kernel of the latencies (``"cas"`` or ``"rw"``).
+    pairs : numpy.ndarray
+        int ``(k, 2)``: the sibling pairs, in topology order; the first CPU of a pair is the timing
+        side and the CPU whose nearest non-sibling is measured.
+    partners : numpy.ndarray
+        int ``(k,)``: the nearest non-sibling of ``pairs[:, 0]`` among ``cpus`` (-1 where the
+        selection has none).
+    partner_levels : tuple of str
+        ``k`` entries: what the partner shares with it, ``"l2"``, ``"l3"``, ``"node"``,
+        ``"package"`` or ``"any"`` (``""`` where there is no partner).
+    sibling_samples : numpy.ndarray
+        float64 ``(k, samples)``: one-way latencies in ns between the siblings (NaN where a sample
+        was dropped because a thread was off its CPU).
+    nonsibling_samples : numpy.ndarray
+        float64 ``(k, samples)``: the same from ``pairs[:, 0]`` to its partner.
+    loops : tuple of str
+        Names of the busy loops, the last axis of the throughput arrays.
+    alone : numpy.ndarray
+        float64 ``(k, 2, len(loops))``: iterations per second of each CPU of the pair running the
+        loop alone, its sibling idle.
+    together : numpy.ndarray
+        float64 ``(k, 2, len(loops))``: the same with both siblings running it at once.
+    metadata : Mapping
+        Read-only mapping: parameters, timer, topology, system information.
+    reason : str or None
+        Why there is nothing to show (None when pairs were measured).
+    name : str
+        A label (the host name by default).
+
+    Examples
+    --------
+    One CPU has no sibling in the selection, so this result is empty and says why:
+
+    >>> import corelat
+    >>> r = corelat.smt(cpus=[0])
+    >>> len(r), r.empty, r.reason is not None
+    (0, True, True)
+    """
+
+    cpus: tuple
+    kernel: str
+    pairs: np.ndarray
+    partners: np.ndarray
+    partner_levels: tuple
+    sibling_samples: np.ndarray
+    nonsibling_samples: np.ndarray
+    loops: tuple
+    alone: np.ndarray
+    together: np.ndarray
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    reason: str | None = None
+    name: str = ""
+
+    _KIND = "smt"
+    _FIELDS = ("cpus", "kernel", "pairs", "partners", "partner_levels", "sibling_samples", "nonsibling_samples",
+               "loops", "alone", "together", "metadata", "reason", "name")
+    _ARRAYS = ("pairs", "partners", "sibling_samples", "nonsibling_samples", "alone", "together")
+
+    def __post_init__(self):
+        set_ = functools.partial(object.__setattr__, self)
+        pairs = np.asarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+        k = len(pairs)
+        loops = tuple(str(x) for x in self.loops)
+        shapes = {
+            "partners": (np.int64, (k,)),
+            "sibling_samples": (np.float64, None),
+            "nonsibling_samples": (np.float64, None),
+            "alone": (np.float64, (k, 2, len(loops))),
+            "together": (np.float64, (k, 2, len(loops))),
+        }
+        arrays = {}
+        for name, (dtype, shape) in shapes.items():
+            a = np.asarray(getattr(self, name), dtype=dtype)
+            if shape is None:
+                shape = (k, a.shape[1] if a.ndim == 2 else 0)
+                if a.size == 0:
+                    a = a.reshape(shape)
+            if a.shape != shape:
+                raise InputError(f"{name} must have shape {shape}, got {a.shape}")
+            arrays[name] = a
+        if arrays["sibling_samples"].shape != arrays["nonsibling_samples"].shape:
+            raise InputError("sibling_samples and nonsibling_samples must have the same shape")
+        levels = tuple(str(x) for x in self.partner_levels)
+        if len(levels) != k:
+            raise InputError(f"partner_levels must have {k} entries, got {len(levels)}")
+        set_("cpus", tuple(int(c) for c in self.cpus))
+        set_("kernel", str(self.kernel))
+        set_("pairs", _frozen_array(pairs))
+        for name, a in arrays.items():
+            set_(name, _frozen_array(a))
+        set_("partner_levels", levels)
+        set_("loops", loops)
+        set_("metadata", _freeze(thaw(self.metadata)))
+        set_("reason", None if self.reason is None else str(self.reason))
+        set_("name", str(self.name))
+
+    def __len__(self):
+        """The number of sibling pairs."""
+        return len(self.pairs)
+
+    @property
+    def empty(self) -> bool:
+        """True when no sibling pair was measured (see :attr:`reason`)."""
+        return len(self.pairs) == 0
+
+    @property
+    def sibling_latency(self) -> npt.NDArray[np.float64]:
+        """Median one-way latency between the siblings of each pair, ns, ``(k,)``."""
+        return _median(self.sibling_samples, -1)
+
+    @property
+    def nonsibling_latency(self) -> npt.NDArray[np.float64]:
+        """Median one-way latency from each pair's first CPU to its nearest non-sibling, ns, ``(k,)``."""
+        return _median(self.nonsibling_samples, -1)
+
+    @property
+    def slowdown(self) -> npt.NDArray[np.float64]:
+        """alone / together per pair, CPU and loop, ``(k, 2, len(loops))``: 2 = half speed."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.alone / self.together
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per sibling pair: the numbers of :meth:`table`.
+
+        Returns
+        -------
+        list of dict
+            ``cpus``, ``sibling_ns``, ``partner``, ``partner_level``, ``nonsibling_ns`` and per
+            loop ``{loop}_alone``, ``{loop}_together`` (mean per-thread iterations per second) and
+            ``{loop}_slowdown`` (their ratio).
+        """
+        sib, non = self.sibling_latency, self.nonsibling_latency
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alone = self.alone.mean(axis=1)
+            together = self.together.mean(axis=1)
+            slow = alone / together
+        out = []
+        for i, (a, b) in enumerate(self.pairs.tolist()):
+            row = {
+                "cpus": (a, b),
+                "sibling_ns": float(sib[i]),
+                "partner": int(self.partners[i]) if self.partners[i] >= 0 else None,
+                "partner_level": self.partner_levels[i] or None,
+                "nonsibling_ns": float(non[i]),
+            }
+            for j, loop in enumerate(self.loops):
+                row[f"{loop}_alone"] = float(alone[i, j])
+                row[f"{loop}_together"] = float(together[i, j])
+                row[f"{loop}_slowdown"] = float(slow[i, j])
+            out.append(row)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """Medians over the sibling pairs.
+
+        Returns
+        -------
+        dict
+            ``pairs``, ``kernel``, ``reason``, ``sibling_ns``, ``nonsibling_ns`` and per loop
+            ``{loop}_slowdown`` (None where unknown or empty).
+        """
+        rows = self.records()
+        out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
+        keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
+        for key in keys:
+            v = float(_median([r[key] for r in rows], None)) if rows else None
+            out[key] = v if v is not None and np.isfinite(v) else None
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records`` (one per
+            pair), ``reason``, ``warnings``, ``notes`` and ``metadata``.
+        """
+        return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
+                         "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
+                         "reason": self.reason, "warnings": list(self.warnings), "notes": list(self.notes),
+                         "metadata": self.metadata})
+
+    def _to_npz(self):
+        header = {"kernel": self.kernel, "name": self.name, "reason": self.reason, "loops": list(self.loops),
+                  "partner_levels": list(self.partner_levels), "metadata": thaw(self.metadata)}
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        arrays["cpus"] = np.asarray(self.cpus, dtype=np.int64)
+        return header, arrays
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        return from_file(path, lambda: cls(
+            cpus=tuple(int(c) for c in arrays["cpus"]), kernel=header["kernel"], loops=tuple(header["loops"]),
+            partner_levels=tuple(header["partner_levels"]), metadata=header.get("metadata", {}),
+            reason=header.get("reason"), name=header.get("name", ""), **{k: arrays[k] for k in cls._ARRAYS}))
+
+    def table(self) -> str:
+        """The "Hyper-threads" table as text (or the reason there is none).
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives.
+        """
+        md = self.metadata
+        topo = md.get("topology_summary")
+        if self.empty:
+            lines = [f"Hyper-threads: none to measure: {self.reason}"]
+            if topo:
+                lines.append(f"Topology: {topo}")
+            return "\n".join(lines)
+        params = md.get("parameters", {})
+        lines = [
+            f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",
+        ]
+        if topo:
+            lines.append(f"Topology: {topo}")
+        lines += [
+            f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
+            (f"Latency: one-way = round-trip time / 2, median ns ({params.get('round_trips')} round trips"
+             f" per sample, {sampling_text(params)})"),
+            (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
+             " (sibling idle), then both siblings running it; slowdown = alone / both"),
+        ]
+        lines += [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
+        rows = self.records()
+        header = ["CPUs", "sibling ns", "non-sibling (shares)", "ns"]
+        for loop in self.loops:
+            header += [f"{loop} alone", "both", "slowdown"]
+        body = []
+        for r in rows:
+            partner = "-" if r["partner"] is None else f"{r['partner']} ({_LEVEL_TEXT[r['partner_level']]})"
+            cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _text.number(r["sibling_ns"]), partner, _text.number(r["nonsibling_ns"])]
+            for loop in self.loops:
+                cells += [_text.number(r[f"{loop}_alone"] / 1e6), _text.number(r[f"{loop}_together"] / 1e6),
+                          _text.ratio(r[f"{loop}_slowdown"])]
+            body.append(cells)
+        lines.append("")
+        lines.append(_text.table(header, body, left=(2,)))
+        lines.append("")
+        def median(key):
+            return _median([r[key] for r in rows], None)
+
+        med = [f"sibling {_text.number(median('sibling_ns'), ' ns')}",
+               f"nearest non-sibling {_text.number(median('nonsibling_ns'), ' ns')}"]
+        med += [f"{loop} slowdown {_text.ratio(median(f'{loop}_slowdown'))}" for loop in self.loops]
+        lines.append("Median over pairs: " + ", ".join(med))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        what = f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty else f"empty: {self.reason}"
+        return self._repr(f"kernel {self.kernel}, {what}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Pair selection
+
+
+def sibling_pairs(topo, cpus):
+    """Every pair of SMT siblings among ``cpus``, cores in topology order, pairs within a core by
+    CPU id: a list of ``(a, b)`` with ``a < b``."""
+    ordered, _ = topo.order(cpus)
+    rank = {c: i for i, c in enumerate(ordered)}
+    groups = sorted(topo.smt_groups(cpus), key=lambda g: min(rank[c] for c in g))
+    return [pair for g in groups for pair in itertools.combinations(sorted(g), 2)]
+
+
+def _nearest(rows, ordered, cpu):
+    me = rows[cpu]
+    at = ordered.index(cpu)
+    others = [c for c in ordered[at + 1:] + ordered[:at] if me["core"] is None or rows[c]["core"] != me["core"]]
+    for level in PARTNER_LEVELS:
+        if me[level] is None:
+            continue
+        for c in others:
+            if rows[c][level] == me[level]:
+                return c, level
+    return (others[0], "any") if others else (None, None)
+
+
+def nearest_partner(topo, cpu, cpus=None):
+    """The nearest CPU to ``cpu`` among ``cpus`` (default: the topology's allowed CPUs) that is not
+    on its core: ``(partner, level)``, or ``(None, None)`` if there is none.
+
+    Nearest means sharing the L2, else the L3, else the NUMA node, else the package (``level``
+    says which; ``"any"`` if none is shared). Among equally near CPUs the first one after ``cpu``
+    in topology order is taken, wrapping around, so neighbouring cores pair with each other
+    rather than all with the first.
+    """
+    cpus = list(topo.allowed if cpus is None else cpus)
+    if cpu not in cpus:
+        cpus.append(cpu)
+    ordered, _ = topo.order(cpus)
+    rows = {r["cpu"]: r for r in topo.records()}
+    return _nearest(rows, list(ordered), cpu)
+
+
+def _no_pairs_reason(topo, cpus):
+    table = topo.records()
+    if all(r["core"] is None for r in table):
+        return "the topology does not say which CPUs share a core"
+    multi = [r for r in table if r["siblings"] and len(r["siblings"]) > 1]
+    if not multi:
+        why = "every core runs one thread"
+        if topo.root == "/":
+            control = _sysinfo.read_text("/sys/devices/system/cpu/smt/control")
+            if control in ("off", "forceoff"):
+                why += f" (SMT is switched off: /sys/devices/system/cpu/smt/control is {control})"
+            elif control in ("notsupported", "notimplemented"):
+                why += " (the kernel reports no SMT support on these CPUs)"
+        return f"no SMT siblings: {why}"
+    allowed = set(topo.allowed)
+    if not any(len(set(r["siblings"]) & allowed) > 1 for r in multi):
+        return (f"no two CPUs this process may use are SMT siblings (allowed CPUs: "
+                f"{_cpulist.format(allowed)})")
+    return f"no two of the selected CPUs ({_cpulist.format(cpus)}) are SMT siblings"
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+def _check_duration(duration):
+    return seconds("duration", duration, MIN_DURATION, MAX_DURATION)
+
+
+def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
+    """Run a busy loop on each CPU of ``cpus`` (one pinned thread each, all starting together) for
+    ``duration`` seconds: iterations per second of each thread, float64 ``(len(cpus),)``.
+
+    ``loop`` is a name in :data:`LOOPS`. A thread moved off its CPU ends the run at once; it is run
+    once more, then MeasurementError says the affinity changed. Raises InputError for bad arguments,
+    MeasurementError if a thread cannot be pinned, MeasurementTimeout if the threads do not all reach
+    the starting line within ``timeout`` seconds.
+    """
+    if loop not in LOOPS:
+        raise InputError(f"unknown loop {loop!r}; choose one of: {', '.join(LOOPS)}")
+    cpus = resolve_cpus(cpus, minimum=1)
+    duration = _check_duration(duration)
+    _, _, _, _, timeout = check_params("cas", 1, 1, 0, timeout)
+    ext = extension()
+    ticks_per_ns = timer_info()["ticks_per_ns"]
+    iterations, ticks = once_more_if_moved(
+        lambda: ext.smt_throughput(list(cpus), ext.SMT_LOOPS.index(loop), duration, timeout, MEM_BYTES),
+        f"CPUs {_cpulist.format(cpus)}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = iterations / (ticks / (ticks_per_ns * 1e9))
+    rate[ticks == 0] = np.nan
+    return rate
+
+
+def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progress=None):
+    """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) as ``plan``
+    (a :class:`~corelat._system.validate.SamplingPlan`) says, and throughput with ``busy(cpus, loop,
+    duration)`` (iterations/s per thread). ``partners[i]`` is the non-sibling of ``pairs[i][0]``,
+    or None. Non-sibling latencies and solo runs are measured once per CPU pair / CPU and reused.
+    Returns a dict of arrays; rows of precision-driven latencies are NaN past the samples taken."""
+    from corelat._measure.sweep import measure_pair
+
+    k, nl = len(pairs), len(loops)
+    sib, non = [None] * k, [None] * k
+    alone = np.full((k, 2, nl), np.nan)
+    together = np.full((k, 2, nl), np.nan)
+    nonsib_cache, alone_cache = {}, {}
+    kernel_s = 0.0
+    dropped = 0  # latency measurements with samples dropped (a thread off its CPU)
+
+    def latency(x, y):
+        nonlocal dropped
+        row = measure_pair(measurer, x, y, plan).values[0]
+        dropped += bool(np.isnan(row).any())
+        return row
+
+    for i, ((a, b), partner) in enumerate(zip(pairs, partners)):
+        t0 = time.perf_counter()
+        sib[i] = latency(a, b)
+        if partner is not None:
+            if (a, partner) not in nonsib_cache:
+                nonsib_cache[(a, partner)] = latency(a, partner)
+            non[i] = nonsib_cache[(a, partner)]
+        for j, loop in enumerate(loops):
+            for t, cpu in enumerate((a, b)):
+                if (loop, cpu) not in alone_cache:
+                    alone_cache[(loop, cpu)] = float(busy([cpu], loop, duration)[0])
+                alone[i, t, j] = alone_cache[(loop, cpu)]
+            together[i, :, j] = busy([a, b], loop, duration)
+        kernel_s += time.perf_counter() - t0
+        if progress is not None:
+            progress.update(1)
+    width = plan.samples if plan.mode == "fixed" else max(len(r) for r in sib + non if r is not None)
+    padded = []
+    for rows in (sib, non):
+        out = np.full((k, width), np.nan)
+        for i, r in enumerate(rows):
+            if r is not None:
+                out[i, : len(r)] = r
+        padded.append(out)
+    return {"sibling": padded[0], "nonsibling": padded[1], "alone": alone, "together": together,
+            "kernel_s": kernel_s, "dropped": dropped}
+
+
+def _resolve_in(cpus, allowed):
+    """Validate a CPU selection against a given topology's allowed CPUs (for dumps)."""
+    if cpus is None:
+        return tuple(allowed)
+    if isinstance(cpus, str):
+        cpus = _cpulist.parse(cpus)
+    try:
+        cpus = list(cpus)
+    except TypeError:
+        raise InputError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not {cpus!r}") from None
+    for c in cpus:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise InputError(f"CPU ids must be integers, got {c!r}")
+    cpus = [int(c) for c in cpus]
+    if len(set(cpus)) != len(cpus):
+        raise InputError(f"CPU {_cpulist.format(c for c in cpus if cpus.count(c) > 1)} listed more than once")
+    bad = sorted(set(cpus) - set(allowed))
+    if bad:
+        raise InputError(f"CPU {_cpulist.format(bad)} not allowed in this topology; allowed CPUs: "
+                         f"{_cpulist.format(allowed)}")
+    return tuple(cpus)
+
+
+def smt(
+    cpus: CPUs = None,
+    *,
+    kernel: PingPongKernel = "cas",
+    round_trips: int = 1000,
+    samples: int | None = None,
+    precision: float = DEFAULT_PRECISION,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
+    warmup: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    duration: float = 0.1,
+    topology: Topology | None = None,
+    progress: Progress = False,
+    name: str | None = None,
+) -> SMTResult:
+    """Measure what SMT siblings cost each other (see the module documentation).
+
+    Parameters
+    ----------
+    cpus : CPUs
+        CPUs to consider (list, or a string like ``"0-7"``); None for every CPU this process
+        may run on. Pairs are formed from siblings among them, partners chosen among them.
+    kernel : PingPongKernel
+        ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
+    round_trips : int
+        round trips timed together as one latency sample.
+    samples : int | None
+        None (the default): each latency sampled until the 95 % CI of its median is within
+        ±``precision`` (or ``max_samples`` or ``max_time_per_pair`` is reached); an integer:
+        exactly that many samples per latency. As for :func:`corelat.measure`.
+    precision : float
+        for ``samples=None``: the target half-width of the CI, a fraction of the median.
+    max_samples : int
+        for ``samples=None``: the most samples a latency gets.
+    max_time_per_pair : float
+        for ``samples=None``: seconds each latency may take.
+    warmup : int | None
+        samples run first and discarded, per latency (per chunk for ``samples=None``).
+    timeout : float
+        seconds a thread waits for its partner before
+        :class:`~corelat._core.errors.MeasurementTimeout`, as for :func:`corelat.measure`; it also
+        bounds the wait at the busy loops' start.
+    duration : float
+        seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
+        runs them alone once).
+    topology : Topology | None
+        a :class:`~corelat._system.topology.Topology` to take siblings and distances from
+        (default: this machine's). CPUs must then be allowed in it.
+    progress : Progress
+        False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
+    name : str | None
+        label for the result (default: the host name).
+
+    Returns
+    -------
+    SMTResult
+        A frozen :class:`SMTResult`; empty, with a ``reason``, where no two selected CPUs are
+        siblings.
+
+    Raises
+    ------
+    InputError
+        For bad arguments (also a ``ValueError``).
+    MeasurementTimeout
+        When a partner stops answering.
+    MeasurementError
+        When a measurement fails.
+    KeyboardInterrupt
+        Within about 0.1 s of Ctrl-C.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.smt(duration=0.01)  # doctest: +SKIP
+    >>> print(r.table())  # doctest: +SKIP
+    """
+    return _run(measurer=None, busy=None, **locals())
+
+
+def smt_with(measurer, busy, cpus=None, **kwargs):
+    """:func:`smt` with stand-ins: ``measurer(a, b, samples)`` for the latencies (ns) and
+    ``busy(cpus, loop, seconds)`` for the throughput (iterations/s per thread); the private layer
+    for tests and benchmarks. ``kwargs`` are :func:`smt`'s."""
+    bound = inspect.signature(smt).bind(cpus, **kwargs)
+    bound.apply_defaults()
+    return _run(measurer=measurer, busy=busy, **bound.arguments)
+
+
+def _run(cpus, kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout, duration,
+         topology, progress, name, measurer, busy):
+    if not isinstance(kernel, str) or kernel not in SMT_KERNELS:
+        raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
+    kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
+    plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
+    duration = _check_duration(duration)
+    from corelat._system.topology import Topology
+    from corelat._system.topology import topology as read_topology
+
+    if topology is None:
+        cpus = resolve_cpus(cpus, minimum=1)
+        topo = read_topology()
+        cpus = tuple(c for c in cpus if c in set(topo.cpus))  # sysfs may not know every CPU
+    elif isinstance(topology, Topology):
+        topo = topology
+        cpus = _resolve_in(cpus, topo.allowed)
+    else:
+        check_topology(topology, records=False)  # raises InputTypeError naming the argument
+    cpus = tuple(sorted(cpus))
+    loops = tuple(LOOPS)
+
+    meta = _sysinfo.collect()
+    meta.update({
+        "topology": topo.to_dict(),
+        "topology_summary": topo.describe(),
+        "kernel": kernel,
+        "kernel_description": KERNELS[kernel][1],
+        "parameters": {"round_trips": round_trips, **sampling_parameters(plan), "warmup": warmup,
+                       "timeout": timeout, "duration": duration, "mem_bytes": MEM_BYTES},
+        "loops": dict(LOOPS),
+        "unit": "ns",
+        "latency": "one-way = round-trip time / 2",
+        "throughput": "iterations per second per thread",
+    })
+    pairs = sibling_pairs(topo, cpus) if cpus else []
+    common = {"cpus": cpus, "kernel": kernel, "loops": loops, "name": name or meta["hostname"]}
+    if not pairs:
+        meta["warnings"] = []
+        return SMTResult(pairs=np.zeros((0, 2), np.int64), partners=np.zeros(0, np.int64), partner_levels=(),
+                         sibling_samples=np.zeros((0, samples or 0)), nonsibling_samples=np.zeros((0, samples or 0)),
+                         alone=np.zeros((0, 2, len(loops))), together=np.zeros((0, 2, len(loops))),
+                         metadata=meta, reason=_no_pairs_reason(topo, cpus), **common)
+
+    rows = {r["cpu"]: r for r in topo.records()}
+    ordered = list(topo.order(cpus)[0])
+    found = [_nearest(rows, ordered, a) for a, _ in pairs]
+    partners = [p for p, _ in found]
+    timer = timer_info() if measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
+    measurer = measurer or PairMeasurer(kernel, round_trips, warmup, timeout)
+    if busy is None:
+        def busy(cpu_list, loop, seconds):
+            return throughput(cpu_list, loop, duration=seconds, timeout=timeout)
+
+    from corelat._measure import progress as progress_mod
+
+    started = time.monotonic()
+    bar = progress_mod.make(progress, len(pairs), desc="corelat smt")
+    try:
+        data = _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, bar)
+    finally:
+        bar.close()
+    meta.update({"timer": timer, "elapsed_s": time.monotonic() - started, "kernel_s": data["kernel_s"],
+                 "warnings": _warnings(data)})
+    return SMTResult(pairs=np.array(pairs, np.int64),
+                     partners=np.array([-1 if p is None else p for p in partners], np.int64),
+                     partner_levels=tuple(lv or "" for _, lv in found),
+                     sibling_samples=data["sibling"], nonsibling_samples=data["nonsibling"],
+                     alone=data["alone"], together=data["together"], metadata=meta, reason=None, **common)
+
+
+def _warnings(data):
+    out = []
+    dropped = data["dropped"]
+    if dropped:
+        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on its CPU")
+    bad = int(np.isnan(data["alone"]).sum() + np.isnan(data["together"]).sum())
+    if bad:
+        out.append(f"{bad} throughput value(s) missing because a thread was not on its CPU")
+    return out

@@ -1,0 +1,186 @@
+"""Text matrices written by other tools (and corelat's own CSV).
+
+Understood layouts, told apart by their first line:
+
+* core-to-core-latency's ``--csv`` (nviennot): a square lower triangle of mean one-way CAS latency,
+  comma separated, no labels; empty cells on and above the diagonal.
+* c2clat's table (rigtorp): whitespace separated, a header ``CPU`` followed by the CPU ids, then one
+  row per CPU, ``cpu v v v ...``; values are the minimum one-way latency in whole ns of a load/store
+  ping-pong on two cache lines, 0 on the diagonal. Its ``-p`` output (a gnuplot script with the
+  same numbers between ``$data << EOD`` and ``EOD``, without CPU ids) is read too.
+* corelat's labelled CSV (:meth:`LatencyResult.to_csv` with ``labelled=True``).
+
+Every reader gives a value-only :class:`~corelat._results.latency.LatencyResult` named after the file.
+"""
+
+import csv
+import io
+import os
+
+import numpy as np
+
+from corelat._core import files as _files
+from corelat._core.errors import InputError, unreadable
+from corelat._results.latency import LatencyResult
+
+
+def load_text(path):
+    """Read a latency matrix written as text; see the module documentation for the layouts."""
+    path = os.fspath(path)
+    text = _read(path)
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    first = next((ln for ln in lines if ln.strip()), None)
+    if first is None:
+        raise InputError(f"{path}: empty file")
+    name = file_name(path)
+    if any(ln.strip().startswith("$data << EOD") for ln in lines):
+        return _c2clat_plot(lines, path, name)
+    words = first.split()
+    if "," not in first and words[0].lower() == "cpu":
+        return _c2clat(lines, path, name)
+    return _csv(text, path, name)
+
+
+def file_name(path):
+    """The name a result read from ``path`` gets: the file name without its extension."""
+    base = os.path.basename(os.fspath(path))
+    stem, ext = os.path.splitext(base)
+    return stem if ext.lower() in (".csv", ".txt", ".out", ".log", ".dat", ".npz") and stem else base
+
+
+def _read(path):
+    try:
+        data = _files.read_bytes(path, _files.MAX_TEXT_BYTES)
+    except OSError as e:
+        raise unreadable(path, e) from None
+    if b"\0" in data:
+        raise InputError(f"{path}: a binary file, not a latency matrix")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text, not a latency matrix") from None
+
+
+def _number(text, path, r, c):
+    text = text.strip()
+    if text == "":
+        return np.nan
+    try:
+        v = float(text)
+    except ValueError:
+        raise InputError(f"{path}: row {r + 1}, column {c + 1}: {text!r} is not a number") from None
+    if not np.isfinite(v) or v < 0:
+        raise InputError(f"{path}: row {r + 1}, column {c + 1}: {text!r} is not a latency")
+    return v
+
+
+def _label(text, path, r):
+    try:
+        v = int(text.strip())
+    except ValueError:
+        raise InputError(f"{path}: line {r + 1}: CPU label {text.strip()!r} is not an integer") from None
+    if v < 0:
+        raise InputError(f"{path}: line {r + 1}: CPU label {v} is negative")
+    return v
+
+
+def _labels(words, path, r):
+    cpus = [_label(w, path, r) for w in words]
+    if not cpus:
+        raise InputError(f"{path}: the header names no CPU")
+    dup = sorted({c for c in cpus if cpus.count(c) > 1})
+    if dup:
+        raise InputError(f"{path}: CPU {dup[0]} appears twice in the header")
+    return cpus
+
+
+# -- c2clat -----------------------------------------------------------------------------------------
+def _c2clat(lines, path, name):
+    rows = [(r, ln.split()) for r, ln in enumerate(lines) if ln.strip()]
+    (r0, header), body = rows[0], rows[1:]
+    cpus = _labels(header[1:], path, r0)
+    n = len(cpus)
+    if len(body) != n:
+        raise InputError(f"{path}: {n} CPUs in the header but {len(body)} rows (truncated c2clat output?)")
+    m = np.full((n, n), np.nan)
+    for k, (r, words) in enumerate(body):
+        if len(words) != n + 1:
+            raise InputError(f"{path}: line {r + 1} has {len(words) - 1} values, expected {n}")
+        if _label(words[0], path, r) != cpus[k]:
+            raise InputError(f"{path}: line {r + 1} is for CPU {words[0]}, expected CPU {cpus[k]} "
+                             "(rows must follow the header's order)")
+        m[k] = [_number(v, path, r, c + 1) for c, v in enumerate(words[1:])]
+    return LatencyResult.from_matrix(m, cpus, kernel="rw", name=name, metadata=_c2clat_metadata(path))
+
+
+def _c2clat_plot(lines, path, name):
+    start = next(r for r, ln in enumerate(lines) if ln.strip().startswith("$data << EOD"))
+    end = next((r for r in range(start + 1, len(lines)) if lines[r].strip() == "EOD"), None)
+    if end is None:
+        raise InputError(f"{path}: c2clat plot output without the closing 'EOD' (truncated?)")
+    body = [(r, lines[r].split()) for r in range(start + 1, end) if lines[r].strip()]
+    n = len(body)
+    if n < 2:
+        raise InputError(f"{path}: c2clat plot output with {n} rows; a matrix needs at least 2")
+    m = np.full((n, n), np.nan)
+    for k, (r, words) in enumerate(body):
+        if len(words) != n:
+            raise InputError(f"{path}: line {r + 1} has {len(words)} values, expected {n} (square matrix)")
+        m[k] = [_number(v, path, r, c) for c, v in enumerate(words)]
+    md = _c2clat_metadata(path)
+    md["warnings"] = [("c2clat's plot output does not record CPU ids: CPUs are numbered 0..n-1 in "
+                      "the order c2clat measured them (its allowed CPUs, ascending)")]
+    return LatencyResult.from_matrix(m, None, kernel="rw", name=name, metadata=md)
+
+
+def _c2clat_metadata(path):
+    return {
+        "source": "c2clat",
+        "statistic": "min",
+        "note": "minimum over samples of round trip / 2, whole ns; load/store on two cache lines",
+        "path": path,
+    }
+
+
+# -- CSV: core-to-core-latency and corelat's labelled matrix -------------------------------------
+def _csv(text, path, name):
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:
+        raise InputError(f"{path}: not a CSV latency matrix ({e})") from None
+    # Drop trailing blank lines (not rows of empty cells: a lower triangle starts with one).
+    while rows and len(rows[-1]) <= 1 and not "".join(rows[-1]).strip():
+        rows.pop()
+    if not rows:
+        raise InputError(f"{path}: empty file")
+    first = rows[0][0].strip().lower() if rows[0] else ""
+    if first == "cpu":
+        cpus = _labels(rows[0][1:], path, 0)
+        n = len(cpus)
+        if len(rows) - 1 != n:
+            raise InputError(f"{path}: {n} CPU labels but {len(rows) - 1} rows")
+        m = np.full((n, n), np.nan)
+        for r, row in enumerate(rows[1:], start=1):
+            if len(row) != n + 1 or _label(row[0], path, r) != cpus[r - 1]:
+                raise InputError(f"{path}: row {r + 1} does not match the header")
+            m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
+        return LatencyResult.from_matrix(m, cpus, kernel="unknown", name=name,
+                           metadata={"source": "corelat labelled csv", "path": path})
+    n = len(rows)
+    if n < 2:
+        raise InputError(f"{path}: one row only; a latency matrix needs at least 2 CPUs")
+    m = np.full((n, n), np.nan)
+    for r, row in enumerate(rows):
+        if len(row) != n:
+            raise InputError(f"{path}: row {r + 1} has {len(row)} cells, expected {n} (square matrix)")
+        m[r] = [_number(v, path, r, c) for c, v in enumerate(row)]
+    upper = np.triu(~np.isnan(m), 1)
+    if upper.any():
+        raise InputError(f"{path}: values above the diagonal; expected a lower-triangular matrix")
+    if not np.tril(~np.isnan(m), -1).any():
+        raise InputError(f"{path}: no values below the diagonal")
+    # The CSV does not record which of core-to-core-latency's kernels (cas, rw, one-way) made it.
+    return LatencyResult.from_matrix(m, None, kernel="unknown", name=name,
+                       metadata={"source": "core-to-core-latency csv", "statistic": "mean", "path": path})

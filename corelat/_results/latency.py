@@ -1,0 +1,681 @@
+"""The latency result: an immutable value holding raw samples, CPUs, parameters and metadata.
+
+Statistics are derived from the samples on demand (and cached), so a result loaded from a file
+answers exactly like the one that was measured.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import io
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from corelat._core import stats as _stats
+from corelat._core import text as _text
+from corelat._core.errors import InputError, InputTypeError
+from corelat._core.types import STATISTICS, Order, Path, Statistic
+from corelat._results.protocol import Result, from_file, jsonable, thaw
+from corelat._system.validate import check_order, check_statistic
+
+if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
+    import numpy.typing as npt
+
+    from corelat._system.topology import Topology
+
+#: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
+MEDIAN_MEMBER = "median"
+
+
+class PairFlag(enum.IntFlag):
+    """Per-pair bits in :attr:`LatencyResult.flags`.
+
+    An :class:`enum.IntFlag`: a cell's value is the OR of the bits that apply to it.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> corelat.PairFlag.MIRRORED in corelat.PairFlag(int(r.flags[0, 1]))
+    True
+    """
+
+    MEASURED = 1  #: measured directly in this orientation
+    MIRRORED = 2  #: copied from the measured opposite orientation (symmetric kernels)
+    ESTIMATED = 4  #: not measured: estimated from similar pairs (sampling strategies)
+    MIGRATED = 8  #: some samples were dropped because a thread was not on its CPU
+    UNSTABLE = 16  #: spread of the samples above the stability threshold
+    BIMODAL = 32  #: samples fall in two clearly separated groups
+    TARGET_NOT_MET = 64  #: precision target not reached within the time budget
+    RETESTED = 128  #: re-measured at the end of the sweep; first attempt kept in extras
+    VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
+
+
+def _frozen_array(a, dtype=None):
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _freeze(obj):
+    # Metadata is JSON-like: make nested dicts read-only views so the result stays a value.
+    if isinstance(obj, dict):
+        return types.MappingProxyType({k: _freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(_freeze(v) for v in obj)
+    return obj
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LatencyResult(Result):
+    """Core-to-core latency of a set of CPUs: an immutable value holding the raw samples.
+
+    Made by :func:`corelat.measure`, :func:`corelat.load` or :meth:`from_matrix`. Statistics
+    (:attr:`median`, :attr:`mean`, ...) are ``(n, n)`` read-only arrays derived from the samples on
+    demand; row ``i``, column ``j`` is the pair ``(cpus[i], cpus[j])``.
+
+    Attributes
+    ----------
+    cpus : tuple of int
+        OS ids of the CPUs, in matrix order.
+    kernel : str
+        The ping-pong kernel that measured it (``"cas"``, ``"rw"``, ``"oneway"``, ...), or the
+        name of another tool for imported files.
+    samples : numpy.ndarray
+        float64 ``(n, n, k)`` one-way latencies in ns (round-trip time / 2 for ping-pong
+        kernels). NaN where nothing was measured (the diagonal, dropped samples, padding).
+    metadata : Mapping
+        Read-only mapping of system information and parameters.
+    name : str
+        A short label (host name, file name) used when comparing results.
+    flags : numpy.ndarray
+        ``(n, n)`` uint32 array of :class:`PairFlag` bits.
+    extras : Mapping
+        Named extra arrays (e.g. first attempts of re-tested pairs); saved with the result.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> r.cpus, r.kernel, r.samples.shape
+    ((0, 1), 'cas', (2, 2, 300))
+    >>> bool(r.median[1, 0] > 0)
+    True
+    """
+
+    cpus: tuple
+    kernel: str
+    samples: np.ndarray
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    name: str = ""
+    flags: np.ndarray | None = None
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    _KIND = "latency"
+    _FIELDS = ("cpus", "kernel", "samples", "metadata", "name", "flags", "extras")
+    STATISTICS = STATISTICS
+
+    def __post_init__(self):
+        try:
+            cpus = tuple(int(c) for c in self.cpus)
+            samples = np.asarray(self.samples, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputTypeError(f"cpus must be CPU ids and samples numbers (ns): {e}") from None
+        n = len(cpus)
+        if samples.ndim != 3 or samples.shape[:2] != (n, n):
+            raise InputError(f"samples must have shape ({n}, {n}, k), got {samples.shape}")
+        flags = self.flags
+        if flags is None:
+            has = ~np.all(np.isnan(samples), axis=-1)
+            flags = np.where(has, int(PairFlag.MEASURED), 0)
+        flags = np.asarray(flags)
+        if flags.shape != (n, n):
+            raise InputError(f"flags must have shape ({n}, {n}), got {flags.shape}")
+        set_ = functools.partial(object.__setattr__, self)
+        set_("cpus", cpus)
+        set_("kernel", str(self.kernel))
+        set_("samples", _frozen_array(samples))
+        set_("flags", _frozen_array(flags, np.uint32))
+        set_("metadata", _freeze(thaw(self.metadata)))
+        set_("extras", types.MappingProxyType({k: _frozen_array(v) for k, v in self.extras.items()}))
+        set_("name", str(self.name))
+
+    # -- derived statistics (n, n) -------------------------------------------------------------
+    def __cached(self, key, fn):
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            value = fn(self.samples)
+            if isinstance(value, tuple):
+                for v in value:
+                    v.setflags(write=False)
+            else:
+                value.setflags(write=False)
+            cache[key] = value
+        return cache[key]
+
+    @property
+    def median(self) -> npt.NDArray[np.float64]:
+        """Median one-way latency per pair in ns."""
+        return self.__cached("median", _stats.median)
+
+    @property
+    def mean(self) -> npt.NDArray[np.float64]:
+        """Mean one-way latency per pair in ns."""
+        return self.__cached("mean", _stats.mean)
+
+    @property
+    def min(self) -> npt.NDArray[np.float64]:
+        """Minimum one-way latency per pair in ns."""
+        return self.__cached("min", _stats.minimum)
+
+    @property
+    def max(self) -> npt.NDArray[np.float64]:
+        """Maximum one-way latency per pair in ns."""
+        return self.__cached("max", _stats.maximum)
+
+    @property
+    def std(self) -> npt.NDArray[np.float64]:
+        """Sample standard deviation per pair in ns."""
+        return self.__cached("std", _stats.std)
+
+    @property
+    def count(self) -> npt.NDArray[np.int_]:
+        """Number of valid samples per pair."""
+        return self.__cached("count", _stats.count)
+
+    @property
+    def ci(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """(low, high): 95 % distribution-free confidence interval of the median per pair."""
+        return self.__cached("ci", _stats.median_ci)
+
+    @property
+    def err(self) -> npt.NDArray[np.float64]:
+        """Half-width of the median's confidence interval per pair (the ``±`` of printed cells)."""
+        return self.__cached("err", _stats.median_err)
+
+    @property
+    def sem(self) -> npt.NDArray[np.float64]:
+        """Standard error of the mean per pair (core-to-core-latency's ``±``)."""
+        return self.__cached("sem", _stats.mean_sem)
+
+    @property
+    def n(self) -> int:
+        """Number of CPUs."""
+        return len(self.cpus)
+
+    @property
+    def value_only(self) -> bool:
+        """True when the result holds one value per pair (imported), not raw samples."""
+        return bool(self.metadata.get("value_only", False))
+
+    def statistic(self, name: Statistic = "median") -> npt.NDArray[np.float64]:
+        """The ``(n, n)`` matrix of a statistic by name.
+
+        Parameters
+        ----------
+        name : str
+            One of :attr:`STATISTICS`: ``"median"``, ``"mean"``, ``"min"``, ``"max"``, ``"std"``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Read-only ``(n, n)`` float64 matrix in ns, NaN where the pair has no value.
+
+        Raises
+        ------
+        InputError
+            For an unknown statistic.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> r = corelat.load(corelat.example_files()[0])
+        >>> r.statistic("min").shape
+        (2, 2)
+        """
+        return getattr(self, check_statistic(name))
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """Index pairs ``(i, j)`` (positions into :attr:`cpus`) that have a value.
+
+        Returns
+        -------
+        list of tuple
+            Off-diagonal pairs ``(i, j)``, row by row.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).pairs()
+        [(0, 1), (1, 0)]
+        """
+        has = ~np.isnan(self.median)
+        return [(i, j) for i in range(self.n) for j in range(self.n) if i != j and has[i, j]]
+
+    # -- summaries -------------------------------------------------------------------------------
+    def summary(self, statistic: Statistic = "median") -> dict[str, Any]:
+        """Min, max and mean latency over pairs, like core-to-core-latency prints.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic summarised (see :attr:`STATISTICS`).
+
+        Returns
+        -------
+        dict
+            ``min`` and ``max`` as ``{"value", "err", "cpus"}`` (``err``: half the median's 95 %
+            CI, the mean's standard error, None for other statistics; ``cpus``: the OS id pair,
+            larger index first as in the printed lower triangle), ``mean`` (the mean of the
+            per-pair values), ``statistic`` and ``pairs`` (how many pairs have a value).
+
+        Raises
+        ------
+        InputError
+            For an unknown statistic, or a result without any measured pair.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> s = corelat.load(corelat.example_files()[0]).summary()
+        >>> s["pairs"], s["min"]["cpus"]
+        (1, (1, 0))
+        """
+        m = self.statistic(statistic)
+        # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
+        err = {"median": self.err, "mean": self.sem}.get(statistic)
+        low = np.tril(np.ones_like(m, dtype=bool), -1)
+        # Asymmetric kernels measure both halves: use every measured cell then.
+        if self.metadata.get("symmetric", True):
+            cells = ~np.isnan(m) & low
+        else:
+            cells = ~np.isnan(m)
+        if not cells.any():
+            raise InputError("the result holds no measured pair")
+        idx = np.argwhere(cells)
+        vals = m[cells]
+        out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
+        for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
+            i, j = idx[k]
+            e = np.nan if err is None else err[i, j]
+            out[key] = {
+                "value": float(vals[k]),
+                "err": None if np.isnan(e) or self.value_only else float(e),
+                "cpus": (self.cpus[i], self.cpus[j]),
+            }
+        return out
+
+    # -- reshaping -------------------------------------------------------------------------------
+    def take(self, indices: Sequence[int]) -> LatencyResult:
+        """A new result restricted to, or reordered by, positions into :attr:`cpus`.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Positions (not CPU ids) of the CPUs to keep, in the new order.
+
+        Returns
+        -------
+        LatencyResult
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).take([1, 0]).cpus
+        (1, 0)
+        """
+        idx = np.asarray(indices, dtype=np.intp)
+        if idx.size and not (-self.n <= idx.min() and idx.max() < self.n):
+            raise InputError(f"indices must be positions 0 to {self.n - 1} of this result's CPUs")
+        ix = np.ix_(idx, idx)
+        return LatencyResult(
+            cpus=tuple(self.cpus[i] for i in idx),
+            kernel=self.kernel,
+            samples=self.samples[ix],
+            metadata=thaw(self.metadata),
+            name=self.name,
+            flags=cast("np.ndarray", self.flags)[ix],
+            extras={k: v[ix] if v.shape[:2] == (self.n, self.n) else v for k, v in self.extras.items()},
+        )
+
+    def with_cpus_order(self, cpus: Sequence[int]) -> LatencyResult:
+        """A new result with its CPUs in the given order.
+
+        Parameters
+        ----------
+        cpus : sequence of int
+            CPU ids: a permutation or a subset of :attr:`cpus`.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            When a CPU is not in this result.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).with_cpus_order([1, 0]).cpus
+        (1, 0)
+        """
+        pos = {c: i for i, c in enumerate(self.cpus)}
+        missing = [c for c in cpus if c not in pos]
+        if missing:
+            raise InputError(f"CPUs {missing} are not in this result")
+        return self.take([pos[c] for c in cpus])
+
+    def ordered(self, by: Order) -> LatencyResult:
+        """A new result with the CPUs reordered.
+
+        Parameters
+        ----------
+        by : {"os", "topology", "structure"}
+            ``"os"`` sorts by CPU id; ``"topology"`` by package, NUMA node, L3, core and thread,
+            using the topology the result was measured on (``metadata["topology"]``);
+            ``"structure"`` by the latency groups :func:`corelat.structure` infers from the matrix.
+            The group boundaries (indices where a new group starts) are in :attr:`boundaries`.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            For an unknown ``by``, or ``"topology"`` on a result that carries no topology.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.load(corelat.example_files()[0]).ordered("os").cpus
+        (0, 1)
+        """
+        check_order(by, keep=False)
+        order: Sequence[int]
+        bounds: Mapping[str, Sequence[int]]
+        if by == "os":
+            order, bounds = tuple(sorted(self.cpus)), {}
+        elif by == "topology":
+            topo = self.topology
+            if topo is None:
+                raise InputError("this result carries no topology; order it by 'os' or 'structure' instead")
+            order, bounds = topo.order(self.cpus)
+        else:
+            from corelat._analysis.structure import structure
+
+            st = structure(self)
+            order, bounds = st.order(), {f"level{k}": v for k, v in st.boundaries().items()}
+        out = self if tuple(order) == self.cpus else self.with_cpus_order(order)
+        md = thaw(out.metadata)
+        md["order"] = {"by": by, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
+        return LatencyResult(cpus=out.cpus, kernel=out.kernel, samples=out.samples, metadata=md,
+                             name=out.name, flags=out.flags, extras=dict(out.extras))
+
+    @property
+    def topology(self) -> Topology | None:
+        """The :class:`~corelat._system.topology.Topology` the result was measured on, or None."""
+        d = self.metadata.get("topology")
+        if not d:
+            return None
+        from corelat._system.topology import Topology
+
+        return Topology.from_dict(thaw(d))
+
+    @property
+    def boundaries(self) -> dict[str, tuple[int, ...]]:
+        """Group boundaries of the current order: level → indices where a new group starts."""
+        order = self.metadata.get("order") or {}
+        return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
+
+    # -- output ----------------------------------------------------------------------------------
+    def to_csv(self, path: Path | None = None, *, statistic: Statistic = "median", labelled: bool = False) -> str:
+        """The matrix as CSV text, also written to ``path`` when given.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            A file to write (atomically).
+        statistic : str
+            The per-pair statistic written (see :attr:`STATISTICS`).
+        labelled : bool
+            False: core-to-core-latency's ``--csv`` layout, a square lower triangle of per-pair
+            values, no header, empty cells on and above the diagonal. True: the whole square
+            matrix with CPU ids as header row and first column (empty where not measured).
+
+        Returns
+        -------
+        str
+            The CSV text.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> print(corelat.load(corelat.example_files()[0]).to_csv(labelled=True))  # doctest: +ELLIPSIS
+        cpu,0,1
+        0,,106.6...
+        1,106.6...,
+        <BLANKLINE>
+        """
+        m = self.statistic(statistic)
+        buf = io.StringIO()
+
+        def cell(v):
+            return "" if np.isnan(v) else repr(float(v))
+
+        if labelled:
+            buf.write("cpu," + ",".join(str(c) for c in self.cpus) + "\n")
+            for i, c in enumerate(self.cpus):
+                buf.write(str(c) + "," + ",".join(cell(v) for v in m[i]) + "\n")
+        else:
+            for i in range(self.n):
+                row = [cell(m[i, j]) if j < i else "" for j in range(self.n)]
+                buf.write(",".join(row) + "\n")
+        text = buf.getvalue()
+        if path is not None:
+            from corelat._core.files import atomic_write
+
+            atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+        return text
+
+    # -- text and records ------------------------------------------------------------------------
+    def records(self, statistic: str | None = None) -> list[dict[str, Any]]:
+        """One dict per pair with a value, in the order of :meth:`pairs`.
+
+        Parameters
+        ----------
+        statistic : str, optional
+            Keep only this statistic (default: all of them).
+
+        Returns
+        -------
+        list of dict
+            Keys ``cpus`` (OS ids, row CPU first), every statistic (``median``, ``err``,
+            ``mean``, ``min``, ``max``, ``std``; ns, None where unknown), ``count`` (samples) and
+            ``flags`` (:class:`PairFlag` bits).
+
+        Examples
+        --------
+        >>> import corelat
+        >>> rec = corelat.load(corelat.example_files()[0]).records()[0]
+        >>> rec["cpus"], rec["count"]
+        ((0, 1), 300)
+        """
+        every = ("median", "err", "mean", "min", "max", "std")
+        if statistic and statistic not in every:
+            raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
+        names = (statistic,) if statistic else every
+        mats = {k: self.statistic(cast(Statistic, k)) if k in self.STATISTICS else getattr(self, k) for k in names}
+        out = []
+        for i, j in self.pairs():
+            rec: dict[str, Any] = {"cpus": (self.cpus[i], self.cpus[j])}
+            for k, m in mats.items():
+                v = float(m[i, j])
+                rec[k] = v if np.isfinite(v) else None
+            rec["count"] = int(self.count[i, j])
+            rec["flags"] = int(cast("np.ndarray", self.flags)[i, j])
+            out.append(rec)
+        return out
+
+    def table(self, statistic: Statistic = "median") -> str:
+        """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic shown (see :attr:`STATISTICS`).
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives for the median.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> print(corelat.load(corelat.example_files()[0]).table())  # doctest: +ELLIPSIS
+                     0
+         0
+         1 106.66±0.08
+        ...
+        """
+        text = _text.matrix(self, statistic)
+        if np.isnan(self.statistic(statistic)).all():
+            return text
+        return text + "\n\n" + _text.latency_summary(self, statistic)
+
+    def to_dict(self, statistic: Statistic | None = None) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None).
+
+        Parameters
+        ----------
+        statistic : str, optional
+            Keep only this statistic in the records (default: all of them).
+
+        Returns
+        -------
+        dict
+            ``kind``, ``name``, ``kernel``, ``cpus``, ``summary``, ``records`` (one per pair),
+            ``warnings``, ``notes`` and ``metadata``. The raw samples are in the file
+            :meth:`save` writes only.
+
+        Examples
+        --------
+        >>> import json, corelat
+        >>> d = corelat.load(corelat.example_files()[0]).to_dict()
+        >>> d["kind"], len(json.dumps(d)) > 0
+        ('latency', True)
+        """
+        has = not np.isnan(self.median).all()
+        return jsonable({
+            "kind": self._KIND,
+            "name": self.name,
+            "kernel": self.kernel,
+            "cpus": list(self.cpus),
+            "summary": self.summary(statistic or "median") if has else None,
+            "records": self.records(statistic),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "metadata": self.metadata,
+        })
+
+    # -- files ---------------------------------------------------------------------------------
+    def _to_npz(self):
+        header = {
+            "kernel": self.kernel,
+            "name": self.name,
+            "metadata": thaw(self.metadata),
+            "extras": sorted(self.extras),
+        }
+        arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64), "samples": self.samples, "flags": self.flags}
+        if self.samples.shape[2] > 1:
+            # Derived, for readers that need no samples: a fleet's analysis reads this small member
+            # and leaves the samples compressed. Loading ignores it (the samples say the median).
+            arrays[MEDIAN_MEMBER] = self.median
+        for k, v in self.extras.items():
+            arrays["extra_" + k] = v
+        return header, arrays
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        from corelat._results import schema as _schema
+
+        header = _schema.check_header(header, path)
+        cpus, samples, flags, extras = _schema.check_arrays(header, arrays, path)
+
+        def build():
+            return cls(cpus=cpus, kernel=header.get("kernel", "?"), samples=samples,
+                       metadata=header.get("metadata", {}), name=header.get("name", ""), flags=flags,
+                       extras=extras)
+
+        return from_file(path, build)
+
+    @classmethod
+    def from_matrix(cls, matrix: npt.ArrayLike, cpus: Sequence[int] | None = None, *, kernel: str = "unknown",
+                    name: str = "", metadata: Mapping[str, Any] | None = None, symmetric: bool = True) -> LatencyResult:
+        """A result from a plain ``(n, n)`` matrix of one value per pair.
+
+        Parameters
+        ----------
+        matrix : array_like
+            Square matrix of latencies in ns; missing cells NaN; the diagonal is ignored.
+        cpus : sequence of int, optional
+            Labels of the rows and columns (default ``0 .. n-1``).
+        kernel : str
+            What measured it (another tool's name, say).
+        name : str
+            A label for comparisons.
+        metadata : dict, optional
+            Extra metadata to keep with the result.
+        symmetric : bool
+            Mirror a pair known in one half only to the other.
+
+        Returns
+        -------
+        LatencyResult
+            A value-only result (:attr:`value_only`): one sample per pair.
+
+        Raises
+        ------
+        InputError
+            For a matrix that is not square, smaller than 2 x 2, or labels that do not fit it.
+
+        Examples
+        --------
+        >>> import corelat
+        >>> r = corelat.LatencyResult.from_matrix([[0, 50], [float("nan"), 0]])
+        >>> r.median.tolist(), r.value_only
+        ([[nan, 50.0], [50.0, nan]], True)
+        """
+        try:
+            m = np.array(matrix, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise InputTypeError(f"a latency matrix must be numbers (ns): {e}") from None
+        if m.ndim != 2 or m.shape[0] != m.shape[1]:
+            raise InputError(f"a latency matrix must be square, got shape {m.shape}")
+        n = m.shape[0]
+        if n < 2:
+            raise InputError("a latency matrix needs at least 2 CPUs")
+        if cpus is None:
+            cpus = tuple(range(n))
+        if len(cpus) != n:
+            raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
+        np.fill_diagonal(m, np.nan)
+        flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)
+        if symmetric:
+            fill = np.isnan(m) & ~np.isnan(m.T)
+            m[fill] = m.T[fill]
+            flags[fill] = PairFlag.MIRRORED | PairFlag.VALUE_ONLY
+        md = {"value_only": True, "symmetric": bool(symmetric)}
+        md.update(metadata or {})
+        return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=m[:, :, None], metadata=md, name=name,
+                   flags=flags)
+
+    def __repr__(self):
+        return self._repr(f"kernel {self.kernel}, {self.n} CPUs, {self.samples.shape[2]} samples per pair")

@@ -1,0 +1,200 @@
+"""The shape every corelat result shares.
+
+Every result a user gets (:class:`~corelat.LatencyResult`, :class:`~corelat.SMTResult`,
+:class:`~corelat.LockResult`, :class:`~corelat.Topology`, :class:`~corelat.Comparison`,
+:class:`~corelat.CheckReport`, ...) has ``name``, ``metadata``, ``warnings`` and ``notes``;
+``to_dict()`` (JSON-able), ``records()`` (one dict per row), ``table()`` and ``str()`` (text) and
+``summary()`` (a dict); it compares by value (arrays with NaN compare equal where both are NaN) and
+is unhashable, since it holds arrays. Measured kinds also ``save(path)`` to a corelat ``.npz``
+file that :func:`corelat.load` (or the class's ``load``) reads back as the same kind.
+"""
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from corelat._core.errors import InputError
+from corelat._results import npz as _npz
+
+if TYPE_CHECKING:  # annotations only (typing_extensions: for Python < 3.11; mypy brings it)
+    from typing_extensions import Self
+
+    from corelat._core.types import Path
+
+
+def thaw(obj):
+    """A plain, JSON-serialisable copy of frozen metadata."""
+    if isinstance(obj, (dict, types.MappingProxyType)):
+        return {k: thaw(v) for k, v in obj.items()}
+    if isinstance(obj, (tuple, list)):
+        return [thaw(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def same(a, b):
+    """Value equality for result fields: arrays (NaN equal to NaN), mappings, sequences, scalars."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype.names != b.dtype.names:
+            return False
+        if a.dtype.names:
+            return all(same(a[f], b[f]) for f in a.dtype.names)
+        if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def jsonable(obj):
+    """A JSON-serialisable copy: mappings to dicts, sequences and arrays to lists, NaN/inf to None."""
+    if isinstance(obj, (dict, types.MappingProxyType)):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (tuple, list)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(jsonable(v) for v in obj)
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def from_file(path, build):
+    """``build()``, with a missing member or inconsistent content reported as an InputError on ``path``."""
+    try:
+        return build()
+    except KeyError as e:
+        raise InputError(f"{path}: corrupt or unreadable corelat file (no {e} member)") from None
+    except (ValueError, TypeError, IndexError) as e:
+        raise InputError(f"{path}: inconsistent corelat file ({e})") from None
+
+
+def prefixed(labels, results, field, template="{label}: {text}"):
+    """Every part's ``warnings`` or ``notes`` (``field``), each prefixed with the part's label: the
+    texts of a result made of other results (a comparison, a placement run)."""
+    return tuple(template.format(label=label, text=text)
+                 for label, r in zip(labels, results) for text in getattr(r, field))
+
+
+class Result:
+    """Base of every result class: value equality, text, warnings and notes, saving and loading.
+
+    A subclass sets ``_KIND`` (the ``kind`` of its files; None if it is not saved) and ``_FIELDS``
+    (what equality compares), and implements ``table()``, ``records()``, ``summary()``,
+    ``to_dict()`` and, if saved, ``_to_npz()`` / ``_from_npz(header, arrays, path)``.
+    """
+
+    __slots__ = ()
+    _KIND: ClassVar[str | None] = None
+    _FIELDS: ClassVar[tuple[str, ...]] = ()
+    __hash__ = None  # type: ignore[assignment]  # holds arrays: a value, but not hashable
+
+    if TYPE_CHECKING:  # what every subclass provides (a field, a slot or a property)
+        @property
+        def metadata(self) -> Mapping[str, Any]: ...
+
+        def _to_npz(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Human-readable warnings about this result (tuple of str)."""
+        return tuple(self.metadata.get("warnings", ()))
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What is worth knowing about this result but is no problem (tuple of str)."""
+        return tuple(self.metadata.get("notes", ()))
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(same(getattr(self, f), getattr(other, f)) for f in self._FIELDS)
+
+    def __str__(self):
+        return self.table()
+
+    def _repr(self, details):
+        name = getattr(self, "name", "")
+        return f"<{type(self).__name__} {name!r}: {details}>"
+
+    def save(self, path: Path) -> None:
+        """Write the result to a file (atomically): a ``.npz`` of plain arrays plus a JSON header, no pickle.
+
+        :func:`corelat.load` (or this class's ``load``) reads it back as an equal result.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+
+        Raises
+        ------
+        InputError
+            For a result kind that is not saved (derived ones: comparisons, structures).
+        SaveError
+            When the file cannot be written (no such folder, no permission, a full disk, a name that
+            is a folder or a device); a file already there is left as it was.
+
+        Examples
+        --------
+        >>> import os, tempfile, corelat
+        >>> r = corelat.load(corelat.example_files()[0])
+        >>> path = os.path.join(tempfile.mkdtemp(), "r.npz")
+        >>> r.save(path)
+        >>> corelat.load(path) == r
+        True
+        """
+        if self._KIND is None:
+            raise InputError(f"a {type(self).__name__} is derived from other results and is not saved")
+        header, arrays = self._to_npz()
+        _npz.write(path, self._KIND, header, arrays)
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """Read a result of this kind written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A corelat ``.npz`` file.
+
+        Returns
+        -------
+        Result
+            An instance of the class it is called on.
+
+        Raises
+        ------
+        InputError
+            For a missing or corrupt file, or a file holding another kind of result
+            (:func:`corelat.load` reads any kind).
+
+        Examples
+        --------
+        >>> import corelat
+        >>> corelat.LatencyResult.load(corelat.example_files()[0]).kernel
+        'cas'
+        """
+        header, arrays = _npz.read(path)
+        if header["kind"] != cls._KIND:
+            raise InputError(f"{path}: holds a {header['kind']!r} result, not a {cls._KIND!r} result")
+        return cls._from_npz(header, arrays, path)
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        raise NotImplementedError

@@ -24,9 +24,9 @@ import time
 import numpy as np
 
 import corelat
+from corelat._core import npz as _npz
 from corelat._fleet import classes as _fleet_classes
 from corelat._fleet import synth as _fleet_synth
-from corelat._results import npz as _npz
 
 SHARED = os.environ.get("CORELAT_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 PEERS = os.path.join(SHARED, "fixtures", "peer-results", "core-to-core-latency")

@@ -24,7 +24,8 @@ from corelat._system import home as _home
 
 
 def call_cost(cpus, calls=100):
-    from corelat._system.timer import extension, timer_info
+    from corelat._core.binding import extension
+    from corelat._system.timer import timer_info
     from corelat._system.validate import KERNELS
 
     ext = extension()

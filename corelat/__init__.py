@@ -17,16 +17,22 @@ from ._core.errors import (
     MissingDependencyError,
     SaveError,
 )
-from ._fleet.nodes import FleetResult, fleet
+from ._fleet.nodes import fleet
 from ._fleet.run import measure_fleet
-from ._measure.check import CheckItem, CheckReport, check
-from ._measure.locks import LockResult, list_tests, locks
+from ._measure.check import check
+from ._measure.locks import list_tests, locks
 from ._measure.measurers import clock_skew
-from ._measure.placement import PlacementResult, placement
-from ._measure.smt import SMTResult, smt
+from ._measure.placement import placement
+from ._measure.smt import smt
 from ._measure.sweep import measure
+from ._results.check import CheckReport
+from ._results.fleet import FleetResult
 from ._results.latency import LatencyResult, PairFlag
 from ._results.load import load
+from ._results.locks import LockResult
+from ._results.placement import PlacementResult
+from ._results.smt import SMTResult
+from ._system.conditions import CheckItem
 from ._system.home import HOMES
 from ._system.timer import timer_info
 from ._system.topology import Topology, TopologyWarning, topology

@@ -35,9 +35,9 @@ if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from corelat._fleet.nodes import FleetResult
-    from corelat._measure.placement import PlacementResult
+    from corelat._results.fleet import FleetResult
     from corelat._results.latency import LatencyResult
+    from corelat._results.placement import PlacementResult
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -647,7 +647,7 @@ def fleet(
     >>> import corelat, corelat.plot
     >>> fig = corelat.plot.fleet(corelat.fleet(corelat.example_files()))
     """
-    from corelat._fleet.nodes import FleetResult
+    from corelat._results.fleet import FleetResult
 
     if not isinstance(result, FleetResult):
         raise InputTypeError(f"plot.fleet() draws a FleetResult, not {type(result).__name__}")
@@ -696,7 +696,7 @@ def fleet(
 
 
 def _fleet_label(cls):
-    from corelat._fleet.classes import label
+    from corelat._results.fleet import label
 
     return label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")
 
@@ -780,7 +780,7 @@ def placement(
     >>> r = corelat.placement([0, 1], homes=["initiator", "responder"], samples=5, round_trips=20)
     >>> fig = corelat.plot.placement(r)
     """
-    from corelat._measure.placement import PlacementResult
+    from corelat._results.placement import PlacementResult
 
     if not isinstance(result, PlacementResult):
         raise InputError("plot.placement() draws a corelat.placement() result; use heatmap() for one matrix")

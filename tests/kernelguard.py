@@ -7,7 +7,7 @@ covers every phase of such a test (its fixtures' setup, the test, the teardown) 
 * in this process, each kernel entry point of ``corelat._corelat`` is replaced by a stand-in that
   records the call and raises :class:`PureTestRanKernel`, so no thread is started; the module's own
   functions come back after the test. The code under test looks the entry points up on the module
-  when it measures (``corelat._system.timer.extension().pingpong``), so it meets the stand-in;
+  when it measures (``corelat._core.binding.extension().pingpong``), so it meets the stand-in;
 * in subprocesses, ``tests/purecheck`` goes first on ``PYTHONPATH`` and ``CORELAT_TEST_KERNEL_LOG``
   names a log file: a Python started with that environment (``python -m corelat``, ``python -c``;
   not one given an environment built from scratch) logs each kernel call there and runs it as usual

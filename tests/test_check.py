@@ -6,7 +6,8 @@ import os
 import pytest
 
 import corelat
-from corelat._measure.check import (
+from corelat._measure.check import run_checks
+from corelat._system.conditions import (
     INFO,
     OK,
     UNKNOWN,
@@ -19,7 +20,6 @@ from corelat._measure.check import (
     check_load,
     check_smt,
     check_tsc,
-    run_checks,
 )
 
 STAT_IDLE = "cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 100 1000 0 0 0 0 0 0\ncpu1 100 0 100 1000 0 0 0 0 0 0\n"

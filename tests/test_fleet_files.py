@@ -11,11 +11,11 @@ import pytest
 from conftest import run_cli
 
 import corelat
+from corelat._core import npz as _npz
 from corelat._core.errors import InputError
 from corelat._fleet import hostlist as _hostlist
 from corelat._fleet import nodes as _fleet
 from corelat._fleet import synth as _fleet_synth
-from corelat._results import npz as _npz
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 RYZEN = "AMD Ryzen 9 5950X @ 3.40 GHz.csv"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat._measure import check as _check
+from corelat._system import conditions as _check
 
 CPUS = sorted(os.sched_getaffinity(0))
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from corelat._core.errors import InputError
+from corelat._core.protocol import Result, jsonable, prefixed
 from corelat._core.types import Path, Statistic
-from corelat._results.protocol import Result, jsonable, prefixed
 from corelat._system.validate import check_statistic
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
@@ -67,7 +67,7 @@ def _as_result(obj):
         from corelat._results.load import load
 
         obj = load(obj)
-    from corelat._measure.placement import PlacementResult
+    from corelat._results.placement import PlacementResult
 
     if isinstance(obj, PlacementResult):
         return obj
@@ -310,7 +310,7 @@ def labels_for(items, names=None):
     corelat files); where names collide (two runs on one host), results read from files are
     labelled by the file's name without its extension.
     """
-    from corelat._measure.placement import per_home
+    from corelat._results.placement import per_home
 
     # A placement result (one matrix per home of the line) is compared home by home.
     entries = [(x, r, suffix) for x in items for r, suffix in per_home([_as_result(x)])]

@@ -37,12 +37,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from corelat._core.protocol import Result, jsonable, thaw
 from corelat._core.types import Statistic
-from corelat._results.protocol import Result, jsonable, thaw
 
 if TYPE_CHECKING:  # annotations only: _result, _placement and _topology import this module's callers
-    from corelat._measure.placement import PlacementResult
     from corelat._results.latency import LatencyResult
+    from corelat._results.placement import PlacementResult
     from corelat._system.topology import Topology
 
 #: Siblings must be at least this many times faster than the CPU's fastest non-sibling. Published

@@ -38,7 +38,8 @@ from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
 from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
-from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, FleetResult, NodeData
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+from corelat._results.fleet import FleetResult, write_bytes
 from corelat._system import sysinfo as _sysinfo
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
@@ -267,7 +268,7 @@ def _save_error(directory, node, rank, error):
 
     d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
          "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
-    _fleet.write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
+    write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
 
 
 def _measure_node(measure, directory, node, rank):

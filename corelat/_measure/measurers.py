@@ -10,11 +10,12 @@ import time
 
 import numpy as np
 
+from corelat._core.binding import extension
 from corelat._core.errors import InputError, MeasurementError
 from corelat._core.status import once_more_if_moved
 from corelat._core.types import CPUs
 from corelat._system.home import Home, chain_lines, chain_order, merge_reports
-from corelat._system.timer import extension, timer_info
+from corelat._system.timer import timer_info
 from corelat._system.validate import CHASE_KERNELS, KERNELS, resolve_cpus
 
 

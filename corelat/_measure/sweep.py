@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 
 from corelat._core import stats as _stats
+from corelat._core.binding import extension
 from corelat._core.errors import InputError
 from corelat._core.types import DEFAULT_ORDER, CPUs, Kernel, Order, Progress
 from corelat._measure import quality as _quality
@@ -31,7 +32,7 @@ from corelat._measure.measurers import make_measurer
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._system import home as _home
 from corelat._system import sysinfo as _sysinfo
-from corelat._system.timer import extension, timer_info
+from corelat._system.timer import timer_info
 from corelat._system.validate import (
     ALL_KERNELS,
     CHASE_KERNELS,

@@ -18,8 +18,8 @@ import numpy as np
 from corelat._core import stats as _stats
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputTypeError
+from corelat._core.protocol import Result, from_file, jsonable, thaw
 from corelat._core.types import STATISTICS, Order, Path, Statistic
-from corelat._results.protocol import Result, from_file, jsonable, thaw
 from corelat._system.validate import check_order, check_statistic
 
 if TYPE_CHECKING:  # annotations only: _topology imports this module's callers

@@ -1,6 +1,6 @@
 """``corelat.load``: one entry point for every file corelat reads.
 
-corelat's own files (``.npz`` containers, see :mod:`corelat._results.npz`) name the kind of result they hold
+corelat's own files (``.npz`` containers, see :mod:`corelat._core.npz`) name the kind of result they hold
 and are read by that result's class; anything else is tried as another tool's text matrix
 (:mod:`corelat._results.formats`).
 """
@@ -11,16 +11,16 @@ import os
 from typing import Any
 
 from corelat._core import files as _files
+from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import Path
-from corelat._fleet.nodes import FleetResult, load_fleet
-from corelat._measure.check import CheckReport
-from corelat._measure.locks import LockResult
-from corelat._measure.placement import PlacementResult
-from corelat._measure.smt import SMTResult
 from corelat._results import formats as _formats
-from corelat._results import npz as _npz
+from corelat._results.check import CheckReport
+from corelat._results.fleet import FleetResult, load_fleet
 from corelat._results.latency import LatencyResult
+from corelat._results.locks import LockResult
+from corelat._results.placement import PlacementResult
+from corelat._results.smt import SMTResult
 from corelat._system.topology import Topology
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.

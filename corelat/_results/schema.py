@@ -1,6 +1,6 @@
 """What a latency result file must hold: its header fields and arrays, checked before use.
 
-:mod:`corelat._results.npz` has already bounded the file, its members' sizes and dtypes and the JSON
+:mod:`corelat._core.npz` has already bounded the file, its members' sizes and dtypes and the JSON
 header's size and nesting; here a latency result's own schema is checked: the header fields corelat
 reads have the JSON types it expects, names are short, and the arrays are consistent and make sense
 (latencies finite and not negative, CPU ids distinct and not negative), as the CSV and c2clat
@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from corelat._core.errors import InputError
-from corelat._results.npz import short
+from corelat._core.npz import short
 
 MAX_CPUS = 65536  #: far above any machine (Linux's NR_CPUS tops out at 8192)
 MAX_NAME_CHARS = 1024  #: result names and kernel names are labels, not documents

@@ -1,4 +1,4 @@
-"""The timer corelat measures with, chosen and calibrated once per process, and the C extension.
+"""The timer corelat measures with, chosen and calibrated once per process.
 
 The hardware counter (x86 TSC, aarch64 ``cntvct_el0``) when it runs at a constant rate, otherwise
 ``clock_gettime``. Imported lazily by everything that measures, so that loading and analysing result
@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import os
 
-from corelat._core.errors import InputError, MeasurementError
+from corelat._core.binding import extension
+from corelat._core.errors import InputError
 from corelat._system import sysinfo as _sysinfo
 
 _timer = None
-
-
-def extension():
-    """The C extension, or a clear MeasurementError (a CorelatError) where it is not built."""
-    try:
-        from corelat import _corelat
-    except ImportError as e:
-        raise MeasurementError(
-            "measuring needs Linux on x86-64 or aarch64: corelat's measuring core (its C extension) is "
-            f"not available here ({e}). Loading, analysing, comparing and plotting result files still work."
-        ) from None
-    return _corelat
 
 
 def timer_info() -> dict:

@@ -34,8 +34,8 @@ from typing import Any
 
 from corelat._core import files as _files
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError
+from corelat._core.protocol import Result, from_file, jsonable
 from corelat._core.types import Path
-from corelat._results.protocol import Result, from_file, jsonable
 from corelat._system import cpulist as _cpulist
 from corelat._system import sysinfo as _sysinfo
 

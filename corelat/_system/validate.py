@@ -89,7 +89,7 @@ def allowed_cpus() -> list[int]:
     True
     """
     if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no CPU affinity, no measuring core built
-        from corelat._system.timer import extension
+        from corelat._core.binding import extension
 
         extension()  # raises "measuring needs Linux ..."
     return sorted(os.sched_getaffinity(0))

@@ -46,8 +46,8 @@ def _pairs(texts):
 
 def run(args):
     from corelat._analysis.compare import labels_for
-    from corelat._measure.placement import PlacementResult
     from corelat._results.load import load
+    from corelat._results.placement import PlacementResult
     from corelat._system.home import one_home
 
     if not 20 <= args.dpi <= 1200:

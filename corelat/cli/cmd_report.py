@@ -132,9 +132,9 @@ def placement_text(result, structures, statistic="median"):
 
 def run(args):
     from corelat._analysis.structure import structure
-    from corelat._measure.placement import PlacementResult
     from corelat._results.latency import LatencyResult
     from corelat._results.load import load
+    from corelat._results.placement import PlacementResult
     from corelat._system.home import one_home
 
     result = load(args.file)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from corelat._core import npz as _npz
 from corelat._core.errors import InputError
-from corelat._results import npz as _npz
 
 if TYPE_CHECKING:  # annotations only (typing_extensions: for Python < 3.11; mypy brings it)
     from typing_extensions import Self

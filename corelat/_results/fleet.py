@@ -1,0 +1,551 @@
+"""The fleet result: many machines measured alike, their groups of identical hardware and their outliers."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from corelat._core import files as _files
+from corelat._core import npz as _npz
+from corelat._core import text as _text
+from corelat._core.errors import InputError, InputKeyError, unreadable
+from corelat._core.protocol import Result, from_file, jsonable, same
+from corelat._core.types import Path
+from corelat._results.latency import thaw
+
+#: File layout version of fleet results (``.json`` / ``.npz``).
+FORMAT_VERSION = 1
+
+KIND = "fleet"
+
+#: Largest fleet.json read.
+MAX_JSON = 256 << 20
+
+
+# -- the result -----------------------------------------------------------------------------------------
+def _frozen(a, dtype=np.float64):
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def _nan_to_none(v):
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return v
+
+
+def _list_to_matrix(rows):
+    a = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=np.float64)
+    return a.reshape((0, 0)) if a.size == 0 else a
+
+
+@dataclass(frozen=True, eq=False)
+class FleetGroup:
+    """Nodes of the same hardware (CPU model, topology, kernel, CPUs) and what is typical for them.
+
+    ``values`` is the nodes × classes table of class medians (ns), in the order of ``nodes`` and
+    ``classes``; ``class_medians`` the group's median per class; ``median_matrix`` the running
+    median of the nodes' matrices (rows and columns: ``cpus``).
+    """
+
+    id: int
+    label: str
+    cpu_model: str
+    topology_summary: str
+    kernel: str
+    cpus: tuple
+    class_source: str
+    classes: tuple
+    nodes: tuple
+    values: np.ndarray = field(repr=False)
+    class_medians: types.MappingProxyType = field(repr=False)
+    median_matrix: np.ndarray = field(repr=False)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(same(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__)
+
+    def to_dict(self, arrays=True):
+        d = {
+            "id": self.id, "label": self.label, "cpu_model": self.cpu_model,
+            "topology_summary": self.topology_summary, "kernel": self.kernel, "cpus": list(self.cpus),
+            "class_source": self.class_source, "classes": list(self.classes), "nodes": list(self.nodes),
+            "class_medians": {k: _nan_to_none(v) for k, v in self.class_medians.items()},
+        }
+        if arrays:
+            d["values"] = jsonable(self.values)
+            d["median_matrix"] = jsonable(self.median_matrix)
+        return d
+
+    @classmethod
+    def from_dict(cls, d, values=None, median_matrix=None):
+        values = _list_to_matrix(d["values"]) if values is None else values
+        median_matrix = _list_to_matrix(d["median_matrix"]) if median_matrix is None else median_matrix
+        return cls(
+            id=int(d["id"]), label=str(d["label"]), cpu_model=str(d["cpu_model"]),
+            topology_summary=str(d["topology_summary"]), kernel=str(d["kernel"]),
+            cpus=tuple(int(c) for c in d["cpus"]), class_source=str(d["class_source"]),
+            classes=tuple(d["classes"]), nodes=tuple(d["nodes"]),
+            values=_frozen(np.reshape(values, (len(d["nodes"]), len(d["classes"])))),
+            class_medians=types.MappingProxyType(
+                {k: float("nan") if v is None else float(v) for k, v in d["class_medians"].items()}),
+            median_matrix=_frozen(np.reshape(median_matrix, (len(d["cpus"]),) * 2)),
+        )
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A node whose class median is off its group's: ``deviation`` is ``value / median - 1``;
+    ``differs`` lists ``(setting, node's value, group's usual value)``."""
+
+    node: str
+    group: int
+    cls: str
+    value: float
+    median: float
+    deviation: float
+    threshold: float
+    differs: tuple = ()
+
+    def describe(self):
+        text = (f"{self.node}: {label(self.cls)} {_ns(self.value)} vs group {self.group}'s "
+                f"{_ns(self.median)} ({self.deviation:+.0%}; threshold ±{_ns(self.threshold)})")
+        if self.differs:
+            text += "; differs in " + ", ".join(f"{k} {v!r} (group: {g!r})" for k, v, g in self.differs)
+        return text
+
+    def to_dict(self):
+        return {"node": self.node, "group": self.group, "class": self.cls, "value": self.value,
+                "median": self.median, "deviation": self.deviation, "threshold": self.threshold,
+                "differs": [list(x) for x in self.differs]}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(node=d["node"], group=int(d["group"]), cls=d["class"], value=float(d["value"]),
+                   median=float(d["median"]), deviation=float(d["deviation"]), threshold=float(d["threshold"]),
+                   differs=tuple(tuple(x) for x in d.get("differs", ())))
+
+
+def _ns(v):
+    return _text.number(v, " ns")
+
+
+@dataclass(frozen=True, eq=False)
+class FleetResult(Result):
+    """The fleet report: groups of identical hardware, per-node class medians, outliers, errors and
+    missing nodes. Made by :func:`corelat.fleet` and :func:`corelat.measure_fleet`.
+
+    Attributes
+    ----------
+    groups : tuple
+        A ``FleetGroup`` per hardware group (with the nodes × classes ``values`` table and the
+        group's ``median_matrix``).
+    nodes : tuple of dict
+        One per node that has a result: ``node``, ``group``, ``file``, ``hostname``, ``classes``
+        (``{class: median ns}``), ``settings`` and ``differs`` (``{setting: [node's, group's]}``).
+    outliers : tuple
+        ``Outlier`` objects, by group, node and class.
+    errors : tuple of dict
+        ``{"node", "error", "file"}`` of the nodes whose measurement or file failed.
+    missing : tuple of str
+        Names of expected nodes without a result or an error.
+    name : str
+        A label (the folder read, or ``"fleet"``).
+    metadata : Mapping
+        Thresholds, where the data came from, corelat version, date, reasons for missing nodes.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> f = corelat.fleet(corelat.example_files())
+    >>> f.summary()
+    {'nodes': 2, 'groups': 2, 'outliers': 0, 'errors': 0, 'missing': 0, 'ok': True}
+    >>> [(r["node"], r["status"]) for r in f.records()]
+    [('vm-2cpu-cas', 'ok'), ('vm-2cpu-rw', 'ok')]
+    """
+
+    groups: tuple
+    nodes: tuple
+    outliers: tuple
+    errors: tuple
+    missing: tuple
+    name: str = "fleet"
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    _KIND = KIND
+    _FIELDS = ("groups", "nodes", "outliers", "errors", "missing", "name", "metadata")
+
+    def __post_init__(self):
+        object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
+
+    def group(self, node: str) -> FleetGroup:
+        """The hardware group a node belongs to.
+
+        Parameters
+        ----------
+        node : str
+            A node name with a result.
+
+        Returns
+        -------
+        FleetGroup
+            Its ``id``, ``label``, ``nodes``, ``classes``, ``values`` and ``median_matrix``.
+
+        Raises
+        ------
+        KeyError
+            When the fleet has no result of that node.
+        """
+        for g in self.groups:
+            if node in g.nodes:
+                return g
+        raise InputKeyError(f"no node {node!r} with a result in this fleet")
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per node, errors and missing ones included.
+
+        Returns
+        -------
+        list of dict
+            ``node``, ``status`` (``"ok"``, ``"outlier"``, ``"error"``, ``"missing"``), ``group``,
+            ``classes``, ``outlier_classes``, ``differs``, ``error``, ``file``.
+        """
+        flagged: dict[str, list[str]] = {}
+        for o in self.outliers:
+            flagged.setdefault(o.node, []).append(o.cls)
+        out = []
+        for rec in self.nodes:
+            out.append({"node": rec["node"], "status": "outlier" if rec["node"] in flagged else "ok",
+                        "group": rec["group"], "classes": dict(rec["classes"]),
+                        "outlier_classes": flagged.get(rec["node"], []), "differs": dict(rec["differs"]),
+                        "error": None, "file": rec["file"]})
+        for e in self.errors:
+            out.append({"node": e["node"], "status": "error", "group": None, "classes": {},
+                        "outlier_classes": [], "differs": {}, "error": e["error"], "file": e.get("file", "")})
+        for name in self.missing:
+            out.append({"node": name, "status": "missing", "group": None, "classes": {}, "outlier_classes": [],
+                        "differs": {}, "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The fleet in counts.
+
+        Returns
+        -------
+        dict
+            ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
+            and ``ok`` (True when nothing is off).
+        """
+        off = len({o.node for o in self.outliers})
+        return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
+                "errors": len(self.errors), "missing": len(self.missing),
+                "ok": not (off or self.errors or self.missing)}
+
+    def to_dict(self, arrays: bool = True) -> dict[str, Any]:
+        """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
+
+        Parameters
+        ----------
+        arrays : bool
+            Include the groups' tables and median matrices.
+
+        Returns
+        -------
+        dict
+        """
+        return jsonable({
+            "format": _npz.FORMAT_NAME, "kind": KIND, "fleet_version": FORMAT_VERSION, "name": self.name,
+            "metadata": thaw(self.metadata), "summary": self.summary(),
+            "groups": [g.to_dict(arrays) for g in self.groups],
+            "nodes": [thaw(r) for r in self.nodes],
+            "outliers": [o.to_dict() for o in self.outliers],
+            "errors": [dict(e) for e in self.errors],
+            "missing": list(self.missing),
+        })
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
+        """Rebuild a fleet result from :meth:`to_dict` output.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+        arrays : dict, optional
+            Group id -> ``(values, median matrix)``, when they are stored apart (``.npz``).
+
+        Returns
+        -------
+        FleetResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a fleet result, or one of a newer layout.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != KIND:
+            what = f"a {_npz.short(d.get('kind'))} result" if isinstance(d, Mapping) else f"a JSON {type(d).__name__}"
+            raise InputError(f"{what}, not a fleet report (corelat reads its other results from .npz files)")
+        if int(d.get("fleet_version", 0)) > FORMAT_VERSION:
+            raise InputError(f"a fleet result of layout {d.get('fleet_version')}: upgrade corelat")
+        groups = []
+        for g in d["groups"]:
+            v, m = (arrays or {}).get(int(g["id"]), (None, None))
+            groups.append(FleetGroup.from_dict(g, v, m))
+        nodes = tuple({**r, "classes": {k: float("nan") if v is None else v for k, v in r["classes"].items()}}
+                      for r in d["nodes"])
+        return cls(groups=tuple(groups), nodes=nodes,
+                   outliers=tuple(Outlier.from_dict(o) for o in d["outliers"]),
+                   errors=tuple(dict(e) for e in d["errors"]), missing=tuple(d["missing"]),
+                   name=d.get("name", "fleet"), metadata=d.get("metadata", {}))
+
+    @classmethod
+    def load(cls, path: Path) -> FleetResult:
+        """Read a fleet result written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A ``.json`` or ``.npz`` file.
+
+        Returns
+        -------
+        FleetResult
+
+        Raises
+        ------
+        InputError
+            For a missing, corrupt or other kind of file.
+        """
+        return load_fleet(path)
+
+    def _to_npz(self):
+        header = self.to_dict(arrays=False)
+        for k in ("format", "kind"):
+            header.pop(k)
+        arrays = {}
+        for g in self.groups:
+            arrays[f"group{g.id}_values"] = np.asarray(g.values)
+            arrays[f"group{g.id}_median"] = np.asarray(g.median_matrix)
+        return header, arrays
+
+    @classmethod
+    def _from_npz(cls, header, arrays, path):
+        if header.get("kind") != KIND:
+            raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
+        return from_file(path, lambda: cls.from_dict(header, {
+            int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
+            for g in header.get("groups", [])}))
+
+    def save(self, path: Path) -> None:
+        """Write the result (atomically).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            ``*.json`` (one JSON document) or ``*.npz`` (a JSON header plus arrays, no pickle).
+
+        Raises
+        ------
+        InputError
+            For another file ending.
+        SaveError
+            When the file cannot be written; a file already there is left as it was.
+
+        Examples
+        --------
+        >>> import os, tempfile, corelat
+        >>> f = corelat.fleet(corelat.example_files())
+        >>> path = os.path.join(tempfile.mkdtemp(), "fleet.json")
+        >>> f.save(path)
+        >>> corelat.FleetResult.load(path) == f
+        True
+        """
+        path = os.fspath(path)
+        if path.lower().endswith(".json"):
+            write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
+        elif path.lower().endswith(".npz"):
+            super().save(path)
+        else:
+            raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
+
+    # -- text --------------------------------------------------------------------------------------------
+    def table(self) -> str:
+        """The fleet report as text.
+
+        Returns
+        -------
+        str
+            What ``str(result)`` gives and ``corelat fleet-report`` prints (:meth:`report`).
+        """
+        return self.report()
+
+    def node_table(self, group: int | None = None) -> str:
+        """The nodes × classes table as text, per group.
+
+        Parameters
+        ----------
+        group : int, optional
+            Only this group's table (default: every group's).
+
+        Returns
+        -------
+        str
+            Class medians in ns; ``*`` marks an outlier.
+        """
+        flagged = {(o.node, o.cls) for o in self.outliers}
+        out = []
+        for g in self.groups:
+            if group is not None and g.id != group:
+                continue
+            header = ["node"] + [short_label(c) for c in g.classes]
+            rows = [["(median)"] + [_text.number(g.class_medians[c]) + " " for c in g.classes]]
+            for k, node in enumerate(g.nodes):
+                rows.append([node] + [_text.number(v) + ("*" if (node, c) in flagged else " ")
+                                      for c, v in zip(g.classes, g.values[k])])
+            out.append(f"group {g.id}: {g.label}")
+            out.extend("  " + line for line in _text.table(header, rows, left=(0,)).splitlines())
+            out.append("")
+        return "\n".join(out).rstrip()
+
+    def report(self, max_rows: int = 40) -> str:
+        """The fleet report in words.
+
+        Parameters
+        ----------
+        max_rows : int
+            At most this many node rows per table; the rest are counted.
+
+        Returns
+        -------
+        str
+            What ``print(result)`` and ``corelat fleet-report`` show.
+        """
+        s = self.summary()
+        nodes = s["nodes"]
+        title = "Fleet" if self.name in ("", "fleet") else f"Fleet {self.name}"
+        head = [(f"{title}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
+                 f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
+                 f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing")]
+        md = self.metadata
+        head.append(f"(an outlier's class median is off its group's median by more than "
+                    f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
+                    f"{md.get('mad_threshold', MAD_THRESHOLD):g} robust SD); groups of fewer than "
+                    f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
+        lines = head + [""]
+        for g in self.groups:
+            meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
+            lines.append(f"Group {g.id} ({len(g.nodes)} node{'s' * (len(g.nodes) != 1)}): {g.label}")
+            lines.append(f"  classes from {g.class_source}; medians: {meds or 'none'}")
+        lines.append("")
+        if self.outliers:
+            lines.append("Outliers:")
+            lines.extend("  " + o.describe() for o in self.outliers)
+        else:
+            lines.append("Outliers: none")
+        others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
+        if others:
+            lines.append("Settings that differ from the node's group (no latency outlier):")
+            for r in others:
+                lines.append("  " + r["node"] + ": " + ", ".join(
+                    f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
+        if self.errors:
+            lines.append("Errors:")
+            lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
+        if self.missing:
+            reasons = md.get("missing_reasons", {})
+            lines.append("Missing:")
+            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
+        for w in self.warnings:
+            lines.append(f"warning: {w}")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        if self.groups:
+            lines.append("")
+            if all(len(g.nodes) <= max_rows for g in self.groups):
+                lines.append("Class medians per node (ns; * outlier):")
+                lines.append(self.node_table())
+            else:
+                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .node_table())")
+        return "\n".join(lines).rstrip()
+
+    def __repr__(self):
+        s = self.summary()
+        return self._repr(f"{s['nodes']} nodes in {s['groups']} groups, {s['outliers']} outliers, "
+                          f"{s['errors']} errors, {s['missing']} missing")
+
+
+def _count(n, word):
+    return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
+
+
+def write_bytes(path, data):
+    """Write ``data`` to ``path`` atomically (InputError naming the path when it cannot be written)."""
+    try:
+        _files.atomic_write(path, lambda f: f.write(data))
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def load_fleet(path):
+    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``)."""
+    path = os.fspath(path)
+    try:
+        if _npz.is_npz(path):
+            header, arrays = _npz.read(path)
+            return FleetResult._from_npz(header, arrays, path)
+        text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
+        return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
+    except InputError as e:
+        raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
+    except OSError as e:
+        raise unreadable(path, e) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{path}: corrupt or unreadable fleet result ({type(e).__name__}: {e})") from None
+
+
+#: A class median deviating by more than this fraction of the group's median can be an outlier...
+REL_THRESHOLD = 0.10
+
+#: ... when it also deviates by more than this many robust standard deviations (1.4826 × MAD).
+MAD_THRESHOLD = 4.0
+
+#: Groups smaller than this are reported, but no node in them is called an outlier.
+MIN_GROUP = 3
+
+
+_LABELS = {
+    "smt": ("SMT", "SMT siblings"),
+    "l2": ("L2", "same L2"),
+    "l3": ("L3", "same L3"),
+    "package": ("x-L3", "across L3, same package"),
+    "packages": ("x-pkg", "across packages"),
+    "within1": ("group", "within latency groups"),
+    "across": ("x-group", "across latency groups"),
+    "cores": ("cores", "between cores"),
+}
+
+
+def short_label(name):
+    """Column heading for a class (``"x-pkg"``)."""
+    if name in _LABELS:
+        return _LABELS[name][0]
+    return f"group{name[6:]}" if name.startswith("within") else name
+
+
+def label(name):
+    """A class in words (``"across packages"``)."""
+    if name in _LABELS:
+        return _LABELS[name][1]
+    return f"within latency level {name[6:]}" if name.startswith("within") else name

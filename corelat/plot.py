@@ -24,20 +24,25 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from corelat._analysis.compare import labels_for
+from corelat._analysis.structure import structure
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.extras import require
+from corelat._core.text import counts as fmt_counts
 from corelat._core.text import value_err as _fmt
 from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
-from corelat._results.latency import PairFlag
+from corelat._results.fleet import FleetResult
+from corelat._results.fleet import label as class_label
+from corelat._results.latency import LatencyResult, PairFlag, thaw
+from corelat._results.placement import PlacementResult
+from corelat._system.home import one_home
+from corelat._system.topology import Topology
 from corelat._system.validate import check_order
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is first called
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from corelat._results.fleet import FleetResult
-    from corelat._results.latency import LatencyResult
-    from corelat._results.placement import PlacementResult
 
 #: A cell must be at least this many points wide to carry its value.
 MIN_ANNOTATED_CELL_PT = 17.0
@@ -66,8 +71,6 @@ def _ordered(result, order):
     if order == "topology":
         if result.metadata.get("topology"):
             try:
-                from corelat._results.latency import thaw
-                from corelat._system.topology import Topology
 
                 cpus, bounds = Topology.from_dict(thaw(result.metadata["topology"])).order(result.cpus)
             except (ImportError, ValueError, TypeError, KeyError) as e:
@@ -83,7 +86,6 @@ def _ordered(result, order):
         ordered, lines, _ = _ordered(result, "structure")
         return ordered, lines, note
     if order == "structure":
-        from corelat._analysis.structure import structure
 
         st = structure(result)
         bounds = st.boundaries()
@@ -95,7 +97,6 @@ def _ordered(result, order):
 
 def _one_home(result, home):
     # A placement result holds one matrix per home: draw the one asked for.
-    from corelat._system.home import one_home
 
     return one_home(result, home, hint="pass home=K, or draw them all with corelat.plot.placement()")
 
@@ -468,7 +469,6 @@ def distribution(
 
 def _count_text(counts):
     """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
-    from corelat._core.text import counts as fmt_counts
 
     text = fmt_counts(counts)
     return f"{text} sample{'' if text == '1' else 's'} per pair"
@@ -573,7 +573,6 @@ def compare(
     >>> len(fig.axes) >= 2
     True
     """
-    from corelat._analysis.compare import labels_for
 
     plt = _plt()
     items = list(results)
@@ -647,7 +646,6 @@ def fleet(
     >>> import corelat, corelat.plot
     >>> fig = corelat.plot.fleet(corelat.fleet(corelat.example_files()))
     """
-    from corelat._results.fleet import FleetResult
 
     if not isinstance(result, FleetResult):
         raise InputTypeError(f"plot.fleet() draws a FleetResult, not {type(result).__name__}")
@@ -696,13 +694,11 @@ def fleet(
 
 
 def _fleet_label(cls):
-    from corelat._results.fleet import label
 
-    return label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")
+    return class_label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")
 
 
 def _fleet_ratio(plt, result, node):
-    from corelat._results.latency import LatencyResult
 
     if isinstance(node, LatencyResult):
         r, name = node, node.name
@@ -780,7 +776,6 @@ def placement(
     >>> r = corelat.placement([0, 1], homes=["initiator", "responder"], samples=5, round_trips=20)
     >>> fig = corelat.plot.placement(r)
     """
-    from corelat._results.placement import PlacementResult
 
     if not isinstance(result, PlacementResult):
         raise InputError("plot.placement() draws a corelat.placement() result; use heatmap() for one matrix")

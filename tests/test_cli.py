@@ -47,6 +47,17 @@ def test_csv_on_stdout_text_on_stderr(tmp_path):
 
 @pytest.mark.hw
 @needs2
+def test_order_structure_is_the_structure_the_analysis_finds(tmp_path):
+    # measure() orders by 'os' or 'topology' only; the command orders by structure after it
+    out = tmp_path / "r.npz"
+    p = run_cli("--order", "structure", "-o", out, 10, 3)
+    assert p.returncode == 0, p.stderr
+    r = corelat.load(out)
+    assert r.metadata["order"]["by"] == "structure" and list(r.cpus) == corelat.structure(r).order()
+
+
+@pytest.mark.hw
+@needs2
 def test_output_file_npz_and_python_m(tmp_path):
     out = tmp_path / "r.npz"
     p = run_cli("-o", out, 10, 3)

@@ -133,10 +133,34 @@ def test_one_order_vocabulary_in_results():
     rng = np.random.default_rng(0)
     r = LatencyResult(cpus=(2, 0, 1), kernel="cas", samples=50 + rng.random((3, 3, 8)), name="r")
     assert r.ordered("os").cpus == (0, 1, 2)
-    assert sorted(r.ordered("structure").cpus) == [0, 1, 2]
-    assert r.ordered("structure").metadata["order"]["by"] == "structure"
-    with pytest.raises(corelat.InputError, match="unknown order 'random'; use one of: 'os', 'topology', 'structure'"):
+    with pytest.raises(corelat.InputError, match="unknown order 'random'; use one of: 'os', 'topology'"):
         r.ordered("random")
+
+
+def test_a_result_is_ordered_by_the_structure_the_analysis_hands_it():
+    # A result never analyses itself (the results layer is below the analysis): the structure's
+    # order is computed by corelat.structure and handed to the result.
+    import numpy as np
+    import pytest
+
+    from corelat import LatencyResult
+
+    rng = np.random.default_rng(0)
+    lat = np.full((4, 4), 100.0)
+    lat[np.ix_([0, 2], [0, 2])] = lat[np.ix_([1, 3], [1, 3])] = 20.0
+    r = LatencyResult(cpus=(0, 1, 2, 3), kernel="cas", samples=lat[:, :, None] + rng.random((4, 4, 8)), name="r")
+    st = corelat.structure(r)
+    got = r.ordered(st)
+    assert list(got.cpus) == st.order() and got.metadata["order"]["by"] == "structure"
+    assert got.boundaries == {f"level{k}": tuple(v) for k, v in st.boundaries().items()}
+    with pytest.raises(corelat.InputError, match=r"r.ordered\(corelat.structure\(r\)\)"):
+        r.ordered("structure")
+    assert r.ordered([3, 1, 2, 0]).cpus == (3, 1, 2, 0)
+    assert r.ordered(np.array([3, 1, 2, 0])).metadata["order"]["by"] == "cpus"
+    with pytest.raises(corelat.InputError, match="each of the result's CPUs"):
+        r.ordered([0, 1, 2])
+    with pytest.raises(corelat.InputError, match=r"r.ordered\(corelat.structure\(r\)\)"):
+        corelat.measure([0, 1], order="structure")
 
 
 @pytest.mark.hw

@@ -19,9 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from corelat._analysis.structure import structure
 from corelat._core.errors import InputError
 from corelat._core.protocol import Result, jsonable, prefixed
 from corelat._core.types import Path, Statistic
+from corelat._results.load import load
+from corelat._results.placement import PlacementResult, per_home
 from corelat._system.validate import check_statistic
 
 #: Rows of the table: (record key, label, ratio to the first result shown).
@@ -64,10 +67,8 @@ def example_files() -> list[str]:
 
 def _as_result(obj):
     if isinstance(obj, (str, os.PathLike)):
-        from corelat._results.load import load
 
         obj = load(obj)
-    from corelat._results.placement import PlacementResult
 
     if isinstance(obj, PlacementResult):
         return obj
@@ -310,7 +311,6 @@ def labels_for(items, names=None):
     corelat files); where names collide (two runs on one host), results read from files are
     labelled by the file's name without its extension.
     """
-    from corelat._results.placement import per_home
 
     # A placement result (one matrix per home of the line) is compared home by home.
     entries = [(x, r, suffix) for x in items for r, suffix in per_home([_as_result(x)])]
@@ -361,7 +361,6 @@ def compare(*results: LatencyResult | Path, names: Sequence[str] | None = None,
     >>> len(c.records())
     2
     """
-    from corelat._analysis.structure import structure
 
     if len(results) == 1 and isinstance(results[0], (list, tuple)):
         results = tuple(results[0])

@@ -37,13 +37,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from corelat._analysis import blocks as _blocks
 from corelat._core.protocol import Result, jsonable, thaw
 from corelat._core.types import Statistic
+from corelat._system.cpulist import format as fmt
+from corelat._system.home import one_home
+from corelat._system.topology import Topology
+from corelat._system.validate import check_topology
 
 if TYPE_CHECKING:  # annotations only: _result, _placement and _topology import this module's callers
     from corelat._results.latency import LatencyResult
     from corelat._results.placement import PlacementResult
-    from corelat._system.topology import Topology
 
 #: Siblings must be at least this many times faster than the CPU's fastest non-sibling. Published
 #: matrices show 2x (Zen 3, 7.5 vs 15 ns) to 6x (Cascade Lake, 7 vs 43 ns); not the "order of
@@ -588,9 +592,6 @@ def structure(
     >>> print(s)
     2 groups of 4 CPUs (2 cores × 2 threads): 30 ns within, 100 ns across; SMT siblings 8.0 ns
     """
-    from corelat._analysis import blocks as _blocks
-    from corelat._system.home import one_home
-    from corelat._system.validate import check_topology
 
     check_topology(topology)
     result = cast("LatencyResult", one_home(result, home, hint="pass home=K (or read every home: result.summary_text())"))
@@ -1058,10 +1059,6 @@ def _topology_records(result, topology):
     if not md:
         return None, ""
     try:
-        from corelat._system.topology import Topology
-    except ImportError:
-        return None, "The result carries an OS topology, but this corelat cannot read it (no corelat.topology)."
-    try:
         return list(Topology.from_dict(thaw(md)).records()), ""
     except (ValueError, TypeError, KeyError) as e:
         return None, f"The result's OS topology is unreadable ({e})."
@@ -1205,7 +1202,6 @@ def _join(items):
 
 
 def _cpus(ids):
-    from corelat._system.cpulist import format as fmt
 
     return fmt(ids)
 

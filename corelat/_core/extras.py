@@ -12,6 +12,8 @@ import shlex
 import sys
 from urllib.parse import unquote, urlparse
 
+from corelat._core.errors import MissingDependencyError
+
 
 def _source_dir(read_direct_url):
     """The local folder corelat was installed from, or None (an index, or unknown)."""
@@ -57,7 +59,6 @@ def require(module, extra, what, also=""):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        from corelat._core.errors import MissingDependencyError
 
         package = module.split(".")[0]
         raise MissingDependencyError(f"{what} needs {package}; install it with: {install_command(extra)}{also} "

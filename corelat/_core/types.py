@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Callable, Literal, Union, get_args
+from typing import Callable, Literal, Protocol, Union, get_args
 
 #: A CPU selection: None (every CPU this process may use), a list of ids or a string like "0,2,4-7".
 CPUs = Union[None, str, Sequence[int]]
@@ -20,12 +20,27 @@ STATISTICS: tuple[str, ...] = get_args(Statistic)
 #: Orders of a latency matrix: CPU ids ascending; package → NUMA node → L3 → core → thread; the
 #: latency structure corelat infers (:func:`corelat.structure`).
 Order = Literal["os", "topology", "structure"]
-#: ... every one of them, everywhere an order is asked for (measure, LatencyResult.ordered, the
-#: plots, the command line) ...
+#: ... every one of them, everywhere an order is asked for by name (the plots, the command line) ...
 ORDERS: tuple[str, ...] = get_args(Order)
+#: ... of which a result and a measurement know the two that need no analysis (for the structure's
+#: order, hand the result its structure: ``r.ordered(corelat.structure(r))``) ...
+ResultOrder = Literal["os", "topology"]
+RESULT_ORDERS: tuple[str, ...] = get_args(ResultOrder)
 #: ... and the one default, ``None``: nothing is reordered unless asked (measure keeps the CPUs as
 #: given, a plot or a command shows a result as it holds them).
 DEFAULT_ORDER: Order | None = None
+
+
+class Ordering(Protocol):
+    """An order of CPUs with the indices where its groups start, level by level: what
+    :meth:`LatencyResult.ordered` takes besides a word or a CPU list (a :class:`~corelat.Structure`
+    is one)."""
+
+    def order(self) -> list[int]: ...
+
+    def boundaries(self) -> dict[int, list[int]]: ...
+
+
 #: A progress bar on stderr (True), none (False), or a callable ``fn(done, total)``.
 Progress = Union[bool, Callable[[int, int], object]]
 #: A file or folder path.

@@ -11,6 +11,9 @@ diagonal and where the class is unknown).
 
 import numpy as np
 
+from corelat._analysis.structure import structure
+from corelat._results.latency import LatencyResult
+
 #: Topology classes, finest first.
 TOPOLOGY_CLASSES = ("smt", "l2", "l3", "package", "packages")
 
@@ -58,8 +61,6 @@ def _from_topology(records, cpus):
 
 def from_structure(median, cpus):
     """(codes, names) from the latency structure of a median matrix (positions as ``cpus``)."""
-    from corelat._analysis.structure import structure
-    from corelat._results.latency import LatencyResult
 
     st = structure(LatencyResult.from_matrix(median, cpus))
     pos = {c: i for i, c in enumerate(cpus)}

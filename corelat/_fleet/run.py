@@ -39,8 +39,12 @@ from corelat._core.types import Nodes, Path
 from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+from corelat._measure.sweep import measure
 from corelat._results.fleet import FleetResult, write_bytes
+from corelat._results.latency import LatencyResult, thaw
 from corelat._system import sysinfo as _sysinfo
+from corelat._system.sysinfo import collect
+from corelat._system.validate import DEFAULT_MAX_TIME_PER_PAIR, allowed_cpus, check_keywords, resolve_cpus
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
@@ -244,7 +248,6 @@ def _plan(hellos, wait):
 
 def _save_result(result, directory, node, rank):
     """``DIR/<node>.npz``, atomically; returns the path."""
-    from corelat._results.latency import LatencyResult, thaw
 
     md = thaw(result.metadata)
     md["fleet"] = {"node": node, "rank": rank, "microcode": _sysinfo.microcode(),
@@ -264,7 +267,6 @@ def _save_result(result, directory, node, rank):
 def _save_error(directory, node, rank, error):
     if directory is None:
         return
-    from corelat._system.sysinfo import collect
 
     d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
          "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
@@ -454,7 +456,6 @@ def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1
     sweeps (an integer ``samples``) are costed at
     2 µs per round trip (slower than any machine measured so far). Plus 10 % re-tests and 5 minutes.
     """
-    from corelat._system.validate import DEFAULT_MAX_TIME_PER_PAIR
 
     pairs = max(cpus_count * (cpus_count - 1) // 2, 1)
     per_pair = (samples * 1.1 * round_trips * 2e-6 if samples is not None
@@ -515,8 +516,6 @@ def measure_fleet(
     if "name" in measure_kwargs:
         raise InputTypeError("measure_fleet names each result after its node; do not pass name")
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
-    from corelat._measure.sweep import measure
-    from corelat._system.validate import allowed_cpus, check_keywords, resolve_cpus
 
     check_keywords(measure, measure_kwargs, "measure_fleet")
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import os
 import time
 
+from corelat._core.errors import InputError, MeasurementError
 from corelat._core.types import CPUs, Path
+from corelat._measure.measurers import clock_skew
 from corelat._results.check import CheckReport
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.conditions import (
@@ -34,13 +36,11 @@ from corelat._system.conditions import (
     check_timer_resolution,
     check_tsc,
 )
+from corelat._system.timer import timer_info
 
 
 def check_timer_skew(cpus=None):
     """Measured bound on the timer offset between CPUs (live machine only; runs the one-way check)."""
-    from corelat._core.errors import InputError, MeasurementError
-    from corelat._measure.measurers import clock_skew
-    from corelat._system.timer import timer_info
 
     try:
         records = clock_skew(cpus)

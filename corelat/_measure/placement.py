@@ -14,9 +14,10 @@ from typing import Any
 
 from corelat._core.errors import InputError
 from corelat._core.types import CPUs
+from corelat._measure.sweep import measure
 from corelat._results.placement import PlacementResult
 from corelat._system.home import allowed_mems, check_home, memory_nodes
-from corelat._system.validate import as_list
+from corelat._system.validate import as_list, check_keywords, check_params, resolve_cpus
 
 
 def _home_list(homes, cpus, kernel):
@@ -72,8 +73,6 @@ def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes", **m
     >>> print(corelat.placement(kernel="read-modified").summary_text())  # doctest: +SKIP
     across packages: 114 ns homed with the owner, 176 ns homed with the reader
     """
-    from corelat._measure.sweep import measure
-    from corelat._system.validate import check_keywords, check_params, resolve_cpus
 
     check_keywords(measure, measure_kwargs, "placement")
     if "home" in measure_kwargs:

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from corelat._core.errors import InputError
+from corelat._system.topology import topology as read_topology
 
 #: Pairs measured first in every class (all of them in smaller classes).
 INITIAL_PAIRS = 3
@@ -35,10 +36,6 @@ def _label(v):
 
 def _records(cpus, topology):
     if topology is None:
-        try:
-            from corelat._system.topology import topology as read_topology
-        except ImportError:
-            return None
         try:
             topology = read_topology()
         except Exception:  # noqa: BLE001 - no topology only means coarser classes

@@ -32,11 +32,15 @@ from corelat._core.binding import extension
 from corelat._core.errors import InputError
 from corelat._core.status import once_more_if_moved
 from corelat._core.types import CPUs, PingPongKernel, Progress
+from corelat._measure import progress as progress_mod
 from corelat._measure.measurers import PairMeasurer
+from corelat._measure.sweep import measure_pair
 from corelat._results.smt import LOOPS, SMTResult
 from corelat._system import cpulist as _cpulist
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.timer import timer_info
+from corelat._system.topology import Topology
+from corelat._system.topology import topology as read_topology
 from corelat._system.validate import (
     DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
@@ -174,7 +178,6 @@ def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progr
     duration)`` (iterations/s per thread). ``partners[i]`` is the non-sibling of ``pairs[i][0]``,
     or None. Non-sibling latencies and solo runs are measured once per CPU pair / CPU and reused.
     Returns a dict of arrays; rows of precision-driven latencies are NaN past the samples taken."""
-    from corelat._measure.sweep import measure_pair
 
     k, nl = len(pairs), len(loops)
     sib, non = [None] * k, [None] * k
@@ -337,8 +340,6 @@ def _run(cpus, kernel, round_trips, samples, precision, max_samples, max_time_pe
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
     plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
     duration = _check_duration(duration)
-    from corelat._system.topology import Topology
-    from corelat._system.topology import topology as read_topology
 
     if topology is None:
         cpus = resolve_cpus(cpus, minimum=1)
@@ -384,7 +385,6 @@ def _run(cpus, kernel, round_trips, samples, precision, max_samples, max_time_pe
         def busy(cpu_list, loop, seconds):
             return throughput(cpu_list, loop, duration=seconds, timeout=timeout)
 
-    from corelat._measure import progress as progress_mod
 
     started = time.monotonic()
     bar = progress_mod.make(progress, len(pairs), desc="corelat smt")

@@ -25,7 +25,8 @@ import numpy as np
 from corelat._core import stats as _stats
 from corelat._core.binding import extension
 from corelat._core.errors import InputError
-from corelat._core.types import DEFAULT_ORDER, CPUs, Kernel, Order, Progress
+from corelat._core.types import RESULT_ORDERS, CPUs, Kernel, Progress, ResultOrder
+from corelat._measure import progress as _progress
 from corelat._measure import quality as _quality
 from corelat._measure import sampling as _sampling
 from corelat._measure.measurers import make_measurer
@@ -33,6 +34,7 @@ from corelat._results.latency import LatencyResult, PairFlag
 from corelat._system import home as _home
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.timer import timer_info
+from corelat._system.topology import topology
 from corelat._system.validate import (
     ALL_KERNELS,
     CHASE_KERNELS,
@@ -199,7 +201,7 @@ def measure(
     warmup: int | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     progress: Progress = False,
-    order: Order | None = DEFAULT_ORDER,
+    order: ResultOrder | None = None,
     name: str | None = None,
     strategy: Literal["full", "sample"] = "full",
     partition: Sequence[Sequence[int]] | None = None,
@@ -244,10 +246,11 @@ def measure(
         :class:`~corelat._core.errors.MeasurementTimeout`.
     progress : Progress
         False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-    order : Order | None
+    order : {None, "os", "topology"}
         None (the default, as everywhere in corelat): the CPUs in the order given; ``"os"``: CPU
-        ids ascending; ``"topology"``: package → node → L3 → core → thread; ``"structure"``: the
-        latency groups :func:`corelat.structure` finds (see :meth:`LatencyResult.ordered`).
+        ids ascending; ``"topology"``: package → node → L3 → core → thread (see
+        :meth:`LatencyResult.ordered`; for the latency groups' order,
+        ``r.ordered(corelat.structure(r))``).
     name : str | None
         label for the result (default: the host name).
     strategy : Literal['full', 'sample']
@@ -330,7 +333,7 @@ def configure(cpus, kernel, round_trips, samples, precision, max_samples, max_ti
     cpus = resolve_cpus(cpus)
     kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
     plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
-    check_order(order)
+    check_order(order, allowed=RESULT_ORDERS)
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; use one of: {', '.join(STRATEGIES)}")
     if (partition is not None or topology is not None) and strategy != "sample":
@@ -426,7 +429,6 @@ class _Sweep:
         return out
 
     def run(self, classes):
-        from corelat._measure import progress as _progress
 
         started = time.monotonic()
         try:
@@ -599,7 +601,6 @@ def _estimate(data, flags, extras, estimates, symmetric, blocks, cpus):
 
 def _topology_metadata():
     """The live machine's topology for the result (a missing or odd sysfs must not stop a sweep)."""
-    from corelat._system.topology import topology
 
     try:
         topo = topology()

@@ -18,14 +18,16 @@ import numpy as np
 from corelat._core import stats as _stats
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputTypeError
+from corelat._core.files import atomic_write
 from corelat._core.protocol import Result, from_file, jsonable, thaw
-from corelat._core.types import STATISTICS, Order, Path, Statistic
+from corelat._core.types import RESULT_ORDERS, STATISTICS, Ordering, Path, ResultOrder, Statistic
+from corelat._results import schema as _schema
+from corelat._system.topology import Topology
 from corelat._system.validate import check_order, check_statistic
 
 if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
     import numpy.typing as npt
 
-    from corelat._system.topology import Topology
 
 #: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
 MEDIAN_MEMBER = "median"
@@ -371,15 +373,16 @@ class LatencyResult(Result):
             raise InputError(f"CPUs {missing} are not in this result")
         return self.take([pos[c] for c in cpus])
 
-    def ordered(self, by: Order) -> LatencyResult:
+    def ordered(self, by: ResultOrder | Sequence[int] | Ordering) -> LatencyResult:
         """A new result with the CPUs reordered.
 
         Parameters
         ----------
-        by : {"os", "topology", "structure"}
+        by : {"os", "topology"}, a sequence of CPU ids, or a Structure
             ``"os"`` sorts by CPU id; ``"topology"`` by package, NUMA node, L3, core and thread,
-            using the topology the result was measured on (``metadata["topology"]``);
-            ``"structure"`` by the latency groups :func:`corelat.structure` infers from the matrix.
+            using the topology the result was measured on (``metadata["topology"]``); a list puts
+            the CPUs in that order (each of the result's CPUs once); a :class:`~corelat.Structure`
+            (``r.ordered(corelat.structure(r))``) by the latency groups it found in the matrix.
             The group boundaries (indices where a new group starts) are in :attr:`boundaries`.
 
         Returns
@@ -389,7 +392,9 @@ class LatencyResult(Result):
         Raises
         ------
         InputError
-            For an unknown ``by``, or ``"topology"`` on a result that carries no topology.
+            For an unknown ``by`` (``"structure"`` included: the result does not analyse itself), a
+            list that is not a permutation of the result's CPUs, or ``"topology"`` on a result that
+            carries no topology.
 
         Examples
         --------
@@ -397,24 +402,29 @@ class LatencyResult(Result):
         >>> corelat.load(corelat.example_files()[0]).ordered("os").cpus
         (0, 1)
         """
-        check_order(by, keep=False)
         order: Sequence[int]
         bounds: Mapping[str, Sequence[int]]
-        if by == "os":
+        name: str
+        if hasattr(by, "order") and hasattr(by, "boundaries"):  # a Structure, found by the analysis
+            ordering = cast(Ordering, by)
+            order, bounds = ordering.order(), {f"level{k}": v for k, v in ordering.boundaries().items()}
+            name = "structure"
+        elif not isinstance(by, str) and hasattr(by, "__iter__"):
+            order, bounds, name = [int(c) for c in by], {}, "cpus"
+            if sorted(order) != sorted(self.cpus):
+                raise InputError(f"an order must name each of the result's CPUs {list(self.cpus)} once, "
+                                 f"got {order}")
+        elif (name := check_order(by, keep=False, allowed=RESULT_ORDERS)) == "os":
             order, bounds = tuple(sorted(self.cpus)), {}
-        elif by == "topology":
+        else:
             topo = self.topology
             if topo is None:
-                raise InputError("this result carries no topology; order it by 'os' or 'structure' instead")
+                raise InputError("this result carries no topology; order it by 'os', or by its latency "
+                                 "structure: r.ordered(corelat.structure(r))")
             order, bounds = topo.order(self.cpus)
-        else:
-            from corelat._analysis.structure import structure
-
-            st = structure(self)
-            order, bounds = st.order(), {f"level{k}": v for k, v in st.boundaries().items()}
         out = self if tuple(order) == self.cpus else self.with_cpus_order(order)
         md = thaw(out.metadata)
-        md["order"] = {"by": by, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
+        md["order"] = {"by": name, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
         return LatencyResult(cpus=out.cpus, kernel=out.kernel, samples=out.samples, metadata=md,
                              name=out.name, flags=out.flags, extras=dict(out.extras))
 
@@ -424,7 +434,6 @@ class LatencyResult(Result):
         d = self.metadata.get("topology")
         if not d:
             return None
-        from corelat._system.topology import Topology
 
         return Topology.from_dict(thaw(d))
 
@@ -479,7 +488,6 @@ class LatencyResult(Result):
                 buf.write(",".join(row) + "\n")
         text = buf.getvalue()
         if path is not None:
-            from corelat._core.files import atomic_write
 
             atomic_write(path, lambda f: f.write(text.encode("utf-8")))
         return text
@@ -604,7 +612,6 @@ class LatencyResult(Result):
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
-        from corelat._results import schema as _schema
 
         header = _schema.check_header(header, path)
         cpus, samples, flags, extras = _schema.check_arrays(header, arrays, path)

@@ -14,6 +14,7 @@ import numpy as np
 
 from corelat._core.errors import InputError
 from corelat._core.npz import short
+from corelat._system.topology import Topology
 
 MAX_CPUS = 65536  #: far above any machine (Linux's NR_CPUS tops out at 8192)
 MAX_NAME_CHARS = 1024  #: result names and kernel names are labels, not documents
@@ -85,7 +86,6 @@ def check_header(header, path):
         if not isinstance(e, str) or not _EXTRA_NAME.match(e):
             raise _bad(path, f"extra array name {short(e)} is not a plain identifier")
     if metadata.get("topology"):
-        from corelat._system.topology import Topology
 
         try:
             Topology.from_dict(metadata["topology"])

@@ -14,6 +14,7 @@ from typing import Any
 
 from corelat._core import files as _files
 from corelat._system import cpulist as _cpulist
+from corelat._system.timer import timer_info
 
 #: Item statuses: fine, worth knowing, likely to distort results, could not tell.
 OK, INFO, WARN, UNKNOWN = "ok", "info", "warn", "unknown"
@@ -351,7 +352,6 @@ COARSE_TIMER_NS = 5.0
 def check_timer_resolution(info=None):
     """The step in which the timer advances, measured at start-up (live machine only)."""
     if info is None:
-        from corelat._system.timer import timer_info
 
         try:
             info = timer_info()

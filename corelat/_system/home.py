@@ -28,6 +28,8 @@ import numpy as np
 from corelat._core.errors import InputError, InputTypeError
 from corelat._system import cpulist as _cpulist
 from corelat._system import sysinfo as _sysinfo
+from corelat._system.topology import topology
+from corelat._system.validate import allowed_cpus
 
 #: The home choices of :func:`corelat.measure` (``K`` a NUMA node or a CPU id).
 HOMES = ("initiator", "responder", "node:K", "cpu:K")
@@ -154,7 +156,6 @@ def allowed_mems(status_path="/proc/self/status"):
 def cpu_nodes(topo=None):
     """``{cpu: node}`` of the live machine (CPUs whose node is unknown are left out)."""
     if topo is None:
-        from corelat._system.topology import topology
 
         try:
             topo = topology()
@@ -185,7 +186,6 @@ def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):
             raise InputError(f"home {h.label} does not apply to kernel {kernel!r}: its owner already touches the "
                              "lines before every sample; choose the owner's home with 'node:K' or 'responder'")
         if allowed is None:
-            from corelat._system.validate import allowed_cpus
 
             allowed = allowed_cpus()
         if h.value not in allowed:

@@ -11,10 +11,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from corelat._core.binding import extension
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import ORDERS, STATISTICS
 from corelat._system import cpulist as _cpulist
 from corelat._system import sysinfo as _sysinfo
+from corelat._system.topology import Topology
 
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
@@ -89,7 +91,6 @@ def allowed_cpus() -> list[int]:
     True
     """
     if not hasattr(os, "sched_getaffinity"):  # macOS, Windows: no CPU affinity, no measuring core built
-        from corelat._core.binding import extension
 
         extension()  # raises "measuring needs Linux ..."
     return sorted(os.sched_getaffinity(0))
@@ -164,7 +165,6 @@ def resolve_cpus(cpus, minimum=2):
 def check_topology(topology, records=True):
     """``topology=`` arguments: None, a :class:`~corelat._system.topology.Topology`, or (with ``records``)
     a list of its ``records()`` (dicts with an integer ``"cpu"``). Raises InputTypeError otherwise."""
-    from corelat._system.topology import Topology
 
     if topology is None or isinstance(topology, Topology) or records and callable(getattr(topology, "records", None)):
         return topology
@@ -206,13 +206,17 @@ def seconds(name, value, lo, hi):
     return value
 
 
-def check_order(order, keep=True):
-    """``order`` if it is one of :data:`~corelat._core.types.ORDERS` (or, with ``keep``, None: keep the
-    order there is); InputError saying which are otherwise."""
+def check_order(order, keep=True, allowed=ORDERS):
+    """``order`` if it is one of ``allowed`` (:data:`~corelat._core.types.ORDERS`, or the
+    ``RESULT_ORDERS`` a result and a measurement know; with ``keep``, None too: keep the order there
+    is); InputError saying which are otherwise."""
     if order is None and keep:
         return order
-    if not isinstance(order, str) or order not in ORDERS:
-        raise InputError(f"unknown order {order!r}; use one of: {', '.join(map(repr, ORDERS))}")
+    if order == "structure" and "structure" not in allowed:
+        raise InputError("order by the latency structure by handing the result its structure: "
+                         "r.ordered(corelat.structure(r)) (or --order structure on the command line)")
+    if not isinstance(order, str) or order not in allowed:
+        raise InputError(f"unknown order {order!r}; use one of: {', '.join(map(repr, allowed))}")
     return order
 
 

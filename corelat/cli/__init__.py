@@ -16,6 +16,7 @@ import sys
 import warnings
 
 from corelat._core.errors import InputError
+from corelat._version import __version__
 
 from .. import _early
 
@@ -135,7 +136,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 def _run(argv):
     warnings.showwarning = _show_warning
     if argv in (["--version"], ["-V"]):
-        from .._version import __version__
 
         print(f"corelat {__version__}")
         return EXIT_OK

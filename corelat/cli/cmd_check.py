@@ -2,7 +2,9 @@
 
 import os
 
+from corelat._core.errors import InputError
 from corelat._measure.check import check
+from corelat._system.validate import resolve_cpus
 
 from . import common
 
@@ -18,7 +20,6 @@ def add_arguments(p):
 
 
 def run(args):
-    from corelat._core.errors import InputError
 
     if not os.path.isdir(args.root):
         raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and proc/)")
@@ -26,7 +27,6 @@ def run(args):
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None
     if args.cpus:
-        from corelat._system.validate import resolve_cpus
 
         cpus = resolve_cpus(args.cpus)
     report = check(args.root, interval=args.interval, cpus=cpus, measure_skew=None if args.skew else False)

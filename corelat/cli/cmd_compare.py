@@ -2,6 +2,8 @@
 
 import json
 
+from corelat._analysis.compare import compare
+
 from . import common
 
 
@@ -13,7 +15,6 @@ def add_arguments(p):
 
 
 def run(args):
-    from corelat._analysis.compare import compare
 
     cmp_ = compare(*args.files, names=args.names, statistic=args.statistic)
     if args.json:

@@ -10,6 +10,7 @@ import math
 import sys
 
 from corelat._core.errors import InputError
+from corelat._fleet.run import measure_fleet, mpi
 
 from . import cmd_measure
 
@@ -26,14 +27,12 @@ def add_arguments(p):
 
 
 def run(args):
-    from corelat._fleet.run import mpi
 
     try:
         mpi()
     except ImportError as e:
         print(f"corelat fleet: {e}", file=sys.stderr)
         return 2
-    from corelat._fleet.run import measure_fleet
 
     if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")

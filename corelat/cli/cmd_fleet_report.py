@@ -8,6 +8,8 @@ Exit status 0 when every node has a result, 1 when a node failed or is missing, 
 import json
 import sys
 
+from corelat._fleet.nodes import fleet
+
 from . import common
 
 
@@ -21,7 +23,6 @@ def add_arguments(p):
 
 
 def run(args):
-    from corelat._fleet.nodes import fleet
 
     result = fleet(args.folder, expect=args.expect)
     if args.output:

@@ -152,7 +152,8 @@ def run(args):
     kwargs = measure_kwargs(args)
     cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = measure(cpus, progress=progress, order=args.order, home=args.home, **kwargs)
+    result = measure(cpus, progress=progress, order=common.measure_order(args.order), home=args.home, **kwargs)
+    result = common.in_order(result, args.order)
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)

@@ -14,8 +14,10 @@ Examples:
 import argparse
 import sys
 
+from corelat._analysis.structure import structure
 from corelat._core import text as _text
 from corelat._measure.placement import placement
+from corelat._results.placement import PlacementResult
 from corelat._system.validate import ALL_KERNELS, check_params, resolve_cpus
 
 from . import common
@@ -53,7 +55,10 @@ def run(args):
     homes = "nodes" if args.homes.strip() == "nodes" else [h for h in args.homes.split(",") if h.strip()]
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     result = placement(cpus, homes=homes, kernel=kernel, round_trips=rt, samples=samples, timeout=timeout,
-                       progress=progress, order=args.order, **sampling)
+                       progress=progress, order=common.measure_order(args.order), **sampling)
+    if args.order == "structure":  # one order for every home (they must share it): the first home's groups
+        st = structure(result.results[0])
+        result = PlacementResult(result.homes, [r.ordered(st) for r in result.results], name=result.name)
     if args.matrices:
         header = header_text(result.results[0], "median").splitlines()
         print("\n".join(line for line in header if not line.startswith("Home of the line")))

@@ -3,7 +3,12 @@
 import os
 import sys
 
+from corelat._analysis.compare import labels_for
 from corelat._core.errors import InputError
+from corelat._core.extras import install_command
+from corelat._results.load import load
+from corelat._results.placement import PlacementResult
+from corelat._system.home import one_home
 
 from . import common
 
@@ -45,10 +50,6 @@ def _pairs(texts):
 
 
 def run(args):
-    from corelat._analysis.compare import labels_for
-    from corelat._results.load import load
-    from corelat._results.placement import PlacementResult
-    from corelat._system.home import one_home
 
     if not 20 <= args.dpi <= 1200:
         raise InputError(f"--dpi {args.dpi}: use a value between 20 and 1200")
@@ -73,7 +74,6 @@ def run(args):
 
         from .. import plot
     except ImportError:
-        from corelat._core.extras import install_command
 
         # Exit status 2, like any other input the command cannot use; 1 means a measurement failed.
         print(f"corelat: error: corelat plot needs matplotlib; install it with: {install_command('plot')}",

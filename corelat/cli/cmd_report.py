@@ -4,9 +4,14 @@ import json
 
 import numpy as np
 
+from corelat._analysis.structure import structure
 from corelat._core import text as _text
 from corelat._core.stats import median_err
-from corelat._results.latency import PairFlag
+from corelat._measure.quality import _pairs
+from corelat._results.latency import LatencyResult, PairFlag
+from corelat._results.load import load
+from corelat._results.placement import PlacementResult
+from corelat._system.home import one_home
 
 from . import common
 
@@ -31,7 +36,6 @@ _FLAG_WORDS = ((PairFlag.BIMODAL, "bimodal"), (PairFlag.UNSTABLE, "unstable"),
 
 
 def _flag_counts(result):
-    from corelat._measure.quality import _pairs
 
     out = []
     for bit, what in _FLAG_WORDS[:3]:
@@ -131,11 +135,6 @@ def placement_text(result, structures, statistic="median"):
 
 
 def run(args):
-    from corelat._analysis.structure import structure
-    from corelat._results.latency import LatencyResult
-    from corelat._results.load import load
-    from corelat._results.placement import PlacementResult
-    from corelat._system.home import one_home
 
     result = load(args.file)
     if isinstance(result, PlacementResult) and args.home is None:

@@ -7,10 +7,13 @@ import sys
 
 import numpy as np
 
+from corelat._analysis.structure import structure
 from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._core.text import counts as fmt_counts
 from corelat._core.types import DEFAULT_ORDER, ORDERS, STATISTICS
+from corelat._measure.quality import for_cli
+from corelat._results.latency import PairFlag
 from corelat._system.validate import DEFAULT_TIMEOUT
 
 
@@ -55,6 +58,17 @@ def add_order_argument(p, what="matrix"):
                    help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file without "
                         "one falls back to structure) or the latency groups corelat finds (structure); default: "
                         "as measured")
+
+
+def measure_order(order):
+    """The order a measurement takes (``"structure"`` is applied after it: :func:`in_order`)."""
+    return None if order == "structure" else order
+
+
+def in_order(result, order):
+    """``result`` in the ``--order`` asked for: the latency structure's order is found by the
+    analysis and handed to the result, which never analyses itself."""
+    return result.ordered(structure(result)) if order == "structure" else result
 
 
 def add_statistic_argument(p, help="per-pair statistic to show (default median)"):
@@ -129,7 +143,6 @@ def samples_text(result):
 
     Counted are the samples each measured pair keeps (not warm-ups, not samples dropped because a
     thread left its CPU, not the first attempts of re-tested pairs), so this is what the ± rests on."""
-    from corelat._results.latency import PairFlag
 
     measured = (np.asarray(result.flags) & PairFlag.MEASURED) != 0
     counts = np.asarray(result.count)[measured]
@@ -138,7 +151,6 @@ def samples_text(result):
 
 def warnings_lines(result):
     """Notes, then the WARNING block, in the command line's words; a shared cause said once."""
-    from corelat._measure.quality import for_cli
 
     lines = [f"note: {for_cli(n)}" for n in result.notes]
     if result.warnings:
@@ -151,7 +163,6 @@ def warnings_lines(result):
 def homes_warnings_lines(homes, results):
     """Notes and the WARNING block of a placement run's results, in the command line's words: what
     every home shares said once, the rest after its home (``* [node:1] ...``)."""
-    from corelat._measure.quality import for_cli
 
     def said_once(kind):
         texts = [[for_cli(t) for t in getattr(r, kind)] for r in results]

@@ -385,7 +385,7 @@ def test_sigint_stops_a_long_busy_loop():
     a, b = CPUS[:2]
     code = (
         "import corelat\n"
-        "from corelat import _smt as smt\n"
+        "from corelat._measure import smt\n"
         "corelat.timer_info()\n"
         "print('go', flush=True)\n"
         "try:\n"
@@ -406,6 +406,8 @@ def test_sigint_stops_a_long_busy_loop():
         if p.poll() is None:
             p.kill()
             p.wait()
+        p.stdout.close()  # also when an assertion failed before communicate(): no ResourceWarning
+        p.stderr.close()  # blamed on whichever test runs next
     assert p.returncode == 42, err
     assert took < ENDS_WITHIN_S, f"took {took:.2f} s to stop"
 

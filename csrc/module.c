@@ -1,6 +1,7 @@
 /* corelat._corelat: the one binding file. Argument parsing, NumPy arrays, the GIL, and turning the
  * status codes that measuring threads carry back into Python exceptions. Python validates arguments
- * first (corelat/measure.py); the checks here only keep memory safe. */
+ * first (corelat/_measure/sweep.py, corelat/_measure/measurers.py); the checks here only keep memory
+ * safe. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>

@@ -670,6 +670,25 @@ static int exec_module(PyObject *m)
         Py_DECREF(lock_tests);
         return -1;
     }
+    /* The status codes by name (corelat._core.status maps them to exceptions). */
+    PyObject *status_codes = PyTuple_New(CORELAT_STATUS_COUNT);
+    if (!status_codes)
+        return -1;
+    for (int code = 0; code < CORELAT_STATUS_COUNT; code++) {
+        const char *name = corelat_status_names[code];
+        PyObject *s = name ? PyUnicode_FromString(name) : NULL;
+        if (!s) {
+            if (!name)
+                PyErr_Format(PyExc_SystemError, "status code %d has no name in corelat_status_names", code);
+            Py_DECREF(status_codes);
+            return -1;
+        }
+        PyTuple_SET_ITEM(status_codes, code, s);
+    }
+    if (PyModule_AddObject(m, "STATUS_CODES", status_codes) < 0) {
+        Py_DECREF(status_codes);
+        return -1;
+    }
     PyObject *smt_loops = Py_BuildValue("(ss)", corelat_smt_loop_names[CORELAT_SMT_ALU],
                                         corelat_smt_loop_names[CORELAT_SMT_MEM]);
     if (!smt_loops || PyModule_AddObject(m, "SMT_LOOPS", smt_loops) < 0) {

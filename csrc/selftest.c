@@ -284,6 +284,8 @@ int main(void)
     EXPECT(corelat_timer_step(amd, 10) == 24);
     EXPECT(corelat_timer_step(amd_slow, 10) == 24);
     EXPECT(corelat_timer_step(ticks, 10) == 1);
+    for (int code = 0; code < CORELAT_STATUS_COUNT; code++)
+        EXPECT(corelat_status_names[code] != NULL);
 
     EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0), CORELAT_OK);
     EXPECT_STATUS(pp_status(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0), CORELAT_OK);

@@ -28,6 +28,12 @@ enum corelat_status {
     CORELAT_STATUS_COUNT = 10,
 };
 
+/* The enum's names without the prefix ("OK", "ETIMEOUT", ...), indexed by code. The extension exports
+ * them (STATUS_CODES), so that corelat._core.status maps the codes this enum has rather than a copy
+ * that could drift; a code added above without a name here is a NULL that the selftest and the
+ * module's init refuse. */
+extern const char *const corelat_status_names[CORELAT_STATUS_COUNT];
+
 /* Values of a team's abort flag. */
 enum { CORELAT_RUN = 0, CORELAT_ABORT = 1, CORELAT_STOP = 2 };
 

@@ -15,7 +15,20 @@ static atomic_int jobs_alive;
 
 int corelat_jobs_alive(void) { return atomic_load(&jobs_alive); }
 
-/* ---- spin.h's slow path ---- */
+/* ---- spin.h's status names and slow path ---- */
+
+const char *const corelat_status_names[CORELAT_STATUS_COUNT] = {
+    [CORELAT_OK] = "OK",
+    [CORELAT_ETIMEOUT] = "ETIMEOUT",
+    [CORELAT_EABORT] = "EABORT",
+    [CORELAT_ENOMEM] = "ENOMEM",
+    [CORELAT_ETHREAD] = "ETHREAD",
+    [CORELAT_EPIN] = "EPIN",
+    [CORELAT_EINVAL] = "EINVAL",
+    [CORELAT_EMOVED] = "EMOVED",
+    [CORELAT_ENOANSWER] = "ENOANSWER",
+    [CORELAT_ESTOP] = "ESTOP",
+};
 
 void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
                         uint64_t timeout_ns)

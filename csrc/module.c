@@ -38,18 +38,19 @@ static PyObject *timer_dict(void)
     if (!hist)
         return NULL;
     for (int i = 0; i < t->hist_len; i++) {
-        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)t->hist_delta[i], (unsigned long long)t->hist_count[i]);
+        PyObject *pair =
+            Py_BuildValue("(KK)", (unsigned long long)t->hist_delta[i], (unsigned long long)t->hist_count[i]);
         if (!pair) {
             Py_DECREF(hist);
             return NULL;
         }
         PyTuple_SET_ITEM(hist, i, pair);
     }
-    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:N}", "name", t->name, "ticks_per_ns", t->ticks_per_ns,
-                         "overhead_ticks", t->overhead, "overhead_serial_ticks", t->overhead_serial, "hw_invariant",
-                         t->hw_invariant ? Py_True : Py_False, "frequency_hz", t->ticks_per_ns * 1e9,
-                         "resolution_ticks", t->resolution, "resolution_ns", t->resolution / t->ticks_per_ns,
-                         "delta_histogram", hist);
+    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:N}", "name", t->name, "ticks_per_ns",
+                         t->ticks_per_ns, "overhead_ticks", t->overhead, "overhead_serial_ticks",
+                         t->overhead_serial, "hw_invariant", t->hw_invariant ? Py_True : Py_False,
+                         "frequency_hz", t->ticks_per_ns * 1e9, "resolution_ticks", t->resolution,
+                         "resolution_ns", t->resolution / t->ticks_per_ns, "delta_histogram", hist);
 }
 
 static PyObject *py_timer_init(PyObject *self, PyObject *args, PyObject *kw)
@@ -129,8 +130,8 @@ static void raise_failure(const char *what, const corelat_job *job, double timeo
     PyObject *mod = PyImport_ImportModule("corelat._core.status");
     if (!mod)
         return;
-    PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu, job->err,
-                                        timeout_s, (double)GRACE_NS / 1e9, waited_for);
+    PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu,
+                                        job->err, timeout_s, (double)GRACE_NS / 1e9, waited_for);
     Py_DECREF(mod);
     if (!exc)
         return;
@@ -324,7 +325,8 @@ static const struct {
     [K_ORDER] = {"order", 'O', offsetof(pair_args, order_obj), ANY, 0, 0},
     [K_ROUND_TRIPS] = {"round_trips", 'L', offsetof(pair_args, round_trips), ANY, 0, 0},
     [K_MESSAGES] = {"messages", 'L', offsetof(pair_args, messages), ANY, 0, 0},
-    [K_SAMPLES] = {"samples", 'L', offsetof(pair_args, samples), CLOSED_CLOSED, -HUGE_VAL, (double)(1ll << 40)},
+    [K_SAMPLES] = {"samples", 'L', offsetof(pair_args, samples), CLOSED_CLOSED, -HUGE_VAL,
+                   (double)(1ll << 40)},
     [K_WARMUP] = {"warmup", 'L', offsetof(pair_args, warmup), ANY, 0, 0},
     [K_TIMEOUT] = {"timeout", 'd', offsetof(pair_args, timeout), OPEN_OPEN, 0, 1e6},
     [K_STALL] = {"stall_responder", 'p', offsetof(pair_args, stall), ANY, 0, 0},
@@ -343,7 +345,7 @@ struct pair_kernel {
     const char *what;    /* the kernel in messages: "invalid %s arguments" from its constructor */
     const char *invalid; /* the ValueError for a value out of its range */
     int required;        /* how many of keys, from the first, are required */
-    enum pair_key keys[PAIR_MAX_KEYS];                 /* in positional order */
+    enum pair_key keys[PAIR_MAX_KEYS];                    /* in positional order */
     PyObject *(*run)(const pair_kernel *k, pair_args *a); /* the job made and run; NULL with an exception */
 };
 
@@ -399,14 +401,15 @@ static PyObject *pair_call(const pair_kernel *k, PyObject *args, PyObject *kw)
     names[n] = NULL;
     /* PyArg has no form that takes an array of addresses: pass all PAIR_MAX_KEYS; those past the
      * format's units are never read (C allows unused variadic arguments). */
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, names, at[0], at[1], at[2], at[3], at[4], at[5], at[6], at[7],
-                                     at[8], at[9], at[10], at[11], at[12], at[13], at[14], at[15]))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, names, at[0], at[1], at[2], at[3], at[4], at[5], at[6],
+                                     at[7], at[8], at[9], at[10], at[11], at[12], at[13], at[14], at[15]))
         return NULL;
     PyObject *out = NULL;
     a.placed = parse_home(a.home, &a.place);
     if (a.placed < 0)
         goto error;
-    if (a.order_obj && int_array(a.order_obj, "order must be a sequence of line numbers", &a.order, &a.lines) < 0)
+    if (a.order_obj &&
+        int_array(a.order_obj, "order must be a sequence of line numbers", &a.order, &a.lines) < 0)
         goto error;
     for (int i = 0; i < n; i++) {
         if (!pair_in_range(&a, k->keys[i])) {
@@ -475,8 +478,9 @@ static PyObject *ow_run(const pair_kernel *k, pair_args *a)
             PyObject *ab = array_copy(1, dims, NPY_INT64, job->sum_ab);
             PyObject *ba = array_copy(1, dims, NPY_INT64, job->sum_ba);
             if (ab && ba)
-                out = with_home(Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba),
-                                a->placed, &job->p.place);
+                out =
+                    with_home(Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba),
+                              a->placed, &job->p.place);
             Py_XDECREF(ab);
             Py_XDECREF(ba);
         } else {
@@ -516,8 +520,8 @@ static PyObject *chase_run(const pair_kernel *k, pair_args *a)
     corelat_chase_job *job = corelat_chase_new(&p, a->order, &status);
     if (!job)
         return new_failed(status, k->what);
-    return run_pair_ticks(&job->head, chase_start, &job->p.samples, job->ticks, a->placed ? &job->p.place : NULL,
-                          a->cpu_a, a->cpu_b, a->timeout);
+    return run_pair_ticks(&job->head, chase_start, &job->p.samples, job->ticks,
+                          a->placed ? &job->p.place : NULL, a->cpu_a, a->cpu_b, a->timeout);
 }
 
 static const pair_kernel pingpong_kernel = {
@@ -650,7 +654,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     if (job->head.status != CORELAT_OK) {
         char what[80];
         int t = job->failed_test;
-        PyOS_snprintf(what, sizeof what, "lock test %s", t >= 0 && t < CORELAT_LK_COUNT ? corelat_lock_names[t] : "(setup)");
+        PyOS_snprintf(what, sizeof what, "lock test %s",
+                      t >= 0 && t < CORELAT_LK_COUNT ? corelat_lock_names[t] : "(setup)");
         raise_failure(what, &job->head, timeout, "the lock or the other threads did not come");
         goto error;
     }
@@ -659,8 +664,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         const char *key;
         int nd;
         const uint64_t *src;
-    } outs[] = {{"calls", 2, job->calls},   {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
-                {"serk", 2, job->serk},     {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
+    } outs[] = {{"calls", 2, job->calls}, {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
+                {"serk", 2, job->serk},   {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
     out = PyDict_New();
     for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
         PyObject *a = array_copy(outs[i].nd, dims, NPY_UINT64, outs[i].src);
@@ -690,7 +695,8 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
     int *cpus = NULL;
     Py_ssize_t n = 0;
     corelat_smt_job *job = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout, &mem_bytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout,
+                                     &mem_bytes))
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0)
         goto error;
@@ -757,13 +763,15 @@ static PyMethodDef methods[] = {
     {"clock_cost", py_clock_cost, METH_NOARGS, "clock_cost() -> float: clock_gettime cost in ticks."},
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
-     " freeze=0, home=None, start_delay=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none)"
-     " ran out. A thread moved"
-     " off its CPU ends the call (ThreadMoved, a MeasurementError). freeze: test hook, s the responder sleeps."
+     " freeze=0, home=None, start_delay=0) -> ticks uint64[kept]: kept < samples when the budget"
+     " (s, 0 = none) ran out. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."
+     " freeze: test hook, s the responder sleeps."
      " start_delay: test hook, s the responder sleeps before the start barrier (a slow start), then runs."
-     " home=(node, toucher, cpu): where the page lives; then returns (ticks, (home_node, bind_errno, query_errno))."},
+     " home=(node, toucher, cpu): where the page lives; then returns"
+     " (ticks, (home_node, bind_errno, query_errno))."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
-     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"
+     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, "
+     "budget=0,"
      " freeze=0, home=None) -> (sum_ab int64[kept], sum_ba int64[kept], min_ab, min_ba)"
      "; with home, (that, (home_node, bind_errno, query_errno))"},
     {"chase", (PyCFunction)(void (*)(void))py_chase, METH_VARARGS | METH_KEYWORDS,
@@ -847,8 +855,15 @@ static PyModuleDef_Slot slots[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_corelat", "corelat's measuring core (private; use the corelat package).", 0,
-    methods, slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_corelat",
+    "corelat's measuring core (private; use the corelat package).",
+    0,
+    methods,
+    slots,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__corelat(void) { return PyModuleDef_Init(&moduledef); }

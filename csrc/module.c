@@ -199,8 +199,6 @@ static int check_timer(void)
     return -1;
 }
 
-static int check_seconds(double v, double hi) { return v >= 0 && v < hi; }
-
 /* ---- placement (csrc/placement.c): where a pair's page lives ---- */
 
 /* `home=(node, toucher, cpu)` from Python (corelat/_system/home.py; node -1: no binding). Returns 1 when

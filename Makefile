@@ -103,6 +103,7 @@ matrix:
 
 lint:
 	ruff check corelat tests benchmarks
+	clang-format --dry-run --Werror csrc/*.c csrc/*.h
 
 clean:
 	rm -rf build dist docs/_build docs/generated corelat/*.so

@@ -33,28 +33,28 @@ enum corelat_chase_kind {
 #endif
 
 typedef struct {
-    int kind;              /* enum corelat_chase_kind */
-    int cpu_a, cpu_b;      /* reader (timed) and owner */
-    int64_t lines;         /* 64 B lines in the buffer = entries of the order */
-    int64_t samples;       /* kept */
-    int64_t warmup;        /* run first and discarded */
-    uint64_t timeout_ns;   /* longest wait for the partner */
-    int stall_responder;   /* test hook: the owner never answers (but obeys abort) */
-    corelat_place place;   /* who first-touches the buffer, where (placement.h); zero: the reader */
+    int kind;            /* enum corelat_chase_kind */
+    int cpu_a, cpu_b;    /* reader (timed) and owner */
+    int64_t lines;       /* 64 B lines in the buffer = entries of the order */
+    int64_t samples;     /* kept */
+    int64_t warmup;      /* run first and discarded */
+    uint64_t timeout_ns; /* longest wait for the partner */
+    int stall_responder; /* test hook: the owner never answers (but obeys abort) */
+    corelat_place place; /* who first-touches the buffer, where (placement.h); zero: the reader */
 } corelat_chase_params;
 
 typedef struct {
     corelat_job head;
     corelat_chase_params p;
-    int *order;            /* p.lines entries, copied: the chain visits line order[0], order[1], ... */
-    uint64_t *ticks;       /* output: timer ticks for one pass over the chain, per sample */
+    int *order;      /* p.lines entries, copied: the chain visits line order[0], order[1], ... */
+    uint64_t *ticks; /* output: timer ticks for one pass over the chain, per sample */
     /* the reader asks (req = sample number), the owner answers when it has touched every line */
     _Alignas(128) atomic_uint_fast64_t req;
     _Alignas(128) atomic_uint_fast64_t done;
     /* keep the timed loads and the owner's reads from being optimised away; one per thread */
     _Alignas(128) uintptr_t reader_sink;
     _Alignas(128) uintptr_t owner_sink;
-    corelat_page page;     /* the chain's lines */
+    corelat_page page; /* the chain's lines */
 } corelat_chase_job;
 
 /* A new job (one reference, the caller's), or NULL with *status set (CORELAT_EINVAL for a chain

@@ -46,7 +46,7 @@ typedef struct {
 } lock_obj;
 
 _Static_assert(sizeof(lock_obj) <= SLOT_BYTES, "a lock object must fit its slot");
-_Static_assert(CORELAT_LK_COUNT * SLOT_BYTES <= BUF_BYTES, "the objects must fit one page");
+_Static_assert((CORELAT_LK_COUNT * SLOT_BYTES) <= BUF_BYTES, "the objects must fit one page");
 
 static lock_obj *slot(char *buf, int test) { return (lock_obj *)(buf + (size_t)test * SLOT_BYTES); }
 
@@ -99,7 +99,8 @@ static __attribute__((noinline)) int cas_wait(kctx *c, atomic_uint *flag)
     for (;;) {
         unsigned expected = 0;
         if (!atomic_load_explicit(flag, memory_order_relaxed) &&
-            atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire, memory_order_relaxed))
+            atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
+                                                    memory_order_relaxed))
             return CORELAT_OK;
         int rc = corelat_spin_tick(&s, &left, 0);
         if (rc)
@@ -114,7 +115,8 @@ static __attribute__((noinline)) int k_cas_spin(kctx *c)
     atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
     if (atomic_load_explicit(flag, memory_order_relaxed) ||
-        !atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire, memory_order_relaxed)) {
+        !atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
+                                                 memory_order_relaxed)) {
         int rc = cas_wait(c, flag);
         if (rc)
             return rc;
@@ -247,8 +249,8 @@ static __attribute__((noinline)) int k_none(kctx *c)
 }
 
 static const kernel_fn kernels[CORELAT_LK_COUNT] = {
-    k_baseline, k_inc_relaxed, k_inc_seqcst, k_cas_spin,  k_ticket_spin, k_pthread_spin,
-    k_mutex,    k_mutex_trylock, k_rwlock_wr, k_rwlock_rd, k_none,
+    k_baseline, k_inc_relaxed,   k_inc_seqcst, k_cas_spin,  k_ticket_spin, k_pthread_spin,
+    k_mutex,    k_mutex_trylock, k_rwlock_wr,  k_rwlock_rd, k_none,
 };
 
 /* ---- Objects: a page per owner, zeroed (first touch) and initialised on the owner's CPU. ---- */
@@ -360,7 +362,8 @@ static int bracket_size(kernel_fn fn, kctx *c, uint64_t span, uint64_t *k_out, u
 }
 
 /* sermin: brackets of k calls between two serializing clock reads, until `end`. */
-static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t *best_out, uint64_t *calls_out)
+static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t *best_out,
+                      uint64_t *calls_out)
 {
     uint64_t best = UINT64_MAX, calls = 0, brackets = 0, t0, t1;
     for (;;) {
@@ -384,11 +387,11 @@ static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t 
 #define UNROLL 8
 #define CHUNK 64
 
-#define CALL()                                                                                          \
-    do {                                                                                                \
-        int rc_ = fn(c);                                                                                \
-        if (rc_)                                                                                        \
-            return rc_;                                                                                 \
+#define CALL()                                                                                               \
+    do {                                                                                                     \
+        int rc_ = fn(c);                                                                                     \
+        if (rc_)                                                                                             \
+            return rc_;                                                                                      \
     } while (0)
 
 static int run_avg(kernel_fn fn, kctx *c, uint64_t t0, uint64_t end, uint64_t *calls_out, uint64_t *ticks_out)
@@ -537,8 +540,8 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->serk = calloc(cells, sizeof *job->serk);
     job->sercalls = calloc(cells, sizeof *job->sercalls);
     job->counter = calloc((size_t)p->ntests, sizeof *job->counter);
-    if (!job->cpus || !job->tests || !job->bufs || !job->at_test || !job->calls || !job->ticks || !job->sermin ||
-        !job->serk || !job->sercalls || !job->counter) {
+    if (!job->cpus || !job->tests || !job->bufs || !job->at_test || !job->calls || !job->ticks ||
+        !job->sermin || !job->serk || !job->sercalls || !job->counter) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;
         return NULL;

@@ -17,17 +17,17 @@
 #include "team.h"
 
 enum corelat_lock_test {
-    CORELAT_LK_BASELINE = 0,       /* call of an empty function */
-    CORELAT_LK_INC_RELAXED = 1,    /* atomic fetch-add, relaxed */
-    CORELAT_LK_INC_SEQCST = 2,     /* atomic fetch-add, sequentially consistent */
-    CORELAT_LK_CAS_SPIN = 3,       /* test-and-test-and-compare-exchange spinlock, pause hint */
-    CORELAT_LK_TICKET_SPIN = 4,    /* ticket spinlock */
-    CORELAT_LK_PTHREAD_SPIN = 5,   /* pthread_spin_lock */
-    CORELAT_LK_MUTEX = 6,          /* pthread_mutex_lock */
-    CORELAT_LK_MUTEX_TRYLOCK = 7,  /* spin on pthread_mutex_trylock */
-    CORELAT_LK_RWLOCK_WR = 8,      /* pthread_rwlock_wrlock */
-    CORELAT_LK_RWLOCK_RD = 9,      /* pthread_rwlock_rdlock; readers share, so the body is atomic */
-    CORELAT_LK_NONE = 10,          /* no lock at all: broken on purpose, for tests of the check */
+    CORELAT_LK_BASELINE = 0,      /* call of an empty function */
+    CORELAT_LK_INC_RELAXED = 1,   /* atomic fetch-add, relaxed */
+    CORELAT_LK_INC_SEQCST = 2,    /* atomic fetch-add, sequentially consistent */
+    CORELAT_LK_CAS_SPIN = 3,      /* test-and-test-and-compare-exchange spinlock, pause hint */
+    CORELAT_LK_TICKET_SPIN = 4,   /* ticket spinlock */
+    CORELAT_LK_PTHREAD_SPIN = 5,  /* pthread_spin_lock */
+    CORELAT_LK_MUTEX = 6,         /* pthread_mutex_lock */
+    CORELAT_LK_MUTEX_TRYLOCK = 7, /* spin on pthread_mutex_trylock */
+    CORELAT_LK_RWLOCK_WR = 8,     /* pthread_rwlock_wrlock */
+    CORELAT_LK_RWLOCK_RD = 9,     /* pthread_rwlock_rdlock; readers share, so the body is atomic */
+    CORELAT_LK_NONE = 10,         /* no lock at all: broken on purpose, for tests of the check */
     CORELAT_LK_COUNT = 11,
 };
 
@@ -35,8 +35,8 @@ enum corelat_lock_test {
 extern const char *const corelat_lock_names[CORELAT_LK_COUNT];
 
 typedef struct {
-    int n;                   /* threads, one per CPU */
-    const int *cpus;         /* n CPU ids (copied by corelat_locks_new) */
+    int n;           /* threads, one per CPU */
+    const int *cpus; /* n CPU ids (copied by corelat_locks_new) */
     int ntests;
     const int *tests;        /* ntests distinct codes, run in this order (copied) */
     int shared;              /* 1: one object per test for the whole set */
@@ -52,20 +52,20 @@ typedef struct {
     corelat_lock_params p;
     int *cpus, *tests;
     /* outputs, row-major (ntests, n) */
-    uint64_t *calls;         /* calls completed in the throughput phase */
-    uint64_t *ticks;         /* ticks from the thread's own start to its last clock read */
-    uint64_t *sermin;        /* minimum ticks of one serialized bracket of serk calls, timer included */
-    uint64_t *serk;          /* calls per serialized bracket */
-    uint64_t *sercalls;      /* calls completed in the serialized phase */
-    uint64_t *counter;       /* ntests: protected counter(s) at the end, summed over objects */
-    int failed_test;         /* output: the test a failing thread was in, or -1 */
+    uint64_t *calls;    /* calls completed in the throughput phase */
+    uint64_t *ticks;    /* ticks from the thread's own start to its last clock read */
+    uint64_t *sermin;   /* minimum ticks of one serialized bracket of serk calls, timer included */
+    uint64_t *serk;     /* calls per serialized bracket */
+    uint64_t *sercalls; /* calls completed in the serialized phase */
+    uint64_t *counter;  /* ntests: protected counter(s) at the end, summed over objects */
+    int failed_test;    /* output: the test a failing thread was in, or -1 */
     /* private */
-    char **bufs;                    /* n pages (uncontended), or bufs[0] only (shared) */
-    atomic_int *at_test;            /* per thread: the test it is in, -1 (atomic: a thread left
-                                     * behind may still write it) */
-    atomic_int buf_ready;           /* shared mode: the leader's page is initialised */
-    atomic_uint_fast64_t arrived;   /* phase barrier: arrivals so far, over all phases */
-    atomic_int phase_go;            /* phases the leader has started */
+    char **bufs;                  /* n pages (uncontended), or bufs[0] only (shared) */
+    atomic_int *at_test;          /* per thread: the test it is in, -1 (atomic: a thread left
+                                   * behind may still write it) */
+    atomic_int buf_ready;         /* shared mode: the leader's page is initialised */
+    atomic_uint_fast64_t arrived; /* phase barrier: arrivals so far, over all phases */
+    atomic_int phase_go;          /* phases the leader has started */
 } corelat_lock_job;
 
 /* A new job (one reference, the caller's), or NULL with *status set. */

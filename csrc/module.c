@@ -1,11 +1,14 @@
 /* corelat._corelat: the one binding file. Argument parsing, NumPy arrays, the GIL, and turning the
  * status codes that measuring threads carry back into Python exceptions. Python validates arguments
- * first (corelat/measure.py); the checks here only keep memory safe. */
+ * first (corelat/_measure/sweep.py, corelat/_measure/measurers.py); the checks here only keep memory
+ * safe. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <numpy/arrayobject.h>
 
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "affinity.h"
@@ -35,18 +38,19 @@ static PyObject *timer_dict(void)
     if (!hist)
         return NULL;
     for (int i = 0; i < t->hist_len; i++) {
-        PyObject *pair = Py_BuildValue("(KK)", (unsigned long long)t->hist_delta[i], (unsigned long long)t->hist_count[i]);
+        PyObject *pair =
+            Py_BuildValue("(KK)", (unsigned long long)t->hist_delta[i], (unsigned long long)t->hist_count[i]);
         if (!pair) {
             Py_DECREF(hist);
             return NULL;
         }
         PyTuple_SET_ITEM(hist, i, pair);
     }
-    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:N}", "name", t->name, "ticks_per_ns", t->ticks_per_ns,
-                         "overhead_ticks", t->overhead, "overhead_serial_ticks", t->overhead_serial, "hw_invariant",
-                         t->hw_invariant ? Py_True : Py_False, "frequency_hz", t->ticks_per_ns * 1e9,
-                         "resolution_ticks", t->resolution, "resolution_ns", t->resolution / t->ticks_per_ns,
-                         "delta_histogram", hist);
+    return Py_BuildValue("{s:s,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:N}", "name", t->name, "ticks_per_ns",
+                         t->ticks_per_ns, "overhead_ticks", t->overhead, "overhead_serial_ticks",
+                         t->overhead_serial, "hw_invariant", t->hw_invariant ? Py_True : Py_False,
+                         "frequency_hz", t->ticks_per_ns * 1e9, "resolution_ticks", t->resolution,
+                         "resolution_ns", t->resolution / t->ticks_per_ns, "delta_histogram", hist);
 }
 
 static PyObject *py_timer_init(PyObject *self, PyObject *args, PyObject *kw)
@@ -126,8 +130,8 @@ static void raise_failure(const char *what, const corelat_job *job, double timeo
     PyObject *mod = PyImport_ImportModule("corelat._core.status");
     if (!mod)
         return;
-    PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu, job->err,
-                                        timeout_s, (double)GRACE_NS / 1e9, waited_for);
+    PyObject *exc = PyObject_CallMethod(mod, "exception", "siiidds", what, job->status, job->failed_cpu,
+                                        job->err, timeout_s, (double)GRACE_NS / 1e9, waited_for);
     Py_DECREF(mod);
     if (!exc)
         return;
@@ -195,8 +199,6 @@ static int check_timer(void)
     return -1;
 }
 
-static int check_seconds(double v, double hi) { return v >= 0 && v < hi; }
-
 /* ---- placement (csrc/placement.c): where a pair's page lives ---- */
 
 /* `home=(node, toucher, cpu)` from Python (corelat/_system/home.py; node -1: no binding). Returns 1 when
@@ -258,89 +260,215 @@ static PyObject *run_pair_ticks(corelat_job *head, int (*start)(corelat_job *job
     return out;
 }
 
-static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
+/* ---- the pair entry points: ping-pong (csrc/pingpong.c), one-way (csrc/oneway.c), chase (csrc/chase.c) ----
+ *
+ * One argument table for all three: a keyword has one C type, one default (zero) and one range on every
+ * pair kernel, and each kernel's row (a pair_kernel) lists the keywords it takes. A new pair kernel is
+ * such a row, a function that turns pair_args into its job, and its entry in the method table. */
+
+/* Every pair keyword's value, after parsing; a keyword a call or a kernel leaves out keeps its default, 0. */
+typedef struct {
+    int cpu_a, cpu_b, kernel, kind, stall;
+    long long round_trips, messages, samples, warmup, offset_ticks;
+    double timeout, budget, freeze, start_delay;
+    PyObject *order_obj, *home; /* borrowed */
+    int *order;                 /* order_obj as a PyMem array of `lines` ints */
+    Py_ssize_t lines;
+    corelat_place place;
+    int placed; /* home was given */
+} pair_args;
+
+enum pair_key {
+    K_NONE, /* ends a kernel's list: the zeros after its last keyword */
+    K_CPU_A,
+    K_CPU_B,
+    K_KERNEL,
+    K_KIND,
+    K_ORDER,
+    K_ROUND_TRIPS,
+    K_MESSAGES,
+    K_SAMPLES,
+    K_WARMUP,
+    K_TIMEOUT,
+    K_STALL,
+    K_OFFSET_TICKS,
+    K_BUDGET,
+    K_FREEZE,
+    K_HOME,
+    K_START_DELAY,
+    K_COUNT,
+};
+
+/* The range a keyword's value must lie in (units 'i', 'L' and 'd'; NaN lies in none). The binding
+ * checks only what keeps memory safe and the kernels' waits sane; Python validated everything first. */
+enum pair_range {
+    ANY,           /* not checked here */
+    CLOSED_OPEN,   /* lo <= v < hi */
+    OPEN_OPEN,     /* lo < v < hi */
+    CLOSED_CLOSED, /* lo <= v <= hi */
+};
+
+/* A keyword: its PyArg format unit, where its value goes, its range. */
+static const struct {
+    char *name;
+    char unit;
+    size_t offset;
+    enum pair_range range;
+    double lo, hi;
+} pair_keys[K_COUNT] = {
+    [K_CPU_A] = {"cpu_a", 'i', offsetof(pair_args, cpu_a), CLOSED_OPEN, 0, HUGE_VAL},
+    [K_CPU_B] = {"cpu_b", 'i', offsetof(pair_args, cpu_b), CLOSED_OPEN, 0, HUGE_VAL},
+    [K_KERNEL] = {"kernel", 'i', offsetof(pair_args, kernel), ANY, 0, 0},
+    [K_KIND] = {"kind", 'i', offsetof(pair_args, kind), ANY, 0, 0},
+    [K_ORDER] = {"order", 'O', offsetof(pair_args, order_obj), ANY, 0, 0},
+    [K_ROUND_TRIPS] = {"round_trips", 'L', offsetof(pair_args, round_trips), ANY, 0, 0},
+    [K_MESSAGES] = {"messages", 'L', offsetof(pair_args, messages), ANY, 0, 0},
+    [K_SAMPLES] = {"samples", 'L', offsetof(pair_args, samples), CLOSED_CLOSED, -HUGE_VAL,
+                   (double)(1ll << 40)},
+    [K_WARMUP] = {"warmup", 'L', offsetof(pair_args, warmup), ANY, 0, 0},
+    [K_TIMEOUT] = {"timeout", 'd', offsetof(pair_args, timeout), OPEN_OPEN, 0, 1e6},
+    [K_STALL] = {"stall_responder", 'p', offsetof(pair_args, stall), ANY, 0, 0},
+    [K_OFFSET_TICKS] = {"offset_ticks", 'L', offsetof(pair_args, offset_ticks), ANY, 0, 0},
+    [K_BUDGET] = {"budget", 'd', offsetof(pair_args, budget), CLOSED_OPEN, 0, 1e6},
+    [K_FREEZE] = {"freeze", 'd', offsetof(pair_args, freeze), CLOSED_OPEN, 0, 1e3},
+    [K_HOME] = {"home", 'O', offsetof(pair_args, home), ANY, 0, 0},
+    [K_START_DELAY] = {"start_delay", 'd', offsetof(pair_args, start_delay), CLOSED_OPEN, 0, 1e3},
+};
+
+/* The most keywords one pair kernel takes (the PyArg call below passes this many pointers). */
+#define PAIR_MAX_KEYS 16
+
+typedef struct pair_kernel pair_kernel;
+struct pair_kernel {
+    const char *what;    /* the kernel in messages: "invalid %s arguments" from its constructor */
+    const char *invalid; /* the ValueError for a value out of its range */
+    int required;        /* how many of keys, from the first, are required */
+    enum pair_key keys[PAIR_MAX_KEYS];                    /* in positional order */
+    PyObject *(*run)(const pair_kernel *k, pair_args *a); /* the job made and run; NULL with an exception */
+};
+
+static int int_array(PyObject *seq, const char *what, int **out, Py_ssize_t *len);
+
+static int pair_in_range(const pair_args *a, enum pair_key k)
 {
-    (void)self;
-    static char *names[] = {"cpu_a", "cpu_b", "kernel", "round_trips", "samples", "warmup", "timeout",
-                            "stall_responder", "budget", "freeze", "home", "start_delay", NULL};
-    int cpu_a, cpu_b, kernel, stall = 0;
-    long long round_trips, samples, warmup;
-    double timeout, budget = 0, freeze = 0, start_delay = 0;
-    PyObject *home = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiLLLd|pddOd", names, &cpu_a, &cpu_b, &kernel, &round_trips,
-                                     &samples, &warmup, &timeout, &stall, &budget, &freeze, &home, &start_delay))
+    const char *field = (const char *)a + pair_keys[k].offset;
+    double v, lo = pair_keys[k].lo, hi = pair_keys[k].hi;
+    switch (pair_keys[k].unit) {
+    case 'i':
+        v = *(const int *)field;
+        break;
+    case 'L':
+        v = (double)*(const long long *)field; /* rounding above 2^53 cannot cross a bound */
+        break;
+    case 'd':
+        v = *(const double *)field;
+        break;
+    default:
+        return 1;
+    }
+    switch (pair_keys[k].range) {
+    case CLOSED_OPEN:
+        return v >= lo && v < hi;
+    case OPEN_OPEN:
+        return v > lo && v < hi;
+    case CLOSED_CLOSED:
+        return v >= lo && v <= hi;
+    default:
+        return 1;
+    }
+}
+
+/* Parse a pair call by its kernel's row, check the ranges and run it. The checks keep the order the
+ * three copied parsers had, so every error is the one they raised: PyArg's TypeErrors, then home, then
+ * order, then the ranges (k->invalid), then the kernel's own (in k->run). */
+static PyObject *pair_call(const pair_kernel *k, PyObject *args, PyObject *kw)
+{
+    pair_args a = {0};
+    char fmt[PAIR_MAX_KEYS + 2], *f = fmt;
+    char *names[PAIR_MAX_KEYS + 1];
+    void *at[PAIR_MAX_KEYS] = {0};
+    int n = 0;
+    for (; n < PAIR_MAX_KEYS && k->keys[n] != K_NONE; n++) {
+        if (n == k->required)
+            *f++ = '|';
+        *f++ = pair_keys[k->keys[n]].unit;
+        names[n] = pair_keys[k->keys[n]].name;
+        at[n] = (char *)&a + pair_keys[k->keys[n]].offset;
+    }
+    *f = '\0';
+    names[n] = NULL;
+    /* PyArg has no form that takes an array of addresses: pass all PAIR_MAX_KEYS; those past the
+     * format's units are never read (C allows unused variadic arguments). */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, names, at[0], at[1], at[2], at[3], at[4], at[5], at[6],
+                                     at[7], at[8], at[9], at[10], at[11], at[12], at[13], at[14], at[15]))
         return NULL;
-    corelat_place place = {0};
-    int placed = parse_home(home, &place);
-    if (placed < 0)
-        return NULL;
-    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) ||
-        !check_seconds(start_delay, 1e3) || cpu_a < 0 || cpu_b < 0 || samples > ((long long)1 << 40))
-        return new_failed(CORELAT_EINVAL, "ping-pong");
+    PyObject *out = NULL;
+    a.placed = parse_home(a.home, &a.place);
+    if (a.placed < 0)
+        goto error;
+    if (a.order_obj &&
+        int_array(a.order_obj, "order must be a sequence of line numbers", &a.order, &a.lines) < 0)
+        goto error;
+    for (int i = 0; i < n; i++) {
+        if (!pair_in_range(&a, k->keys[i])) {
+            PyErr_SetString(PyExc_ValueError, k->invalid);
+            goto error;
+        }
+    }
+    out = k->run(k, &a);
+
+error: /* also the way out on success */
+    PyMem_Free(a.order);
+    return out;
+}
+
+static PyObject *pp_run(const pair_kernel *k, pair_args *a)
+{
     if (check_timer() < 0)
         return NULL;
     corelat_pp_params p = {
-        .kernel = kernel,
-        .cpu_a = cpu_a,
-        .cpu_b = cpu_b,
-        .round_trips = round_trips,
-        .samples = samples,
-        .warmup = warmup,
-        .timeout_ns = (uint64_t)(timeout * 1e9),
-        .budget_ns = (uint64_t)(budget * 1e9),
-        .stall_responder = stall,
-        .freeze_ns = (uint64_t)(freeze * 1e9),
-        .start_delay_ns = (uint64_t)(start_delay * 1e9),
-        .place = place,
+        .kernel = a->kernel,
+        .cpu_a = a->cpu_a,
+        .cpu_b = a->cpu_b,
+        .round_trips = a->round_trips,
+        .samples = a->samples,
+        .warmup = a->warmup,
+        .timeout_ns = (uint64_t)(a->timeout * 1e9),
+        .budget_ns = (uint64_t)(a->budget * 1e9),
+        .stall_responder = a->stall,
+        .freeze_ns = (uint64_t)(a->freeze * 1e9),
+        .start_delay_ns = (uint64_t)(a->start_delay * 1e9),
+        .place = a->place,
     };
     int status;
     corelat_pp_job *job = corelat_pp_new(&p, &status);
     if (!job)
-        return new_failed(status, "ping-pong");
-    return run_pair_ticks(&job->head, pp_start, &job->kept, job->ticks, placed ? &job->p.place : NULL, cpu_a,
-                          cpu_b, timeout);
+        return new_failed(status, k->what);
+    return run_pair_ticks(&job->head, pp_start, &job->kept, job->ticks, a->placed ? &job->p.place : NULL,
+                          a->cpu_a, a->cpu_b, a->timeout);
 }
 
-/* ---- one-way messages (csrc/oneway.c) ---- */
-
-static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *ow_run(const pair_kernel *k, pair_args *a)
 {
-    (void)self;
-    static char *names[] = {"cpu_a",  "cpu_b",        "messages", "samples", "warmup", "timeout", "stall_responder",
-                            "offset_ticks", "budget", "freeze", "home", NULL};
-    int cpu_a, cpu_b, stall = 0;
-    long long messages, samples, warmup, offset = 0;
-    double timeout, budget = 0, freeze = 0;
-    PyObject *home = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiLLLd|pLddO", names, &cpu_a, &cpu_b, &messages, &samples, &warmup,
-                                     &timeout, &stall, &offset, &budget, &freeze, &home))
-        return NULL;
-    corelat_place place = {0};
-    int placed = parse_home(home, &place);
-    if (placed < 0)
-        return NULL;
-    if (!(timeout > 0 && timeout < 1e6) || !check_seconds(budget, 1e6) || !check_seconds(freeze, 1e3) || cpu_a < 0 ||
-        cpu_b < 0 || samples > ((long long)1 << 40))
-        return new_failed(CORELAT_EINVAL, "one-way");
     if (check_timer() < 0)
         return NULL;
     corelat_ow_params p = {
-        .cpu_a = cpu_a,
-        .cpu_b = cpu_b,
-        .messages = messages,
-        .samples = samples,
-        .warmup = warmup,
-        .timeout_ns = (uint64_t)(timeout * 1e9),
-        .budget_ns = (uint64_t)(budget * 1e9),
-        .stall_responder = stall,
-        .freeze_ns = (uint64_t)(freeze * 1e9),
-        .offset_ticks = offset,
-        .place = place,
+        .cpu_a = a->cpu_a,
+        .cpu_b = a->cpu_b,
+        .messages = a->messages,
+        .samples = a->samples,
+        .warmup = a->warmup,
+        .timeout_ns = (uint64_t)(a->timeout * 1e9),
+        .budget_ns = (uint64_t)(a->budget * 1e9),
+        .stall_responder = a->stall,
+        .freeze_ns = (uint64_t)(a->freeze * 1e9),
+        .offset_ticks = a->offset_ticks,
+        .place = a->place,
     };
     int status;
     corelat_ow_job *job = corelat_ow_new(&p, &status);
     if (!job)
-        return new_failed(status, "one-way");
+        return new_failed(status, k->what);
     PyObject *out = NULL;
     if (run_job(&job->head, ow_start) == 0) {
         if (job->head.status == CORELAT_OK) {
@@ -348,78 +476,96 @@ static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
             PyObject *ab = array_copy(1, dims, NPY_INT64, job->sum_ab);
             PyObject *ba = array_copy(1, dims, NPY_INT64, job->sum_ba);
             if (ab && ba)
-                out = with_home(Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba),
-                                placed, &job->p.place);
+                out =
+                    with_home(Py_BuildValue("(OOLL)", ab, ba, (long long)job->min_ab, (long long)job->min_ba),
+                              a->placed, &job->p.place);
             Py_XDECREF(ab);
             Py_XDECREF(ba);
         } else {
             char what[64];
-            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", cpu_a, cpu_b);
-            raise_failure(what, &job->head, timeout, "the partner did not answer");
+            PyOS_snprintf(what, sizeof what, "CPUs %d and %d", a->cpu_a, a->cpu_b);
+            raise_failure(what, &job->head, a->timeout, "the partner did not answer");
         }
     }
     corelat_job_release(&job->head);
     return out;
 }
 
-/* ---- clean and modified line transfers (csrc/chase.c) ---- */
+static PyObject *chase_run(const pair_kernel *k, pair_args *a)
+{
+    if (!corelat_chase_valid_order(a->order, (int64_t)a->lines)) {
+        PyErr_SetString(PyExc_ValueError, k->invalid);
+        return NULL;
+    }
+    if (!CORELAT_HAVE_CHASE) {
+        PyErr_SetString(PyExc_NotImplementedError, "no cache-line eviction instruction on this architecture");
+        return NULL;
+    }
+    if (check_timer() < 0)
+        return NULL;
+    corelat_chase_params p = {
+        .kind = a->kind,
+        .cpu_a = a->cpu_a,
+        .cpu_b = a->cpu_b,
+        .lines = (int64_t)a->lines,
+        .samples = a->samples,
+        .warmup = a->warmup,
+        .timeout_ns = (uint64_t)(a->timeout * 1e9),
+        .stall_responder = a->stall,
+        .place = a->place,
+    };
+    int status;
+    corelat_chase_job *job = corelat_chase_new(&p, a->order, &status);
+    if (!job)
+        return new_failed(status, k->what);
+    return run_pair_ticks(&job->head, chase_start, &job->p.samples, job->ticks,
+                          a->placed ? &job->p.place : NULL, a->cpu_a, a->cpu_b, a->timeout);
+}
 
-static int int_array(PyObject *seq, const char *what, int **out, Py_ssize_t *len);
+static const pair_kernel pingpong_kernel = {
+    .what = "ping-pong",
+    .invalid = "invalid ping-pong arguments",
+    .required = 7,
+    .keys = {K_CPU_A, K_CPU_B, K_KERNEL, K_ROUND_TRIPS, K_SAMPLES, K_WARMUP, K_TIMEOUT, K_STALL, K_BUDGET,
+             K_FREEZE, K_HOME, K_START_DELAY},
+    .run = pp_run,
+};
+
+static const pair_kernel oneway_kernel = {
+    .what = "one-way",
+    .invalid = "invalid one-way arguments",
+    .required = 6,
+    .keys = {K_CPU_A, K_CPU_B, K_MESSAGES, K_SAMPLES, K_WARMUP, K_TIMEOUT, K_STALL, K_OFFSET_TICKS, K_BUDGET,
+             K_FREEZE, K_HOME},
+    .run = ow_run,
+};
+
+/* The order's own rules are checked in chase_run, with the same message as the ranges. */
+static const pair_kernel chase_kernel = {
+    .what = "chase",
+    .invalid = "invalid chase arguments (the order must be one cycle over every line, no two consecutive "
+               "lines in one 128 B pair)",
+    .required = 7,
+    .keys = {K_CPU_A, K_CPU_B, K_KIND, K_ORDER, K_SAMPLES, K_WARMUP, K_TIMEOUT, K_STALL, K_HOME},
+    .run = chase_run,
+};
+
+static PyObject *py_pingpong(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return pair_call(&pingpong_kernel, args, kw);
+}
+
+static PyObject *py_oneway(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    return pair_call(&oneway_kernel, args, kw);
+}
 
 static PyObject *py_chase(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"cpu_a", "cpu_b", "kind", "order", "samples", "warmup", "timeout",
-                            "stall_responder", "home", NULL};
-    int cpu_a, cpu_b, kind, stall = 0;
-    long long samples, warmup;
-    double timeout;
-    PyObject *order_obj, *home = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiOLLd|pO", names, &cpu_a, &cpu_b, &kind, &order_obj, &samples,
-                                     &warmup, &timeout, &stall, &home))
-        return NULL;
-    corelat_place place = {0};
-    int placed = parse_home(home, &place);
-    if (placed < 0)
-        return NULL;
-    int *order = NULL;
-    Py_ssize_t lines = 0;
-    if (int_array(order_obj, "order must be a sequence of line numbers", &order, &lines) < 0)
-        return NULL;
-    if (!(timeout > 0 && timeout < 1e6) || cpu_a < 0 || cpu_b < 0 || samples > ((long long)1 << 40) ||
-        !corelat_chase_valid_order(order, (int64_t)lines)) {
-        PyMem_Free(order);
-        PyErr_SetString(PyExc_ValueError, "invalid chase arguments (the order must be one cycle over every line, "
-                                          "no two consecutive lines in one 128 B pair)");
-        return NULL;
-    }
-    if (!CORELAT_HAVE_CHASE) {
-        PyMem_Free(order);
-        PyErr_SetString(PyExc_NotImplementedError, "no cache-line eviction instruction on this architecture");
-        return NULL;
-    }
-    if (check_timer() < 0) {
-        PyMem_Free(order);
-        return NULL;
-    }
-    corelat_chase_params p = {
-        .kind = kind,
-        .cpu_a = cpu_a,
-        .cpu_b = cpu_b,
-        .lines = (int64_t)lines,
-        .samples = samples,
-        .warmup = warmup,
-        .timeout_ns = (uint64_t)(timeout * 1e9),
-        .stall_responder = stall,
-        .place = place,
-    };
-    int status;
-    corelat_chase_job *job = corelat_chase_new(&p, order, &status);
-    PyMem_Free(order);
-    if (!job)
-        return new_failed(status, "chase");
-    return run_pair_ticks(&job->head, chase_start, &job->p.samples, job->ticks, placed ? &job->p.place : NULL,
-                          cpu_a, cpu_b, timeout);
+    return pair_call(&chase_kernel, args, kw);
 }
 
 /* ---- locks (csrc/locks.c) ---- */
@@ -506,7 +652,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     if (job->head.status != CORELAT_OK) {
         char what[80];
         int t = job->failed_test;
-        PyOS_snprintf(what, sizeof what, "lock test %s", t >= 0 && t < CORELAT_LK_COUNT ? corelat_lock_names[t] : "(setup)");
+        PyOS_snprintf(what, sizeof what, "lock test %s",
+                      t >= 0 && t < CORELAT_LK_COUNT ? corelat_lock_names[t] : "(setup)");
         raise_failure(what, &job->head, timeout, "the lock or the other threads did not come");
         goto error;
     }
@@ -515,8 +662,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         const char *key;
         int nd;
         const uint64_t *src;
-    } outs[] = {{"calls", 2, job->calls},   {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
-                {"serk", 2, job->serk},     {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
+    } outs[] = {{"calls", 2, job->calls}, {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
+                {"serk", 2, job->serk},   {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
     out = PyDict_New();
     for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
         PyObject *a = array_copy(outs[i].nd, dims, NPY_UINT64, outs[i].src);
@@ -546,7 +693,8 @@ static PyObject *py_smt_throughput(PyObject *self, PyObject *args, PyObject *kw)
     int *cpus = NULL;
     Py_ssize_t n = 0;
     corelat_smt_job *job = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout, &mem_bytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiddK", names, &cpus_obj, &loop, &duration, &timeout,
+                                     &mem_bytes))
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0)
         goto error;
@@ -613,13 +761,15 @@ static PyMethodDef methods[] = {
     {"clock_cost", py_clock_cost, METH_NOARGS, "clock_cost() -> float: clock_gettime cost in ticks."},
     {"pingpong", (PyCFunction)(void (*)(void))py_pingpong, METH_VARARGS | METH_KEYWORDS,
      "pingpong(cpu_a, cpu_b, kernel, round_trips, samples, warmup, timeout, stall_responder=False, budget=0,"
-     " freeze=0, home=None, start_delay=0) -> ticks uint64[kept]: kept < samples when the budget (s, 0 = none)"
-     " ran out. A thread moved"
-     " off its CPU ends the call (ThreadMoved, a MeasurementError). freeze: test hook, s the responder sleeps."
+     " freeze=0, home=None, start_delay=0) -> ticks uint64[kept]: kept < samples when the budget"
+     " (s, 0 = none) ran out. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."
+     " freeze: test hook, s the responder sleeps."
      " start_delay: test hook, s the responder sleeps before the start barrier (a slow start), then runs."
-     " home=(node, toucher, cpu): where the page lives; then returns (ticks, (home_node, bind_errno, query_errno))."},
+     " home=(node, toucher, cpu): where the page lives; then returns"
+     " (ticks, (home_node, bind_errno, query_errno))."},
     {"oneway", (PyCFunction)(void (*)(void))py_oneway, METH_VARARGS | METH_KEYWORDS,
-     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, budget=0,"
+     "oneway(cpu_a, cpu_b, messages, samples, warmup, timeout, stall_responder=False, offset_ticks=0, "
+     "budget=0,"
      " freeze=0, home=None) -> (sum_ab int64[kept], sum_ba int64[kept], min_ab, min_ba)"
      "; with home, (that, (home_node, bind_errno, query_errno))"},
     {"chase", (PyCFunction)(void (*)(void))py_chase, METH_VARARGS | METH_KEYWORDS,
@@ -669,6 +819,25 @@ static int exec_module(PyObject *m)
         Py_DECREF(lock_tests);
         return -1;
     }
+    /* The status codes by name (corelat._core.status maps them to exceptions). */
+    PyObject *status_codes = PyTuple_New(CORELAT_STATUS_COUNT);
+    if (!status_codes)
+        return -1;
+    for (int code = 0; code < CORELAT_STATUS_COUNT; code++) {
+        const char *name = corelat_status_names[code];
+        PyObject *s = name ? PyUnicode_FromString(name) : NULL;
+        if (!s) {
+            if (!name)
+                PyErr_Format(PyExc_SystemError, "status code %d has no name in corelat_status_names", code);
+            Py_DECREF(status_codes);
+            return -1;
+        }
+        PyTuple_SET_ITEM(status_codes, code, s);
+    }
+    if (PyModule_AddObject(m, "STATUS_CODES", status_codes) < 0) {
+        Py_DECREF(status_codes);
+        return -1;
+    }
     PyObject *smt_loops = Py_BuildValue("(ss)", corelat_smt_loop_names[CORELAT_SMT_ALU],
                                         corelat_smt_loop_names[CORELAT_SMT_MEM]);
     if (!smt_loops || PyModule_AddObject(m, "SMT_LOOPS", smt_loops) < 0) {
@@ -684,8 +853,15 @@ static PyModuleDef_Slot slots[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_corelat", "corelat's measuring core (private; use the corelat package).", 0,
-    methods, slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_corelat",
+    "corelat's measuring core (private; use the corelat package).",
+    0,
+    methods,
+    slots,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__corelat(void) { return PyModuleDef_Init(&moduledef); }

@@ -15,30 +15,30 @@
 #include "team.h"
 
 typedef struct {
-    int cpu_a, cpu_b;       /* a sends first; both directions are measured */
-    int64_t messages;       /* per sample and direction */
-    int64_t samples;        /* kept, at most */
-    int64_t warmup;         /* run first and discarded */
-    uint64_t timeout_ns;    /* longest wait for the partner */
-    uint64_t budget_ns;     /* 0, or stop after the first kept sample past this much time */
-    int stall_responder;    /* test hook: b never answers (but obeys abort) */
-    uint64_t freeze_ns;     /* test hook: b sleeps this long, deaf to everything */
-    int64_t offset_ticks;   /* test hook: added to every reading of b's timer (a skewed clock) */
-    corelat_place place;    /* who first-touches the page, where (placement.h); zero: a */
+    int cpu_a, cpu_b;     /* a sends first; both directions are measured */
+    int64_t messages;     /* per sample and direction */
+    int64_t samples;      /* kept, at most */
+    int64_t warmup;       /* run first and discarded */
+    uint64_t timeout_ns;  /* longest wait for the partner */
+    uint64_t budget_ns;   /* 0, or stop after the first kept sample past this much time */
+    int stall_responder;  /* test hook: b never answers (but obeys abort) */
+    uint64_t freeze_ns;   /* test hook: b sleeps this long, deaf to everything */
+    int64_t offset_ticks; /* test hook: added to every reading of b's timer (a skewed clock) */
+    corelat_place place;  /* who first-touches the page, where (placement.h); zero: a */
 } corelat_ow_params;
 
 typedef struct {
     corelat_job head;
     corelat_ow_params p;
     /* outputs, p.samples entries each */
-    int64_t *sum_ab;        /* sum of (b's reading at arrival - a's reading at sending), ticks */
-    int64_t *sum_ba;        /* the same for messages from b to a */
-    int64_t kept;           /* samples measured (fewer than p.samples if the budget ran out) */
+    int64_t *sum_ab; /* sum of (b's reading at arrival - a's reading at sending), ticks */
+    int64_t *sum_ba; /* the same for messages from b to a */
+    int64_t kept;    /* samples measured (fewer than p.samples if the budget ran out) */
     /* smallest single difference per direction over the kept samples: with true latencies >= 0,
      * the offset (b's clock - a's clock) lies in [-min_ba, min_ab] */
-    int64_t min_ab;         /* written by b only */
-    int64_t min_ba;         /* written by a only */
-    corelat_page page;      /* mapped and first touched by a on its CPU */
+    int64_t min_ab;    /* written by b only */
+    int64_t min_ba;    /* written by a only */
+    corelat_page page; /* mapped and first touched by a on its CPU */
 } corelat_ow_job;
 
 /* A new job (one reference, the caller's), or NULL with *status set. */

@@ -178,7 +178,10 @@ static int responder(corelat_pp_job *job, corelat_member *m)
 }
 
 /* Run by the page's first toucher: park the CAS flag (see PARKED). */
-static void park(char *buf) { atomic_store_explicit((atomic_uint *)(buf + LINE_A), PARKED, memory_order_relaxed); }
+static void park(char *buf)
+{
+    atomic_store_explicit((atomic_uint *)(buf + LINE_A), PARKED, memory_order_relaxed);
+}
 
 static void pp_work(corelat_member *m)
 {

@@ -30,9 +30,9 @@ typedef struct {
 typedef struct {
     corelat_job head;
     corelat_pp_params p;
-    uint64_t *ticks;         /* output: timer ticks for `round_trips` round trips, per sample */
-    int64_t kept;            /* output: samples measured (fewer than p.samples if the budget ran out) */
-    corelat_page page;       /* mapped and first touched by the initiator on its CPU */
+    uint64_t *ticks;   /* output: timer ticks for `round_trips` round trips, per sample */
+    int64_t kept;      /* output: samples measured (fewer than p.samples if the budget ran out) */
+    corelat_page page; /* mapped and first touched by the initiator on its CPU */
 } corelat_pp_job;
 
 /* How this build's CAS kernel compare-exchanges ("lock cmpxchg", "lse cas", "ll/sc (ldxr/stxr)"). */

@@ -16,22 +16,22 @@
 #include "timer.h"
 
 static int failures;
-#define EXPECT(cond)                                                                                       \
-    do {                                                                                                   \
-        if (!(cond)) {                                                                                     \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                               \
-            failures++;                                                                                    \
-        }                                                                                                  \
+#define EXPECT(cond)                                                                                         \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                  \
+            failures++;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 /* A status check that says what came instead. */
-#define EXPECT_STATUS(expr, want)                                                                          \
-    do {                                                                                                   \
-        int got_ = (expr);                                                                                 \
-        if (got_ != (want)) {                                                                              \
-            fprintf(stderr, "FAIL %s:%d: %s: status %d, want %d\n", __FILE__, __LINE__, #expr, got_, want);    \
-            failures++;                                                                                    \
-        }                                                                                                  \
+#define EXPECT_STATUS(expr, want)                                                                            \
+    do {                                                                                                     \
+        int got_ = (expr);                                                                                   \
+        if (got_ != (want)) {                                                                                \
+            fprintf(stderr, "FAIL %s:%d: %s: status %d, want %d\n", __FILE__, __LINE__, #expr, got_, want);  \
+            failures++;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 /* No check may depend on how soon a thread gets a CPU: on a loaded machine a runnable thread can
@@ -55,7 +55,12 @@ static double now_s(void) { return (double)corelat_clock_ns() / 1e9; }
 
 static corelat_pp_params pp(int kernel, int a, int b, double timeout_s)
 {
-    corelat_pp_params p = {.kernel = kernel, .cpu_a = a, .cpu_b = b, .round_trips = 50, .samples = 20, .warmup = 2,
+    corelat_pp_params p = {.kernel = kernel,
+                           .cpu_a = a,
+                           .cpu_b = b,
+                           .round_trips = 50,
+                           .samples = 20,
+                           .warmup = 2,
                            .timeout_ns = (uint64_t)(timeout_s * 1e9)};
     return p;
 }
@@ -95,8 +100,13 @@ static int pp_status(int kernel, int a, int b, int stall, double timeout_s, int 
 /* One-way messages both ways; with a skewed "clock" on b the bracket moves by the skew. */
 static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_ab, int64_t *min_ba)
 {
-    corelat_ow_params p = {.cpu_a = 0, .cpu_b = 1, .messages = 50, .samples = 10, .warmup = 1,
-                           .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall,
+    corelat_ow_params p = {.cpu_a = 0,
+                           .cpu_b = 1,
+                           .messages = 50,
+                           .samples = 10,
+                           .warmup = 1,
+                           .timeout_ns = (uint64_t)(timeout_s * 1e9),
+                           .stall_responder = stall,
                            .offset_ticks = offset};
     int status;
     corelat_ow_job *job = corelat_ow_new(&p, &status);
@@ -118,9 +128,16 @@ static int run_locks(double seconds, const corelat_timer_info *info)
     for (int t = 0; t < T; t++)
         tests[t] = t;
     uint64_t phase = (uint64_t)(seconds * 1e9 * info->ticks_per_ns);
-    corelat_lock_params p = {.n = N, .cpus = cpus, .ntests = T, .tests = tests, .shared = 1,
-                             .serial_ticks = phase / 4, .duration_ticks = phase, .lead_ticks = phase / 10,
-                             .bracket_ticks = (uint64_t)(20 * info->resolution), .timeout_ns = 60000000000ull};
+    corelat_lock_params p = {.n = N,
+                             .cpus = cpus,
+                             .ntests = T,
+                             .tests = tests,
+                             .shared = 1,
+                             .serial_ticks = phase / 4,
+                             .duration_ticks = phase,
+                             .lead_ticks = phase / 10,
+                             .bracket_ticks = (uint64_t)(20 * info->resolution),
+                             .timeout_ns = 60000000000ull};
     int status, bad = 0;
     corelat_lock_job *job = corelat_locks_new(&p, &status);
     if (!job)
@@ -161,7 +178,7 @@ static void frozen_partner(int slow)
     EXPECT_STATUS(run_pp_grace(&p, 0, NULL, &failed_cpu, watchdog_grace_ns), CORELAT_ENOANSWER);
     EXPECT(failed_cpu == 1);
     EXPECT(now_s() - t0 < sleep_s * 0.8); /* long before the partner wakes */
-    EXPECT(corelat_jobs_alive() == 1);     /* the frozen thread still holds the job */
+    EXPECT(corelat_jobs_alive() == 1);    /* the frozen thread still holds the job */
     for (int i = 0; i < (int)(sleep_s * 40) && corelat_jobs_alive() > 0; i++) {
         struct timespec ts = {0, 50000000};
         nanosleep(&ts, NULL);
@@ -208,9 +225,12 @@ static void moved_partner(long delay_ns)
 static void moved_busy(const corelat_timer_info *info)
 {
     int cpus[2] = {0, 1};
-    corelat_smt_params p = {.loop = CORELAT_SMT_ALU, .n = 2, .cpus = cpus,
+    corelat_smt_params p = {.loop = CORELAT_SMT_ALU,
+                            .n = 2,
+                            .cpus = cpus,
                             .duration_ticks = (uint64_t)(600e9 * info->ticks_per_ns),
-                            .lead_ticks = (uint64_t)(1e5 * info->ticks_per_ns), .timeout_ns = 10000000000ull};
+                            .lead_ticks = (uint64_t)(1e5 * info->ticks_per_ns),
+                            .timeout_ns = 10000000000ull};
     int status;
     corelat_smt_job *job = corelat_smt_new(&p, &status);
     EXPECT(job && corelat_smt_start(job) == CORELAT_OK);
@@ -229,8 +249,14 @@ static void moved_busy(const corelat_timer_info *info)
 static int run_chase(int kind, int stall, double timeout_s, int abort_early, const int *order,
                      const corelat_place *place, int *home_node)
 {
-    corelat_chase_params p = {.kind = kind, .cpu_a = 0, .cpu_b = 1, .lines = 8, .samples = 10, .warmup = 1,
-                              .timeout_ns = (uint64_t)(timeout_s * 1e9), .stall_responder = stall};
+    corelat_chase_params p = {.kind = kind,
+                              .cpu_a = 0,
+                              .cpu_b = 1,
+                              .lines = 8,
+                              .samples = 10,
+                              .warmup = 1,
+                              .timeout_ns = (uint64_t)(timeout_s * 1e9),
+                              .stall_responder = stall};
     if (place)
         p.place = *place;
     int status;
@@ -284,6 +310,8 @@ int main(void)
     EXPECT(corelat_timer_step(amd, 10) == 24);
     EXPECT(corelat_timer_step(amd_slow, 10) == 24);
     EXPECT(corelat_timer_step(ticks, 10) == 1);
+    for (int code = 0; code < CORELAT_STATUS_COUNT; code++)
+        EXPECT(corelat_status_names[code] != NULL);
 
     EXPECT_STATUS(pp_status(CORELAT_PP_CAS, 0, 1, 0, ok_wait, 0), CORELAT_OK);
     EXPECT_STATUS(pp_status(CORELAT_PP_RW, 1, 0, 0, ok_wait, 0), CORELAT_OK);
@@ -329,7 +357,7 @@ int main(void)
     moved_busy(&info);
     EXPECT(corelat_jobs_alive() == 0);
 
-    printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok", info.name,
-           info.ticks_per_ns * 1e3, info.resolution, corelat_pp_cas_impl());
+    printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok",
+           info.name, info.ticks_per_ns * 1e3, info.resolution, corelat_pp_cas_impl());
     return failures ? 1 : 0;
 }

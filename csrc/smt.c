@@ -178,9 +178,10 @@ static void smt_destroy(corelat_job *head)
 
 corelat_smt_job *corelat_smt_new(const corelat_smt_params *p, int *status)
 {
-    int valid = p->n >= 1 && p->loop >= 0 && p->loop < CORELAT_SMT_LOOP_COUNT && p->duration_ticks > 0 &&
-                (p->loop != CORELAT_SMT_MEM ||
-                 (p->mem_bytes >= CORELAT_SMT_MEM_MIN && p->mem_bytes <= CORELAT_SMT_MEM_MAX && p->mem_bytes % LINE == 0));
+    int valid =
+        p->n >= 1 && p->loop >= 0 && p->loop < CORELAT_SMT_LOOP_COUNT && p->duration_ticks > 0 &&
+        (p->loop != CORELAT_SMT_MEM || (p->mem_bytes >= CORELAT_SMT_MEM_MIN &&
+                                        p->mem_bytes <= CORELAT_SMT_MEM_MAX && p->mem_bytes % LINE == 0));
     if (!valid) {
         *status = CORELAT_EINVAL;
         return NULL;

@@ -48,12 +48,12 @@ typedef struct {
     corelat_smt_params p;
     int *cpus;
     /* outputs, n entries each */
-    uint64_t *iterations;    /* iterations completed */
-    uint64_t *ticks;         /* from the thread's own start to its last clock read */
+    uint64_t *iterations; /* iterations completed */
+    uint64_t *ticks;      /* from the thread's own start to its last clock read */
     /* private */
-    char **bufs;             /* memory loop: each thread's buffer */
-    uint64_t *sink;          /* each thread's final value, so no loop can be optimised away */
-    atomic_int go;           /* the leader's start signal */
+    char **bufs;    /* memory loop: each thread's buffer */
+    uint64_t *sink; /* each thread's final value, so no loop can be optimised away */
+    atomic_int go;  /* the leader's start signal */
 } corelat_smt_job;
 
 /* A new job (one reference, the caller's), or NULL with *status set. */

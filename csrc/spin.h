@@ -28,6 +28,12 @@ enum corelat_status {
     CORELAT_STATUS_COUNT = 10,
 };
 
+/* The enum's names without the prefix ("OK", "ETIMEOUT", ...), indexed by code. The extension exports
+ * them (STATUS_CODES), so that corelat._core.status maps the codes this enum has rather than a copy
+ * that could drift; a code added above without a name here is a NULL that the selftest and the
+ * module's init refuse. */
+extern const char *const corelat_status_names[CORELAT_STATUS_COUNT];
+
 /* Values of a team's abort flag. */
 enum { CORELAT_RUN = 0, CORELAT_ABORT = 1, CORELAT_STOP = 2 };
 
@@ -35,12 +41,12 @@ enum { CORELAT_RUN = 0, CORELAT_ABORT = 1, CORELAT_STOP = 2 };
 #define CORELAT_SPIN_EVERY 1024u
 
 typedef struct {
-    const atomic_int *abort;     /* the team's flag (enum above) */
-    atomic_uint_fast64_t *beat;  /* bumped by every slow check: the caller sees the thread alive */
+    const atomic_int *abort;    /* the team's flag (enum above) */
+    atomic_uint_fast64_t *beat; /* bumped by every slow check: the caller sees the thread alive */
     uint64_t timeout_ns;
-    uint64_t deadline;           /* 0 until the first slow check of a wait */
-    uint64_t progress;           /* the caller's counter at the last slow check */
-    int cpu;                     /* the CPU the thread is pinned to */
+    uint64_t deadline; /* 0 until the first slow check of a wait */
+    uint64_t progress; /* the caller's counter at the last slow check */
+    int cpu;           /* the CPU the thread is pinned to */
 } corelat_spin;
 
 void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
@@ -63,14 +69,14 @@ static inline void corelat_cpu_relax(void)
 /* The pattern every bounded wait uses: `poll` is a C expression that is true when the wait is over.
  * `left` is a uint32_t counting down to the next slow check; `rc` receives a failing status and
  * `fail` is where to go then. */
-#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                          \
-    while (!(poll)) {                                                                                      \
-        if (__builtin_expect(--(left) == 0, 0)) {                                                          \
-            (left) = CORELAT_SPIN_EVERY;                                                                   \
-            (rc) = corelat_spin_slow((s), (progress));                                                     \
-            if (rc)                                                                                        \
-                goto fail;                                                                                 \
-        }                                                                                                  \
+#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                            \
+    while (!(poll)) {                                                                                        \
+        if (__builtin_expect(--(left) == 0, 0)) {                                                            \
+            (left) = CORELAT_SPIN_EVERY;                                                                     \
+            (rc) = corelat_spin_slow((s), (progress));                                                       \
+            if (rc)                                                                                          \
+                goto fail;                                                                                   \
+        }                                                                                                    \
     }
 
 /* One failed poll of a wait that is not a hot loop: 0, or the slow check's status every

@@ -15,7 +15,14 @@ static atomic_int jobs_alive;
 
 int corelat_jobs_alive(void) { return atomic_load(&jobs_alive); }
 
-/* ---- spin.h's slow path ---- */
+/* ---- spin.h's status names and slow path ---- */
+
+const char *const corelat_status_names[CORELAT_STATUS_COUNT] = {
+    [CORELAT_OK] = "OK",         [CORELAT_ETIMEOUT] = "ETIMEOUT", [CORELAT_EABORT] = "EABORT",
+    [CORELAT_ENOMEM] = "ENOMEM", [CORELAT_ETHREAD] = "ETHREAD",   [CORELAT_EPIN] = "EPIN",
+    [CORELAT_EINVAL] = "EINVAL", [CORELAT_EMOVED] = "EMOVED",     [CORELAT_ENOANSWER] = "ENOANSWER",
+    [CORELAT_ESTOP] = "ESTOP",
+};
 
 void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
                         uint64_t timeout_ns)
@@ -54,8 +61,9 @@ int corelat_spin_until(const atomic_int *flag, int value, corelat_spin *s)
     uint32_t left = CORELAT_SPIN_EVERY;
     int rc = 0;
     for (;;) {
-        CORELAT_SPIN_WHILE_NOT((corelat_cpu_relax(), atomic_load_explicit(flag, memory_order_acquire) >= value),
-                               s, 0, left, rc, fail);
+        CORELAT_SPIN_WHILE_NOT(
+            (corelat_cpu_relax(), atomic_load_explicit(flag, memory_order_acquire) >= value), s, 0, left, rc,
+            fail);
         return CORELAT_OK;
     }
 fail:
@@ -129,7 +137,8 @@ static void *trampoline(void *p)
     return NULL;
 }
 
-void corelat_job_init(corelat_job *job, uint64_t timeout_ns, corelat_work_fn work, void (*destroy)(corelat_job *job))
+void corelat_job_init(corelat_job *job, uint64_t timeout_ns, corelat_work_fn work,
+                      void (*destroy)(corelat_job *job))
 {
     job->status = 0;
     job->failed_cpu = -1;
@@ -241,7 +250,8 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus)
             e = corelat_thread_pin(job->threads[i], cpus[i]);
             if (e != 0)
                 rc = CORELAT_EPIN;
-            atomic_store_explicit(&m->pinned, e ? CORELAT_PIN_FAILED : CORELAT_PIN_DONE, memory_order_release);
+            atomic_store_explicit(&m->pinned, e ? CORELAT_PIN_FAILED : CORELAT_PIN_DONE,
+                                  memory_order_release);
         }
         pthread_attr_destroy(&attr);
         if (rc != CORELAT_OK) {
@@ -313,7 +323,10 @@ int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
 
 /* The outcome: a thread left behind ranks first (it is why the others were stopped), then a real
  * cause, then the aborts it caused; the first member of the highest rank names it. */
-static int rank(int s) { return s == CORELAT_OK ? 0 : s == CORELAT_EABORT ? 1 : s == CORELAT_ENOANSWER ? 3 : 2; }
+static int rank(int s)
+{
+    return s == CORELAT_OK ? 0 : s == CORELAT_EABORT ? 1 : s == CORELAT_ENOANSWER ? 3 : 2;
+}
 
 static void settle(corelat_job *job)
 {

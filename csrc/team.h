@@ -24,14 +24,14 @@ typedef struct corelat_job corelat_job;
 
 typedef struct {
     corelat_job *job;
-    int index;                  /* 0 .. n-1 */
-    int cpu;                    /* the CPU it is pinned to */
-    int status;                 /* enum corelat_status, set by the work function */
-    int err;                    /* errno or detail where the status has one */
-    int done;                   /* finished; guarded by the job's mutex */
-    atomic_uint_fast64_t beat;  /* bumped by the thread while it runs (see spin.h) */
-    atomic_int pinned;          /* CORELAT_PIN_* below: set by the creator (see affinity.h) */
-    unsigned checks;            /* corelat_member_check() calls so far; the thread's own */
+    int index;                 /* 0 .. n-1 */
+    int cpu;                   /* the CPU it is pinned to */
+    int status;                /* enum corelat_status, set by the work function */
+    int err;                   /* errno or detail where the status has one */
+    int done;                  /* finished; guarded by the job's mutex */
+    atomic_uint_fast64_t beat; /* bumped by the thread while it runs (see spin.h) */
+    atomic_int pinned;         /* CORELAT_PIN_* below: set by the creator (see affinity.h) */
+    unsigned checks;           /* corelat_member_check() calls so far; the thread's own */
 } corelat_member;
 
 /* Values of a member's `pinned`: the thread waits for the creator to leave WAIT. */
@@ -46,13 +46,13 @@ struct corelat_job {
     int failed_index; /* its member index, or -1 */
     int err;          /* errno or detail */
     /* ---- set by the kernel before corelat_job_start() ---- */
-    uint64_t timeout_ns;                /* longest wait of a thread for another */
-    corelat_work_fn work;               /* what each member runs */
-    void (*destroy)(corelat_job *job);  /* frees the kernel's own parts, then the job (free()) */
+    uint64_t timeout_ns;               /* longest wait of a thread for another */
+    corelat_work_fn work;              /* what each member runs */
+    void (*destroy)(corelat_job *job); /* frees the kernel's own parts, then the job (free()) */
     /* ---- private to team.c ---- */
     atomic_int refs;
-    atomic_int abort;  /* CORELAT_RUN / ABORT / STOP (spin.h) */
-    atomic_int ready;  /* members that reached the starting line */
+    atomic_int abort; /* CORELAT_RUN / ABORT / STOP (spin.h) */
+    atomic_int ready; /* members that reached the starting line */
     int n, started, finished, sync_init, left_behind;
     pthread_t *threads;
     corelat_member *members;
@@ -112,7 +112,8 @@ int corelat_member_check(corelat_member *m);
 /* Show the caller the thread is alive (a plain store: one writer). For loops without spin-waits. */
 static inline void corelat_member_beat(corelat_member *m)
 {
-    atomic_store_explicit(&m->beat, atomic_load_explicit(&m->beat, memory_order_relaxed) + 1, memory_order_relaxed);
+    atomic_store_explicit(&m->beat, atomic_load_explicit(&m->beat, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 /* A page shared by a team, mapped and first touched (zeroed) by one member on its own CPU: it lands
@@ -122,9 +123,9 @@ static inline void corelat_member_beat(corelat_member *m)
 
 typedef struct {
     char *buf;
-    size_t bytes;          /* CORELAT_PAGE_BYTES unless a kernel needs more */
+    size_t bytes; /* CORELAT_PAGE_BYTES unless a kernel needs more */
     atomic_int ready;
-    corelat_place *place;  /* NULL: first touch by member 0; else who touches it, where (placement.h) */
+    corelat_place *place; /* NULL: first touch by member 0; else who touches it, where (placement.h) */
 } corelat_page;
 
 void corelat_page_init(corelat_page *p);

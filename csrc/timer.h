@@ -27,13 +27,13 @@ enum corelat_timer_kind { CORELAT_TIMER_HW = 1, CORELAT_TIMER_CLOCK = 2 };
 #define CORELAT_TIMER_HIST 8
 
 typedef struct {
-    int kind;               /* enum corelat_timer_kind */
-    const char *name;       /* "tsc", "cntvct_el0" or "clock_gettime" */
-    double ticks_per_ns;    /* calibrated against CLOCK_MONOTONIC_RAW */
+    int kind;            /* enum corelat_timer_kind */
+    const char *name;    /* "tsc", "cntvct_el0" or "clock_gettime" */
+    double ticks_per_ns; /* calibrated against CLOCK_MONOTONIC_RAW */
     /* The counter's step (see corelat_timer_step): some counters advance in steps of many ticks
      * (~24 ticks = 10 ns on some AMD hosts), so their smallest back-to-back difference is a step,
      * not a cost, and any interval shorter than a few steps is unresolved. */
-    double resolution;      /* ticks */
+    double resolution; /* ticks */
     /* Cost of one read: the mean back-to-back difference (over a random phase, a stepped counter's
      * mean difference is the true one), outliers (interrupts) left out. */
     double overhead;        /* ticks */

@@ -6,6 +6,7 @@ command -v xz >/dev/null || need+=(xz-utils)
 command -v valgrind >/dev/null || need+=(valgrind)
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+command -v clang-format >/dev/null || need+=(clang-format)
 if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q

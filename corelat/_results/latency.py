@@ -36,15 +36,8 @@ from corelat._system.validate import check_statistic
 if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
     import numpy.typing as npt
 
-
-#: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
-MEDIAN_MEMBER = "median"
-
-
+MEDIAN_MEMBER = _schema.MEDIAN_MEMBER
 __all__ = ["MEDIAN_MEMBER", "LatencyResult", "PairFlag", "thaw"]
-
-#: What a record holds per pair, besides ``cpus``, ``count`` and ``flags``.
-RECORD_STATISTICS = ("median", "err", "mean", "min", "max", "std")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -262,29 +255,7 @@ class LatencyResult(SavedResult):
         >>> s["pairs"], s["min"]["cpus"]
         (1, (1, 0))
         """
-        m = self.statistic(statistic)
-        # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
-        err = {"median": self.err, "mean": self.sem}.get(statistic)
-        low = np.tril(np.ones_like(m, dtype=bool), -1)
-        # Asymmetric kernels measure both halves: use every measured cell then.
-        if self.metadata.get("symmetric", True):
-            cells = ~np.isnan(m) & low
-        else:
-            cells = ~np.isnan(m)
-        if not cells.any():
-            raise InputError("the result holds no measured pair")
-        idx = np.argwhere(cells)
-        vals = m[cells]
-        out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
-        for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
-            i, j = idx[k]
-            e = np.nan if err is None else err[i, j]
-            out[key] = {
-                "value": float(vals[k]),
-                "err": None if np.isnan(e) or self.value_only else float(e),
-                "cpus": (self.cpus[i], self.cpus[j]),
-            }
-        return out
+        return _matrix.summary_of(self, statistic)
 
     # -- reshaping -------------------------------------------------------------------------------
     def take(self, indices: Sequence[int]) -> LatencyResult:
@@ -390,7 +361,6 @@ class LatencyResult(SavedResult):
         d = self.metadata.get("topology")
         if not d:
             return None
-
         return Topology.from_dict(thaw(d))
 
     @property
@@ -456,21 +426,7 @@ class LatencyResult(SavedResult):
         >>> rec["cpus"], rec["count"]
         ((0, 1), 300)
         """
-        every = RECORD_STATISTICS
-        if statistic and statistic not in every:
-            raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
-        names = (statistic,) if statistic else every
-        mats = {k: self.statistic(cast(Statistic, k)) if k in self.STATISTICS else getattr(self, k) for k in names}
-        out = []
-        for i, j in self.pairs():
-            rec: dict[str, Any] = {"cpus": (self.cpus[i], self.cpus[j])}
-            for k, m in mats.items():
-                v = float(m[i, j])
-                rec[k] = v if np.isfinite(v) else None
-            rec["count"] = int(self.count[i, j])
-            rec["flags"] = int(cast("np.ndarray", self.flags)[i, j])
-            out.append(rec)
-        return out
+        return _matrix.records_of(self, statistic)
 
     def table(self, statistic: Statistic = "median") -> str:
         """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
@@ -581,24 +537,10 @@ class LatencyResult(SavedResult):
 
     # -- files ---------------------------------------------------------------------------------
     def _to_npz(self):
-        header = {
-            "kernel": self.kernel,
-            "name": self.name,
-            "metadata": thaw(self.metadata),
-            "extras": sorted(self.extras),
-        }
-        arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64), "samples": self.samples, "flags": self.flags}
-        if self.samples.shape[2] > 1:
-            # Derived, for readers that need no samples: a fleet's analysis reads this small member
-            # and leaves the samples compressed. Loading ignores it (the samples say the median).
-            arrays[MEDIAN_MEMBER] = self.median
-        for k, v in self.extras.items():
-            arrays["extra_" + k] = v
-        return header, arrays
+        return _schema.npz_parts(self)
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
-
         header = _schema.check_header(header, path)
         cpus, samples, flags, extras = _schema.check_arrays(header, arrays, path)
 

@@ -39,6 +39,55 @@ class PairFlag(enum.IntFlag):
     VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
 
 
+#: What a record holds per pair, besides ``cpus``, ``count`` and ``flags``.
+RECORD_STATISTICS = ("median", "err", "mean", "min", "max", "std")
+
+
+def summary_of(result, statistic) -> dict[str, Any]:
+    """:meth:`LatencyResult.summary`: min, max and mean of a statistic over the measured pairs."""
+    m = result.statistic(statistic)
+    # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
+    err = {"median": result.err, "mean": result.sem}.get(statistic)
+    cells = ~np.isnan(m)
+    # Asymmetric kernels measure both halves: use every measured cell then.
+    if result.metadata.get("symmetric", True):
+        cells &= np.tril(np.ones_like(m, dtype=bool), -1)
+    if not cells.any():
+        raise InputError("the result holds no measured pair")
+    idx = np.argwhere(cells)
+    vals = m[cells]
+    out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
+    for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
+        i, j = idx[k]
+        e = np.nan if err is None else err[i, j]
+        out[key] = {
+            "value": float(vals[k]),
+            "err": None if np.isnan(e) or result.value_only else float(e),
+            "cpus": (result.cpus[i], result.cpus[j]),
+        }
+    return out
+
+
+def records_of(result, statistic) -> list[dict[str, Any]]:
+    """:meth:`LatencyResult.records`: one dict per pair with a value, every statistic or one."""
+    every = RECORD_STATISTICS
+    if statistic and statistic not in every:
+        raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
+    names = (statistic,) if statistic else every
+    mats = {k: result.statistic(k) if k in result.STATISTICS else getattr(result, k) for k in names}
+    count, flags = result.count, np.asarray(result.flags)
+    out = []
+    for i, j in result.pairs():
+        rec: dict[str, Any] = {"cpus": (result.cpus[i], result.cpus[j])}
+        for k, m in mats.items():
+            v = float(m[i, j])
+            rec[k] = v if np.isfinite(v) else None
+        rec["count"] = int(count[i, j])
+        rec["flags"] = int(flags[i, j])
+        out.append(rec)
+    return out
+
+
 def csv_text(m, cpus, labelled):
     """The ``(n, n)`` matrix ``m`` as CSV: core-to-core-latency's lower triangle, or labelled."""
     buf = io.StringIO()

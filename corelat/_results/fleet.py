@@ -459,19 +459,7 @@ class FleetResult(SavedResult):
             lines.extend("  " + o.describe() for o in self.outliers)
         else:
             lines.append("Outliers: none")
-        others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
-        if others:
-            lines.append("Settings that differ from the node's group (no latency outlier):")
-            for r in others:
-                lines.append("  " + r["node"] + ": " + ", ".join(
-                    f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
-        if self.errors:
-            lines.append("Errors:")
-            lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
-        if self.missing:
-            reasons = md.get("missing_reasons", {})
-            lines.append("Missing:")
-            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
+        lines += self._problem_lines()
         for w in self.warnings:
             lines.append(f"warning: {w}")
         for n in self.notes:
@@ -484,6 +472,24 @@ class FleetResult(SavedResult):
             else:
                 lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
         return "\n".join(lines).rstrip()
+
+    def _problem_lines(self):
+        """The describe() lines of settings that differ without an outlier, errors and missing nodes."""
+        lines = []
+        others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
+        if others:
+            lines.append("Settings that differ from the node's group (no latency outlier):")
+            for r in others:
+                lines.append("  " + r["node"] + ": " + ", ".join(
+                    f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
+        if self.errors:
+            lines.append("Errors:")
+            lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
+        if self.missing:
+            reasons = self.metadata.get("missing_reasons", {})
+            lines.append("Missing:")
+            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
+        return lines
 
     def __repr__(self):
         s = self.summary()

@@ -252,4 +252,4 @@ def test_a_job_array_node_with_other_microcode_is_named(ryzen, tmp_path):
     got = corelat.fleet(folder)
     [o] = got.outliers
     assert (o.node, o.cls) == ("node002", "across") and ("microcode", "0x2", "0x1") in o.differs
-    assert "microcode '0x2' (group: '0x1')" in got.report()
+    assert "microcode '0x2' (group: '0x1')" in got.describe()

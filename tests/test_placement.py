@@ -370,7 +370,7 @@ def _synthetic_placement():
 def test_placement_summary_says_what_the_home_changes():
     p = _synthetic_placement()
     assert p.median.shape == (3, 4, 4) and p.home_node.shape == (3, 4, 4)
-    text = p.summary_text()
+    text = p.describe()
     assert ("across packages: 114 ns homed with the initiator, 176 ns homed with the responder, "
             "190 ns homed on a third node") in text
     s = p.summary()

@@ -1,15 +1,20 @@
 """One result protocol: every kind has name, metadata, warnings, notes, to_dict, records, table,
-str, summary, value equality, and measured kinds save to a file corelat.load reads back as the same kind."""
+describe (str), summary, value equality, and measured kinds save to a file corelat.load reads back as
+the same kind, rebuild from to_dict with from_dict and are immutable (docs/results.md)."""
 
+import dataclasses
 import json
 import os
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
 from conftest import run_cli
 
 import corelat
-from corelat import LatencyResult, LockResult, SMTResult
+from corelat import CheckReport, LatencyResult, LockResult, PlacementResult, SMTResult
+from corelat._core.protocol import Result, SavedResult, thaw
+from corelat._fleet import synth as _synth
 from corelat._measure.locks import summarise
 
 CPUS = sorted(os.sched_getaffinity(0))
@@ -49,6 +54,115 @@ def check_report():
 
 MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True), "locks": lock_result,
             "topology": corelat.topology, "check": check_report}
+
+
+def placement_result():
+    a = latency()
+    found = np.where(np.eye(3, dtype=bool), -1, 1)
+    b = LatencyResult(cpus=a.cpus, kernel=a.kernel, samples=a.samples * 1.5, metadata=thaw(a.metadata),
+                      name=a.name, extras={"home_node": found})
+    return PlacementResult(["initiator", "node:1"], [a, b], name="homes")
+
+
+def built_check_report():
+    items = [{"name": "governor", "status": "warn", "found": "powersave", "why": "clock changes",
+              "value": ["powersave", "performance"]},
+             {"name": "smt", "status": "ok", "found": "on", "why": "", "value": {"siblings": 2}},
+             {"name": "skew", "status": "unknown", "found": "not measured", "why": "", "value": None}]
+    return CheckReport(items, metadata={"hostname": "h"}, name="check")
+
+
+def fleet_result():
+    m = np.array([[0, 8, 40, 40], [8, 0, 40, 40], [40, 40, 0, 8], [40, 40, 8, 0]], dtype=float)
+    base = LatencyResult.from_matrix(m, name="base")
+    nodes = _synth.copies(base, 5, seed=1, slow=(2, "cores", 1.5),
+                          metadata=lambda i: {"governor": "powersave" if i == 2 else "performance"})
+    return corelat.fleet(nodes)
+
+
+#: Every kind that holds measurements: its builder (pure: no C kernel), the keywords its records()
+#: and table() share beyond none, and the file endings it saves to besides .npz.
+KINDS = {
+    "latency": (latency, {"statistic": "min"}, ()),
+    "placement": (placement_result, {"statistic": "mean"}, ()),
+    "smt": (smt_result, {"statistic": "max"}, ()),
+    "smt-empty": (lambda: smt_result(True), {"statistic": "max"}, ()),
+    "locks": (lock_result, {"per_thread": True}, ()),
+    "check": (built_check_report, {}, ()),
+    "fleet": (fleet_result, {"group": 1}, (".json",)),
+}
+
+
+def _arrays(obj, seen=0):
+    """Every numpy array a result holds, through mappings, sequences, results and dataclasses."""
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from _arrays(v)
+    elif isinstance(obj, Result):
+        for f in obj._FIELDS:
+            yield from _arrays(getattr(obj, f))
+    elif dataclasses.is_dataclass(obj):
+        for f in dataclasses.fields(obj):
+            yield from _arrays(getattr(obj, f.name))
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_walks_the_whole_protocol(tmp_path, kind):
+    build, keywords, formats = KINDS[kind]
+    r = build()
+    assert isinstance(r, SavedResult) and r == build()
+    # save(path) / corelat.load(path): the same kind, equal, in every format the kind writes
+    for ending in (".npz", *formats):
+        path = tmp_path / f"r{ending}"
+        r.save(path)
+        back = corelat.load(path)
+        assert type(back) is type(r) and back == r and type(r).load(path) == r
+    # to_dict() / from_dict(), through strict JSON; arrays=False leaves the figures only
+    d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
+    assert d["kind"] == r._KIND and d["name"] == r.name and d["warnings"] == list(r.warnings)
+    back = type(r).from_dict(d)
+    assert type(back) is type(r) and back == r
+    small = r.to_dict(arrays=False)
+    json.dumps(small, allow_nan=False)
+    assert set(small) <= set(d)
+    # records() and table() take the same keywords, with the same meaning
+    for kw in ({}, keywords):
+        rows = r.records(**kw)
+        assert isinstance(rows, list) and all(isinstance(x, dict) for x in rows)
+        text = r.table(**kw)
+        assert isinstance(text, str) and text
+    if "statistic" in keywords:
+        for verb in (r.records, r.table):
+            with pytest.raises(corelat.InputError, match="statistic"):
+                verb(statistic="mode")
+    # summary(): a small dict of headline figures; describe() is what print() shows
+    assert isinstance(r.summary(), dict)
+    assert str(r) == r.describe() and r.describe()
+    assert repr(r).startswith(f"<{type(r).__name__} {r.name!r}: ")
+    # frozen: no attribute can be assigned or deleted, arrays and metadata are read-only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.name = "other"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del r.name
+    with pytest.raises(TypeError):
+        r.metadata["x"] = 1
+    arrays = list(_arrays(r))
+    assert arrays or kind == "check"
+    assert not any(a.flags.writeable for a in arrays)
+    assert r == build()  # nothing above changed it
+
+
+def test_derived_views_have_no_save():
+    """A comparison or a structure is made from results: it is no SavedResult and has no save()."""
+    c = comparison()
+    for view in (c, corelat.structure(c.results[0])):
+        assert isinstance(view, Result) and not isinstance(view, SavedResult)
+        assert not hasattr(view, "save") and not hasattr(type(view), "load")
 
 
 def comparison():

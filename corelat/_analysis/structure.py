@@ -594,7 +594,7 @@ def structure(
     """
 
     check_topology(topology)
-    result = cast("LatencyResult", one_home(result, home, hint="pass home=K (or read every home: result.summary_text())"))
+    result = cast("LatencyResult", one_home(result, home, hint="pass home=K (or read every home: print(result))"))
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)

@@ -2,14 +2,22 @@
 
 Every result a user gets (:class:`~corelat.LatencyResult`, :class:`~corelat.SMTResult`,
 :class:`~corelat.LockResult`, :class:`~corelat.Topology`, :class:`~corelat.Comparison`,
-:class:`~corelat.CheckReport`, ...) has ``name``, ``metadata``, ``warnings`` and ``notes``;
-``to_dict()`` (JSON-able), ``records()`` (one dict per row), ``table()`` and ``str()`` (text) and
-``summary()`` (a dict); it compares by value (arrays with NaN compare equal where both are NaN) and
-is unhashable, since it holds arrays. Measured kinds also ``save(path)`` to a corelat ``.npz``
-file that :func:`corelat.load` (or the class's ``load``) reads back as the same kind.
+:class:`~corelat.CheckReport`, ...) derives from :class:`Result`: it has ``name``, ``metadata``,
+``warnings`` and ``notes``; ``to_dict()`` (JSON-able), ``records()`` (one dict per row), ``table()``
+(text for a terminal), ``describe()`` (the text report, what ``print(result)`` shows) and
+``summary()`` (a small dict); it compares by value (arrays with NaN compare equal where both are
+NaN) and is unhashable, since it holds arrays.
+
+Kinds that hold measurements (and the topology they were made on) derive from
+:class:`SavedResult` as well: they ``save(path)`` to a corelat ``.npz`` file that
+:func:`corelat.load` (or the class's ``load``) reads back as an equal result, and ``from_dict()``
+rebuilds one from ``to_dict()``. Views derived from other results (a structure, a comparison) are
+plain :class:`Result` objects: they have no ``save``, rather than one that always raises.
+See ``docs/results.md``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 from collections.abc import Mapping
@@ -74,6 +82,40 @@ def jsonable(obj):
     return obj
 
 
+def frozen_array(a, dtype=None):
+    """A read-only copy of ``a``."""
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+def freeze(obj):
+    """Read-only JSON-like data: dicts become read-only mapping views, lists tuples."""
+    if isinstance(obj, dict):
+        return types.MappingProxyType({k: freeze(v) for k, v in obj.items()})
+    if isinstance(obj, list):
+        return tuple(freeze(v) for v in obj)
+    return obj
+
+
+def array_from_json(values, dtype=np.float64):
+    """The array :func:`jsonable` wrote as nested lists (None back to NaN for float arrays)."""
+    if np.dtype(dtype).kind in "fc":
+        values = _none_to_nan(values)
+    return np.array(values, dtype=dtype)
+
+
+def _none_to_nan(v):
+    if isinstance(v, list):
+        return [_none_to_nan(x) for x in v]
+    return np.nan if v is None else v
+
+
+def refuse_assignment(self, name, value=None):
+    """``__setattr__`` / ``__delattr__`` of a result that is not a frozen dataclass but as immutable."""
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: a {type(self).__name__} is a value")
+
+
 def from_file(path, build):
     """``build()``, with a missing member or inconsistent content reported as an InputError on ``path``."""
     try:
@@ -92,23 +134,21 @@ def prefixed(labels, results, field, template="{label}: {text}"):
 
 
 class Result:
-    """Base of every result class: value equality, text, warnings and notes, saving and loading.
+    """Base of every result class: value equality, the text of ``print()``, warnings and notes.
 
-    A subclass sets ``_KIND`` (the ``kind`` of its files; None if it is not saved) and ``_FIELDS``
-    (what equality compares), and implements ``table()``, ``records()``, ``summary()``,
-    ``to_dict()`` and, if saved, ``_to_npz()`` / ``_from_npz(header, arrays, path)``.
+    A subclass sets ``_FIELDS`` (what equality compares) and implements ``describe()`` (the text
+    report, what ``str()`` gives), ``table()``, ``records()``, ``summary()`` and ``to_dict()``.
     """
 
     __slots__ = ()
-    _KIND: ClassVar[str | None] = None
     _FIELDS: ClassVar[tuple[str, ...]] = ()
     __hash__ = None  # type: ignore[assignment]  # holds arrays: a value, but not hashable
 
-    if TYPE_CHECKING:  # what every subclass provides (a field, a slot or a property)
+    if TYPE_CHECKING:  # what every subclass provides (a field, a slot or a property; methods)
         @property
         def metadata(self) -> Mapping[str, Any]: ...
 
-        def _to_npz(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
+        def describe(self) -> str: ...
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -126,11 +166,26 @@ class Result:
         return all(same(getattr(self, f), getattr(other, f)) for f in self._FIELDS)
 
     def __str__(self):
-        return self.table()
+        return self.describe()
 
     def _repr(self, details):
         name = getattr(self, "name", "")
         return f"<{type(self).__name__} {name!r}: {details}>"
+
+
+class SavedResult(Result):
+    """A result that keeps itself: ``save``, ``load``, ``from_dict``.
+
+    A subclass sets ``_KIND`` (the ``kind`` of its files) and implements ``_to_npz()``,
+    ``_from_npz(header, arrays, path)`` and ``from_dict(d)`` (which reads what ``to_dict()`` gives).
+    """
+
+    __slots__ = ()
+    _KIND: ClassVar[str]
+    __hash__ = None  # as Result's: holds arrays
+
+    if TYPE_CHECKING:
+        def _to_npz(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
 
     def save(self, path: Path) -> None:
         """Write the result to a file (atomically): a ``.npz`` of plain arrays plus a JSON header, no pickle.
@@ -144,8 +199,6 @@ class Result:
 
         Raises
         ------
-        InputError
-            For a result kind that is not saved (derived ones: comparisons, structures).
         SaveError
             When the file cannot be written (no such folder, no permission, a full disk, a name that
             is a folder or a device); a file already there is left as it was.
@@ -159,8 +212,6 @@ class Result:
         >>> corelat.load(path) == r
         True
         """
-        if self._KIND is None:
-            raise InputError(f"a {type(self).__name__} is derived from other results and is not saved")
         header, arrays = self._to_npz()
         _npz.write(path, self._KIND, header, arrays)
 
@@ -195,6 +246,9 @@ class Result:
             raise InputError(f"{path}: holds a {header['kind']!r} result, not a {cls._KIND!r} result")
         return cls._from_npz(header, arrays, path)
 
-    @classmethod
-    def _from_npz(cls, header, arrays, path):
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        @classmethod
+        def _from_npz(cls, header: Mapping[str, Any], arrays: Mapping[str, Any], path: Any) -> Self: ...
+
+        @classmethod
+        def from_dict(cls, d: Mapping[str, Any]) -> Self: ...

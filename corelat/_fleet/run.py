@@ -405,7 +405,7 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": size, "directory": directory,
                                           "wait_s": total_wait})
-        print(result.report(), file=out or sys.stdout, flush=True)
+        print(result.describe(), file=out or sys.stdout, flush=True)
         if directory is not None:
             try:
                 result.save(os.path.join(directory, REPORT_NAME))

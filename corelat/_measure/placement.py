@@ -70,7 +70,7 @@ def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes", **m
 
     On a machine with several NUMA nodes, every node as the home:
 
-    >>> print(corelat.placement(kernel="read-modified").summary_text())  # doctest: +SKIP
+    >>> print(corelat.placement(kernel="read-modified").describe())  # doctest: +SKIP
     across packages: 114 ns homed with the owner, 176 ns homed with the reader
     """
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from corelat._core.protocol import Result, from_file, jsonable
+from corelat._core.errors import InputError
+from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, refuse_assignment, thaw
 from corelat._system.conditions import INFO, OK, UNKNOWN, WARN, CheckItem
 
 _MARK = {OK: "ok", INFO: "--", WARN: "!!", UNKNOWN: "??"}
 
 
-class CheckReport(Result):
+class CheckReport(SavedResult):
     """What :func:`corelat.check` found: a sequence of :class:`CheckItem` (iterate, index, ``len``).
 
     ``warnings`` are the items likely to distort measurements, ``notes`` those worth knowing.
@@ -28,10 +30,12 @@ class CheckReport(Result):
     ----------
     items : tuple of CheckItem
         The findings, in the order they were checked.
-    metadata : dict
-        Where and how the report was made.
+    metadata : Mapping
+        Read-only mapping: where and how the report was made.
     name : str
         A label.
+
+    A report is a value: assigning an attribute raises :class:`dataclasses.FrozenInstanceError`.
 
     Examples
     --------
@@ -46,13 +50,20 @@ class CheckReport(Result):
     __slots__ = ("items", "metadata", "name")
     _KIND = "check"
     _FIELDS = ("items", "metadata", "name")
+    items: tuple[CheckItem, ...]
+    metadata: Mapping[str, Any]
+    name: str
 
     def __init__(self, items, *, metadata=None, name=""):
         # Values as JSON has them (lists, not tuples or sets), so a saved report reads back equal.
         items = (i.to_dict() if isinstance(i, CheckItem) else dict(i) for i in items)
-        self.items = tuple(CheckItem(**{**i, "value": jsonable(i.get("value"))}) for i in items)
-        self.metadata = dict(metadata or {})
-        self.name = str(name)
+        set_ = object.__setattr__
+        set_(self, "items", tuple(CheckItem(**{**i, "value": jsonable(i.get("value"))}) for i in items))
+        set_(self, "metadata", freeze(thaw(dict(metadata or {}))))
+        set_(self, "name", str(name))
+
+    __setattr__ = refuse_assignment
+    __delattr__ = refuse_assignment
 
     def __iter__(self):
         return iter(self.items)
@@ -92,9 +103,18 @@ class CheckReport(Result):
             A count per status (``ok``, ``info``, ``warn``, ``unknown``), and ``matters``: the
             names of the items to fix first.
         """
-        out = {st: sum(i.status == st for i in self.items) for st in (OK, INFO, WARN, UNKNOWN)}
+        out: dict[str, Any] = {st: sum(i.status == st for i in self.items) for st in (OK, INFO, WARN, UNKNOWN)}
         out["matters"] = [i.name for i in self.items if i.matters]
         return out
+
+    def describe(self) -> str:
+        """The report in words: what ``print(report)`` shows (``table()``).
+
+        Returns
+        -------
+        str
+        """
+        return self.table()
 
     def table(self) -> str:
         """The report as text.
@@ -116,8 +136,14 @@ class CheckReport(Result):
                      else "nothing found that is likely to distort results")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain, strict-JSON data.
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
+        """The report as plain, strict-JSON data; :meth:`from_dict` reads it back.
+
+        Parameters
+        ----------
+        arrays : bool
+            Accepted as every result kind accepts it; a report holds no arrays, so the dict is
+            the same either way.
 
         Returns
         -------
@@ -126,6 +152,28 @@ class CheckReport(Result):
         """
         return jsonable({"kind": self._KIND, "name": self.name, "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes), "metadata": self.metadata})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CheckReport:
+        """A report from what :meth:`to_dict` gave, after a trip through JSON or not.
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output.
+
+        Returns
+        -------
+        CheckReport
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a check report's dict.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != cls._KIND:
+            raise InputError("not the dict of a check report (CheckReport.to_dict())")
+        return cls(d["records"], metadata=d.get("metadata"), name=d.get("name", ""))
 
     def __repr__(self):
         s = self.summary()

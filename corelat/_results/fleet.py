@@ -16,7 +16,7 @@ from corelat._core import files as _files
 from corelat._core import npz as _npz
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputKeyError, unreadable
-from corelat._core.protocol import Result, from_file, jsonable, same
+from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
 from corelat._core.types import Path
 from corelat._results.latency import thaw
 
@@ -142,7 +142,7 @@ def _ns(v):
 
 
 @dataclass(frozen=True, eq=False)
-class FleetResult(Result):
+class FleetResult(SavedResult):
     """The fleet report: groups of identical hardware, per-node class medians, outliers, errors and
     missing nodes. Made by :func:`corelat.fleet` and :func:`corelat.measure_fleet`.
 
@@ -188,6 +188,10 @@ class FleetResult(Result):
 
     def __post_init__(self):
         object.__setattr__(self, "metadata", types.MappingProxyType(thaw(self.metadata)))
+        # Read-only rows: a fleet result is a value, like the groups and outliers it holds.
+        for part in ("nodes", "errors"):
+            object.__setattr__(self, part, tuple(freeze(thaw(r)) for r in getattr(self, part)))
+        object.__setattr__(self, "missing", tuple(self.missing))
 
     def group(self, node: str) -> FleetGroup:
         """The hardware group a node belongs to.
@@ -212,8 +216,14 @@ class FleetResult(Result):
                 return g
         raise InputKeyError(f"no node {node!r} with a result in this fleet")
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self, group: int | None = None) -> list[dict[str, Any]]:
         """One dict per node, errors and missing ones included.
+
+        Parameters
+        ----------
+        group : int, optional
+            Only the nodes of this hardware group (default: every node; errors and missing nodes
+            belong to no group).
 
         Returns
         -------
@@ -228,8 +238,10 @@ class FleetResult(Result):
         for rec in self.nodes:
             out.append({"node": rec["node"], "status": "outlier" if rec["node"] in flagged else "ok",
                         "group": rec["group"], "classes": dict(rec["classes"]),
-                        "outlier_classes": flagged.get(rec["node"], []), "differs": dict(rec["differs"]),
+                        "outlier_classes": flagged.get(rec["node"], []), "differs": thaw(rec["differs"]),
                         "error": None, "file": rec["file"]})
+        if group is not None:
+            return [r for r in out if r["group"] == group]
         for e in self.errors:
             out.append({"node": e["node"], "status": "error", "group": None, "classes": {},
                         "outlier_classes": [], "differs": {}, "error": e["error"], "file": e.get("file", "")})
@@ -272,17 +284,19 @@ class FleetResult(Result):
             "outliers": [o.to_dict() for o in self.outliers],
             "errors": [dict(e) for e in self.errors],
             "missing": list(self.missing),
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
         })
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
+    def from_dict(cls, d: Mapping[str, Any], group_arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
         """Rebuild a fleet result from :meth:`to_dict` output.
 
         Parameters
         ----------
         d : dict
             What :meth:`to_dict` returned.
-        arrays : dict, optional
+        group_arrays : dict, optional
             Group id -> ``(values, median matrix)``, when they are stored apart (``.npz``).
 
         Returns
@@ -301,7 +315,7 @@ class FleetResult(Result):
             raise InputError(f"a fleet result of layout {d.get('fleet_version')}: upgrade corelat")
         groups = []
         for g in d["groups"]:
-            v, m = (arrays or {}).get(int(g["id"]), (None, None))
+            v, m = (group_arrays or {}).get(int(g["id"]), (None, None))
             groups.append(FleetGroup.from_dict(g, v, m))
         nodes = tuple({**r, "classes": {k: float("nan") if v is None else v for k, v in r["classes"].items()}}
                       for r in d["nodes"])
@@ -381,17 +395,7 @@ class FleetResult(Result):
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
 
     # -- text --------------------------------------------------------------------------------------------
-    def table(self) -> str:
-        """The fleet report as text.
-
-        Returns
-        -------
-        str
-            What ``str(result)`` gives and ``corelat fleet-report`` prints (:meth:`report`).
-        """
-        return self.report()
-
-    def node_table(self, group: int | None = None) -> str:
+    def table(self, group: int | None = None) -> str:
         """The nodes × classes table as text, per group.
 
         Parameters
@@ -419,7 +423,7 @@ class FleetResult(Result):
             out.append("")
         return "\n".join(out).rstrip()
 
-    def report(self, max_rows: int = 40) -> str:
+    def describe(self, max_rows: int = 40) -> str:
         """The fleet report in words.
 
         Parameters
@@ -430,7 +434,8 @@ class FleetResult(Result):
         Returns
         -------
         str
-            What ``print(result)`` and ``corelat fleet-report`` show.
+            What ``print(result)`` and ``corelat fleet-report`` show: the groups, outliers,
+            errors, missing nodes and the nodes × classes tables (:meth:`table`).
         """
         s = self.summary()
         nodes = s["nodes"]
@@ -454,6 +459,23 @@ class FleetResult(Result):
             lines.extend("  " + o.describe() for o in self.outliers)
         else:
             lines.append("Outliers: none")
+        lines += self._problem_lines()
+        for w in self.warnings:
+            lines.append(f"warning: {w}")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        if self.groups:
+            lines.append("")
+            if all(len(g.nodes) <= max_rows for g in self.groups):
+                lines.append("Class medians per node (ns; * outlier):")
+                lines.append(self.table())
+            else:
+                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
+        return "\n".join(lines).rstrip()
+
+    def _problem_lines(self):
+        """The describe() lines of settings that differ without an outlier, errors and missing nodes."""
+        lines = []
         others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
         if others:
             lines.append("Settings that differ from the node's group (no latency outlier):")
@@ -464,21 +486,10 @@ class FleetResult(Result):
             lines.append("Errors:")
             lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
         if self.missing:
-            reasons = md.get("missing_reasons", {})
+            reasons = self.metadata.get("missing_reasons", {})
             lines.append("Missing:")
             lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
-        for w in self.warnings:
-            lines.append(f"warning: {w}")
-        for n in self.notes:
-            lines.append(f"note: {n}")
-        if self.groups:
-            lines.append("")
-            if all(len(g.nodes) <= max_rows for g in self.groups):
-                lines.append("Class medians per node (ns; * outlier):")
-                lines.append(self.node_table())
-            else:
-                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .node_table())")
-        return "\n".join(lines).rstrip()
+        return lines
 
     def __repr__(self):
         s = self.summary()

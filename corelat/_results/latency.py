@@ -5,9 +5,7 @@ answers exactly like the one that was measured.
 """
 from __future__ import annotations
 
-import enum
 import functools
-import io
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,61 +17,31 @@ from corelat._core import stats as _stats
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.files import atomic_write
-from corelat._core.protocol import Result, from_file, jsonable, thaw
-from corelat._core.types import RESULT_ORDERS, STATISTICS, Ordering, Path, ResultOrder, Statistic
+from corelat._core.protocol import (
+    SavedResult,
+    array_from_json,
+    freeze,
+    from_file,
+    frozen_array,
+    jsonable,
+    thaw,
+)
+from corelat._core.types import STATISTICS, Ordering, Path, ResultOrder, Statistic
+from corelat._results import matrix as _matrix
 from corelat._results import schema as _schema
+from corelat._results.matrix import PairFlag
 from corelat._system.topology import Topology
-from corelat._system.validate import check_order, check_statistic
+from corelat._system.validate import check_statistic
 
 if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
     import numpy.typing as npt
 
-
-#: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
-MEDIAN_MEMBER = "median"
-
-
-class PairFlag(enum.IntFlag):
-    """Per-pair bits in :attr:`LatencyResult.flags`.
-
-    An :class:`enum.IntFlag`: a cell's value is the OR of the bits that apply to it.
-
-    Examples
-    --------
-    >>> import corelat
-    >>> r = corelat.load(corelat.example_files()[0])
-    >>> corelat.PairFlag.MIRRORED in corelat.PairFlag(int(r.flags[0, 1]))
-    True
-    """
-
-    MEASURED = 1  #: measured directly in this orientation
-    MIRRORED = 2  #: copied from the measured opposite orientation (symmetric kernels)
-    ESTIMATED = 4  #: not measured: estimated from similar pairs (sampling strategies)
-    MIGRATED = 8  #: some samples were dropped because a thread was not on its CPU
-    UNSTABLE = 16  #: spread of the samples above the stability threshold
-    BIMODAL = 32  #: samples fall in two clearly separated groups
-    TARGET_NOT_MET = 64  #: precision target not reached within the time budget
-    RETESTED = 128  #: re-measured at the end of the sweep; first attempt kept in extras
-    VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
-
-
-def _frozen_array(a, dtype=None):
-    a = np.array(a, dtype=dtype, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-def _freeze(obj):
-    # Metadata is JSON-like: make nested dicts read-only views so the result stays a value.
-    if isinstance(obj, dict):
-        return types.MappingProxyType({k: _freeze(v) for k, v in obj.items()})
-    if isinstance(obj, list):
-        return tuple(_freeze(v) for v in obj)
-    return obj
+MEDIAN_MEMBER = _schema.MEDIAN_MEMBER
+__all__ = ["MEDIAN_MEMBER", "LatencyResult", "PairFlag", "thaw"]
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LatencyResult(Result):
+class LatencyResult(SavedResult):
     """Core-to-core latency of a set of CPUs: an immutable value holding the raw samples.
 
     Made by :func:`corelat.measure`, :func:`corelat.load` or :meth:`from_matrix`. Statistics
@@ -140,10 +108,10 @@ class LatencyResult(Result):
         set_ = functools.partial(object.__setattr__, self)
         set_("cpus", cpus)
         set_("kernel", str(self.kernel))
-        set_("samples", _frozen_array(samples))
-        set_("flags", _frozen_array(flags, np.uint32))
-        set_("metadata", _freeze(thaw(self.metadata)))
-        set_("extras", types.MappingProxyType({k: _frozen_array(v) for k, v in self.extras.items()}))
+        set_("samples", frozen_array(samples))
+        set_("flags", frozen_array(flags, np.uint32))
+        set_("metadata", freeze(thaw(self.metadata)))
+        set_("extras", types.MappingProxyType({k: frozen_array(v) for k, v in self.extras.items()}))
         set_("name", str(self.name))
 
     # -- derived statistics (n, n) -------------------------------------------------------------
@@ -287,29 +255,7 @@ class LatencyResult(Result):
         >>> s["pairs"], s["min"]["cpus"]
         (1, (1, 0))
         """
-        m = self.statistic(statistic)
-        # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
-        err = {"median": self.err, "mean": self.sem}.get(statistic)
-        low = np.tril(np.ones_like(m, dtype=bool), -1)
-        # Asymmetric kernels measure both halves: use every measured cell then.
-        if self.metadata.get("symmetric", True):
-            cells = ~np.isnan(m) & low
-        else:
-            cells = ~np.isnan(m)
-        if not cells.any():
-            raise InputError("the result holds no measured pair")
-        idx = np.argwhere(cells)
-        vals = m[cells]
-        out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
-        for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
-            i, j = idx[k]
-            e = np.nan if err is None else err[i, j]
-            out[key] = {
-                "value": float(vals[k]),
-                "err": None if np.isnan(e) or self.value_only else float(e),
-                "cpus": (self.cpus[i], self.cpus[j]),
-            }
-        return out
+        return _matrix.summary_of(self, statistic)
 
     # -- reshaping -------------------------------------------------------------------------------
     def take(self, indices: Sequence[int]) -> LatencyResult:
@@ -402,26 +348,7 @@ class LatencyResult(Result):
         >>> corelat.load(corelat.example_files()[0]).ordered("os").cpus
         (0, 1)
         """
-        order: Sequence[int]
-        bounds: Mapping[str, Sequence[int]]
-        name: str
-        if hasattr(by, "order") and hasattr(by, "boundaries"):  # a Structure, found by the analysis
-            ordering = cast(Ordering, by)
-            order, bounds = ordering.order(), {f"level{k}": v for k, v in ordering.boundaries().items()}
-            name = "structure"
-        elif not isinstance(by, str) and hasattr(by, "__iter__"):
-            order, bounds, name = [int(c) for c in by], {}, "cpus"
-            if sorted(order) != sorted(self.cpus):
-                raise InputError(f"an order must name each of the result's CPUs {list(self.cpus)} once, "
-                                 f"got {order}")
-        elif (name := check_order(by, keep=False, allowed=RESULT_ORDERS)) == "os":
-            order, bounds = tuple(sorted(self.cpus)), {}
-        else:
-            topo = self.topology
-            if topo is None:
-                raise InputError("this result carries no topology; order it by 'os', or by its latency "
-                                 "structure: r.ordered(corelat.structure(r))")
-            order, bounds = topo.order(self.cpus)
+        order, bounds, name = _matrix.order_of(self, by)
         out = self if tuple(order) == self.cpus else self.with_cpus_order(order)
         md = thaw(out.metadata)
         md["order"] = {"by": name, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
@@ -434,7 +361,6 @@ class LatencyResult(Result):
         d = self.metadata.get("topology")
         if not d:
             return None
-
         return Topology.from_dict(thaw(d))
 
     @property
@@ -472,23 +398,8 @@ class LatencyResult(Result):
         1,106.6...,
         <BLANKLINE>
         """
-        m = self.statistic(statistic)
-        buf = io.StringIO()
-
-        def cell(v):
-            return "" if np.isnan(v) else repr(float(v))
-
-        if labelled:
-            buf.write("cpu," + ",".join(str(c) for c in self.cpus) + "\n")
-            for i, c in enumerate(self.cpus):
-                buf.write(str(c) + "," + ",".join(cell(v) for v in m[i]) + "\n")
-        else:
-            for i in range(self.n):
-                row = [cell(m[i, j]) if j < i else "" for j in range(self.n)]
-                buf.write(",".join(row) + "\n")
-        text = buf.getvalue()
+        text = _matrix.csv_text(self.statistic(statistic), self.cpus, labelled)
         if path is not None:
-
             atomic_write(path, lambda f: f.write(text.encode("utf-8")))
         return text
 
@@ -515,21 +426,7 @@ class LatencyResult(Result):
         >>> rec["cpus"], rec["count"]
         ((0, 1), 300)
         """
-        every = ("median", "err", "mean", "min", "max", "std")
-        if statistic and statistic not in every:
-            raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
-        names = (statistic,) if statistic else every
-        mats = {k: self.statistic(cast(Statistic, k)) if k in self.STATISTICS else getattr(self, k) for k in names}
-        out = []
-        for i, j in self.pairs():
-            rec: dict[str, Any] = {"cpus": (self.cpus[i], self.cpus[j])}
-            for k, m in mats.items():
-                v = float(m[i, j])
-                rec[k] = v if np.isfinite(v) else None
-            rec["count"] = int(self.count[i, j])
-            rec["flags"] = int(cast("np.ndarray", self.flags)[i, j])
-            out.append(rec)
-        return out
+        return _matrix.records_of(self, statistic)
 
     def table(self, statistic: Statistic = "median") -> str:
         """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
@@ -558,30 +455,44 @@ class LatencyResult(Result):
             return text
         return text + "\n\n" + _text.latency_summary(self, statistic)
 
-    def to_dict(self, statistic: Statistic | None = None) -> dict[str, Any]:
-        """The result as plain, strict-JSON data (NaN becomes None).
+    def describe(self) -> str:
+        """The result in words: the median matrix and its min/max/mean (what ``print(result)`` shows).
+
+        Returns
+        -------
+        str
+            ``table("median")``.
+        """
+        return self.table()
+
+    def to_dict(self, statistic: Statistic | None = None, *, arrays: bool = True) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None); :meth:`from_dict` reads it back.
 
         Parameters
         ----------
         statistic : str, optional
             Keep only this statistic in the records (default: all of them).
+        arrays : bool
+            Include the raw ``samples``, ``flags`` and ``extras`` (what :meth:`from_dict` needs);
+            False leaves the figures only.
 
         Returns
         -------
         dict
             ``kind``, ``name``, ``kernel``, ``cpus``, ``summary``, ``records`` (one per pair),
-            ``warnings``, ``notes`` and ``metadata``. The raw samples are in the file
-            :meth:`save` writes only.
+            ``warnings``, ``notes``, ``metadata`` and, with ``arrays``, ``samples`` (nested
+            lists, ``(n, n, k)``), ``flags`` and ``extras`` (name -> ``{"dtype", "values"}``).
 
         Examples
         --------
         >>> import json, corelat
-        >>> d = corelat.load(corelat.example_files()[0]).to_dict()
-        >>> d["kind"], len(json.dumps(d)) > 0
+        >>> r = corelat.load(corelat.example_files()[0])
+        >>> d = json.loads(json.dumps(r.to_dict()))
+        >>> d["kind"], corelat.LatencyResult.from_dict(d) == r
         ('latency', True)
         """
         has = not np.isnan(self.median).all()
-        return jsonable({
+        d: dict[str, Any] = {
             "kind": self._KIND,
             "name": self.name,
             "kernel": self.kernel,
@@ -591,28 +502,45 @@ class LatencyResult(Result):
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "metadata": self.metadata,
-        })
+        }
+        if arrays:
+            d["samples"] = self.samples
+            d["flags"] = self.flags
+            d["extras"] = {k: {"dtype": v.dtype.str, "values": v} for k, v in self.extras.items()}
+        return jsonable(d)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LatencyResult:
+        """A result from what :meth:`to_dict` gave (with ``arrays``), after a trip through JSON or not.
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output.
+
+        Returns
+        -------
+        LatencyResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a latency result's dict, or lacks the arrays.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != cls._KIND or "samples" not in d:
+            raise InputError("not the dict of a latency result with its arrays (LatencyResult.to_dict())")
+        n = len(d["cpus"])
+        samples = array_from_json(d["samples"]).reshape(n, n, -1)
+        extras = {k: array_from_json(e["values"], np.dtype(e["dtype"])) for k, e in d.get("extras", {}).items()}
+        return cls(cpus=tuple(d["cpus"]), kernel=d["kernel"], samples=samples, metadata=d.get("metadata", {}),
+                   name=d.get("name", ""), flags=array_from_json(d["flags"], np.uint32), extras=extras)
 
     # -- files ---------------------------------------------------------------------------------
     def _to_npz(self):
-        header = {
-            "kernel": self.kernel,
-            "name": self.name,
-            "metadata": thaw(self.metadata),
-            "extras": sorted(self.extras),
-        }
-        arrays = {"cpus": np.asarray(self.cpus, dtype=np.int64), "samples": self.samples, "flags": self.flags}
-        if self.samples.shape[2] > 1:
-            # Derived, for readers that need no samples: a fleet's analysis reads this small member
-            # and leaves the samples compressed. Loading ignores it (the samples say the median).
-            arrays[MEDIAN_MEMBER] = self.median
-        for k, v in self.extras.items():
-            arrays["extra_" + k] = v
-        return header, arrays
+        return _schema.npz_parts(self)
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
-
         header = _schema.check_header(header, path)
         cpus, samples, flags, extras = _schema.check_arrays(header, arrays, path)
 
@@ -660,28 +588,10 @@ class LatencyResult(Result):
         >>> r.median.tolist(), r.value_only
         ([[nan, 50.0], [50.0, nan]], True)
         """
-        try:
-            m = np.array(matrix, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise InputTypeError(f"a latency matrix must be numbers (ns): {e}") from None
-        if m.ndim != 2 or m.shape[0] != m.shape[1]:
-            raise InputError(f"a latency matrix must be square, got shape {m.shape}")
-        n = m.shape[0]
-        if n < 2:
-            raise InputError("a latency matrix needs at least 2 CPUs")
-        if cpus is None:
-            cpus = tuple(range(n))
-        if len(cpus) != n:
-            raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
-        np.fill_diagonal(m, np.nan)
-        flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)
-        if symmetric:
-            fill = np.isnan(m) & ~np.isnan(m.T)
-            m[fill] = m.T[fill]
-            flags[fill] = PairFlag.MIRRORED | PairFlag.VALUE_ONLY
+        cpus, samples, flags = _matrix.value_only(matrix, cpus, symmetric)
         md = {"value_only": True, "symmetric": bool(symmetric)}
         md.update(metadata or {})
-        return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=m[:, :, None], metadata=md, name=name,
+        return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=samples, metadata=md, name=name,
                    flags=flags)
 
     def __repr__(self):

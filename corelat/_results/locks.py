@@ -9,8 +9,7 @@ from typing import Any, cast
 import numpy as np
 
 from corelat._core.errors import InputError
-from corelat._core.protocol import Result, from_file, jsonable
-from corelat._results.latency import _freeze, thaw
+from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, thaw
 from corelat._system import cpulist as _cpulist
 
 #: One row per test (``LockResult.data``). Ticks are timer ticks; ``*_raw`` before the baseline's
@@ -56,7 +55,7 @@ THREAD_DTYPE = np.dtype(
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class LockResult(Result):
+class LockResult(SavedResult):
     """What locks and atomics cost on a set of CPUs: an immutable value.
 
     Made by :func:`corelat.locks` or :func:`corelat.load`.
@@ -111,7 +110,7 @@ class LockResult(Result):
         for name, dtype in (("data", ROW_DTYPE), ("threads", THREAD_DTYPE)):
             if getattr(self, name).dtype != dtype:
                 raise InputError(f"{name} must be a structured array of {dtype}")
-        set_(self, "metadata", _freeze(thaw(self.metadata)))
+        set_(self, "metadata", freeze(thaw(self.metadata)))
         set_(self, "name", str(self.name))
 
     @property
@@ -184,8 +183,14 @@ class LockResult(Result):
                 "sermin_ns": {str(r["name"]): float(r["sermin_ns"]) for r in self.data},
                 "violations": list(self.violations)}
 
-    def to_dict(self) -> dict[str, Any]:
-        """The result as plain, strict-JSON data (NaN becomes None).
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None); :meth:`from_dict` reads it back.
+
+        Parameters
+        ----------
+        arrays : bool
+            Accepted as every result kind accepts it; a lock result's arrays are its records, so
+            the dict is the same either way.
 
         Returns
         -------
@@ -197,6 +202,30 @@ class LockResult(Result):
                          "duration": self.duration, "summary": self.summary(), "records": self.records(),
                          "threads": self.records(per_thread=True), "warnings": list(self.warnings),
                          "notes": list(self.notes), "metadata": self.metadata})
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LockResult:
+        """A result from what :meth:`to_dict` gave, after a trip through JSON or not.
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output.
+
+        Returns
+        -------
+        LockResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a lock result's dict.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != cls._KIND:
+            raise InputError("not the dict of a lock result (LockResult.to_dict())")
+        return cls(cpus=tuple(d["cpus"]), shared=d["shared"], duration=d["duration"],
+                   data=_rows(d["records"], ROW_DTYPE), threads=_rows(d["threads"], THREAD_DTYPE),
+                   metadata=d.get("metadata", {}), name=d.get("name", ""))
 
     def _to_npz(self):
         header = {"name": self.name, "shared": self.shared, "duration": self.duration,
@@ -223,6 +252,15 @@ class LockResult(Result):
                        name=header.get("name", ""), **parts)
 
         return from_file(path, build)
+
+    def describe(self) -> str:
+        """cpuperf's table, one line per test: what ``print(result)`` shows (``table()``).
+
+        Returns
+        -------
+        str
+        """
+        return self.table()
 
     def table(self, per_thread: bool = False) -> str:
         """cpuperf's table as text.
@@ -314,6 +352,14 @@ TESTS = {
 HIDDEN_TESTS = {
     "lock-none": "no lock at all, inc: broken on purpose, its counter loses updates when shared",
 }
+
+
+def _rows(records, dtype):
+    """A structured array of ``dtype`` from records (None, JSON's NaN, back to NaN)."""
+    a = np.zeros(len(records), dtype=dtype)
+    for i, rec in enumerate(records):
+        a[i] = tuple(np.nan if rec[k] is None else rec[k] for k in cast("tuple[str, ...]", dtype.names))
+    return a
 
 
 def _describe(name):

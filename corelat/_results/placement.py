@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from corelat._core.errors import InputError
-from corelat._core.protocol import Result, jsonable, prefixed
+from corelat._core.protocol import SavedResult, jsonable, prefixed, refuse_assignment
+from corelat._core.types import Statistic
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._system.home import SPREAD_NODE, parse_home
+from corelat._system.validate import check_statistic
 
 if TYPE_CHECKING:  # annotations only
     import numpy.typing as npt
@@ -27,7 +29,7 @@ _ROLES = {
 }
 
 
-class PlacementResult(Result):
+class PlacementResult(SavedResult):
     """The latency matrix measured once per home of the line; made by :func:`corelat.placement`.
 
     Parameters
@@ -52,6 +54,9 @@ class PlacementResult(Result):
     name : str
         A label.
 
+    A placement result is a value: assigning an attribute raises
+    :class:`dataclasses.FrozenInstanceError`, and its results' arrays are read-only.
+
     Examples
     --------
     >>> import corelat
@@ -62,6 +67,11 @@ class PlacementResult(Result):
 
     _KIND = "placement"
     _FIELDS = ("homes", "name", "results")
+    homes: tuple[str, ...]
+    results: tuple[LatencyResult, ...]
+    cpus: tuple[int, ...]
+    kernel: str
+    name: str
 
     def __init__(self, homes, results, *, name=None):
         homes = tuple(parse_home(h).label for h in homes)
@@ -74,9 +84,15 @@ class PlacementResult(Result):
         for r in results[1:]:
             if r.cpus != first.cpus or r.kernel != first.kernel:
                 raise InputError("the results of a placement run must share their CPUs (in order) and kernel")
-        self.homes, self.results = homes, results
-        self.cpus, self.kernel = first.cpus, first.kernel
-        self.name = first.name if name is None else str(name)
+        set_ = object.__setattr__
+        set_(self, "homes", homes)
+        set_(self, "results", results)
+        set_(self, "cpus", first.cpus)
+        set_(self, "kernel", first.kernel)
+        set_(self, "name", first.name if name is None else str(name))
+
+    __setattr__ = refuse_assignment
+    __delattr__ = refuse_assignment
 
     # -- arrays ------------------------------------------------------------------------------------
     @property
@@ -145,13 +161,18 @@ class PlacementResult(Result):
             return {}
         return {r["cpu"]: (r["node"], r["package"]) for r in topo.records()}
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self, statistic: Statistic = "median") -> list[dict[str, Any]]:
         """One dict per home and measured cell.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic given (``"median"``, ``"mean"``, ``"min"``, ``"max"``, ``"std"``).
 
         Returns
         -------
         list of dict
-            ``home``, ``row`` and ``col`` (CPU ids), ``median`` (ns), ``home_node`` (where the page
+            ``home``, ``row`` and ``col`` (CPU ids), the statistic (keyed by its name, ns), ``home_node`` (where the page
             was found), ``pair`` ("within a node", "across nodes of a package", "across packages"
             or None) and ``relation`` of the home to the cell's two CPUs ("with the initiator",
             "with the responder", "with both", "on a third node" or None; the roles are
@@ -162,97 +183,140 @@ class PlacementResult(Result):
         out = []
         for label, res in zip(self.homes, self.results):
             h = parse_home(label)
-            med = res.median
+            med, flags = res.statistic(statistic), np.asarray(res.flags)
             found = res.extras.get("home_node")
             symmetric = res.metadata.get("symmetric", True)
             for r in range(self.n):
                 for c in range(self.n):
                     if r == c or not np.isfinite(med[r, c]):
                         continue
-                    if symmetric and not res.flags[r, c] & PairFlag.MEASURED:
+                    if symmetric and not flags[r, c] & PairFlag.MEASURED:
                         continue  # the mirrored copy of a measured cell
                     a, b = (self.cpus[c], self.cpus[r]) if which == "c" else (self.cpus[r], self.cpus[c])
                     node = int(found[r, c]) if found is not None else -1
                     if node < 0 and h.kind == "node" and node != SPREAD_NODE:
                         node = h.value  # not verified: what was asked
                     out.append({"home": label, "row": self.cpus[r], "col": self.cpus[c],
-                                "median": float(med[r, c]), "home_node": node,
+                                statistic: float(med[r, c]), "home_node": node,
                                 "pair": _pair_kind(places, a, b),
                                 "relation": _relation(places, a, b, node, first_word, second_word)})
         return out
 
-    def summary(self) -> dict[str, dict[str, dict[str, Any]]]:
+    def summary(self, statistic: Statistic = "median") -> dict[str, dict[str, dict[str, Any]]]:
         """What the homes change, per kind of pair.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic summarised (see :meth:`records`).
 
         Returns
         -------
         dict
             ``{pair kind: {relation: {"median": ns, "cells": count}}}`` over every home: the
-            median of the cells' medians for each kind of pair and relation of the home to the
+            median of the cells' statistic for each kind of pair and relation of the home to the
             pair (see :meth:`records`).
         """
         groups: dict[str, dict[str, list[float]]] = {}
-        for rec in self.records():
+        for rec in self.records(check_statistic(statistic)):
             if rec["pair"] is None or rec["relation"] is None:
                 continue
-            groups.setdefault(rec["pair"], {}).setdefault(rec["relation"], []).append(rec["median"])
+            groups.setdefault(rec["pair"], {}).setdefault(rec["relation"], []).append(rec[statistic])
         _, first, second = _ROLES.get(self.kernel, ("c", "initiator", "responder"))
         order = [f"with the {first}", f"with the {second}", "with both", "on a third node"]
         return {pair: {rel: {"median": float(np.median(groups[pair][rel])), "cells": len(groups[pair][rel])}
                        for rel in sorted(groups[pair], key=order.index)}
                 for pair in sorted(groups, key=_PAIR_ORDER.index)}
 
-    def summary_text(self) -> str:
-        """The summary in words.
+    def describe(self) -> str:
+        """The result in words: :meth:`table`, then what the homes change per kind of pair, e.g.
+        "across packages: 114 ns homed with the initiator, 176 ns homed with the responder, 190 ns
+        homed on a third node" (what ``print(result)`` shows).
 
         Returns
         -------
         str
-            One line per kind of pair, e.g. "across packages: 114 ns homed with the initiator,
-            176 ns homed with the responder, 190 ns homed on a third node".
         """
         s = self.summary()
         if not s:
-            return "where the line lives: unknown (no topology or no verified homes)"
-        return "\n".join(f"{pair}: " + ", ".join(f"{v['median']:.0f} ns homed {rel}" for rel, v in rels.items())
-                         for pair, rels in s.items())
+            words = "where the line lives: unknown (no topology or no verified homes)"
+        else:
+            words = "\n".join(f"{pair}: " + ", ".join(f"{v['median']:.0f} ns homed {rel}" for rel, v in rels.items())
+                              for pair, rels in s.items())
+        return self.table() + "\n" + words
 
-    def table(self) -> str:
-        """The result as text.
+    def table(self, statistic: Statistic = "median") -> str:
+        """The homes as text: where each one's pages were found and the median of its pairs.
+
+        Parameters
+        ----------
+        statistic : str
+            The per-pair statistic whose median over pairs is shown.
 
         Returns
         -------
         str
-            The homes, where each was found, and :meth:`summary_text` (``str(result)``).
+            A title line, then one line per home.
         """
         lines = [f"Where the line lives: kernel {self.kernel}, {self.n} CPUs, {len(self.homes)} home(s)"]
         for label, res in zip(self.homes, self.results):
             found = res.extras.get("home_node")
             seen = sorted({int(v) for v in np.asarray(found).ravel() if v >= 0}) if found is not None else []
             where = ", ".join(f"node {k}" for k in seen) or "not verified"
-            lines.append(f"  {label:<12} pages found on {where}; median of pairs "
-                         f"{np.nanmedian(res.median):.1f} ns")
-        lines.append(self.summary_text())
+            lines.append(f"  {label:<12} pages found on {where}; {statistic} of pairs "
+                         f"{np.nanmedian(res.statistic(statistic)):.1f} ns")
         return "\n".join(lines)
 
     def __repr__(self):
         return self._repr(f"{self.kernel}, {self.n} CPUs, homes {', '.join(self.homes)}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The result as plain, strict-JSON data (NaN becomes None).
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None); :meth:`from_dict` reads it back.
+
+        Parameters
+        ----------
+        arrays : bool
+            Include every home's whole result (``results``: :meth:`LatencyResult.to_dict` with its
+            arrays, what :meth:`from_dict` needs); False leaves the figures only.
 
         Returns
         -------
         dict
             ``kind``, ``name``, ``kernel``, ``cpus``, ``homes``, per-home ``median`` and
-            ``home_node`` matrices, ``summary``, ``records``, ``warnings`` and ``notes``.
+            ``home_node`` matrices, ``summary``, ``records``, ``warnings``, ``notes`` and, with
+            ``arrays``, ``results``.
         """
-        return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
-                         "homes": list(self.homes), "median": self.median, "home_node": self.home_node,
-                         "summary": self.summary(), "records": self.records(), "warnings": list(self.warnings),
-                         "notes": list(self.notes)})
+        d = {"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
+             "homes": list(self.homes), "median": self.median, "home_node": self.home_node,
+             "summary": self.summary(), "records": self.records(), "warnings": list(self.warnings),
+             "notes": list(self.notes)}
+        if arrays:
+            d["results"] = [r.to_dict() for r in self.results]
+        return jsonable(d)
 
-    # -- files (Result.save / corelat.load) -----------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PlacementResult:
+        """A result from what :meth:`to_dict` gave (with ``arrays``).
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output, after a trip through JSON or not.
+
+        Returns
+        -------
+        PlacementResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not a placement result's dict, or lacks the results.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != cls._KIND or "results" not in d:
+            raise InputError("not the dict of a placement result with its results (PlacementResult.to_dict())")
+        return cls(d["homes"], [LatencyResult.from_dict(r) for r in d["results"]], name=d.get("name"))
+
+    # -- files (SavedResult.save / corelat.load) -----------------------------------------------------------
     def _to_npz(self):
         parts, arrays = [], {}
         for k, res in enumerate(self.results):

@@ -14,7 +14,30 @@ import numpy as np
 
 from corelat._core.errors import InputError
 from corelat._core.npz import short
+from corelat._core.protocol import thaw
 from corelat._system.topology import Topology
+
+#: The ``.npz`` member holding the median per pair, beside the raw samples it is derived from.
+MEDIAN_MEMBER = "median"
+
+
+def npz_parts(result):
+    """``(header, arrays)`` of a latency result's ``.npz`` file (what ``check_header`` and
+    ``check_arrays`` read back)."""
+    header = {
+        "kernel": result.kernel,
+        "name": result.name,
+        "metadata": thaw(result.metadata),
+        "extras": sorted(result.extras),
+    }
+    arrays = {"cpus": np.asarray(result.cpus, dtype=np.int64), "samples": result.samples, "flags": result.flags}
+    if result.samples.shape[2] > 1:
+        # Derived, for readers that need no samples: a fleet's analysis reads this small member
+        # and leaves the samples compressed. Loading ignores it (the samples say the median).
+        arrays[MEDIAN_MEMBER] = result.median
+    for k, v in result.extras.items():
+        arrays["extra_" + k] = v
+    return header, arrays
 
 MAX_CPUS = 65536  #: far above any machine (Linux's NR_CPUS tops out at 8192)
 MAX_NAME_CHARS = 1024  #: result names and kernel names are labels, not documents

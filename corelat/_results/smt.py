@@ -15,11 +15,16 @@ if TYPE_CHECKING:
 from corelat._core import stats as _stats
 from corelat._core import text as _text
 from corelat._core.errors import InputError
-from corelat._core.protocol import Result, from_file, jsonable
-from corelat._results.latency import _freeze, _frozen_array, thaw
-from corelat._system.validate import (
-    sampling_text,
+from corelat._core.protocol import (
+    SavedResult,
+    array_from_json,
+    freeze,
+    from_file,
+    frozen_array,
+    jsonable,
+    thaw,
 )
+from corelat._system.validate import check_statistic, sampling_text
 
 _LEVEL_TEXT = {"l2": "L2", "l3": "L3", "node": "node", "package": "pkg", "any": "any"}
 
@@ -31,8 +36,13 @@ def _median(a, axis):
     return _stats.median(a if axis is not None else a.reshape(-1))
 
 
+#: statistic name -> the function of :mod:`corelat._core.stats` computing it per row.
+_STATISTIC = {"median": _stats.median, "mean": _stats.mean, "min": _stats.minimum, "max": _stats.maximum,
+              "std": _stats.std}
+
+
 @dataclass(frozen=True, eq=False, repr=False)
-class SMTResult(Result):
+class SMTResult(SavedResult):
     """What SMT siblings cost each other, pair by pair: an immutable value (arrays are read-only).
 
     Made by :func:`corelat.smt` or :func:`corelat.load`; ``len(result)`` is the number of sibling
@@ -130,12 +140,12 @@ class SMTResult(Result):
             raise InputError(f"partner_levels must have {k} entries, got {len(levels)}")
         set_("cpus", tuple(int(c) for c in self.cpus))
         set_("kernel", str(self.kernel))
-        set_("pairs", _frozen_array(pairs))
+        set_("pairs", frozen_array(pairs))
         for name, a in arrays.items():
-            set_(name, _frozen_array(a))
+            set_(name, frozen_array(a))
         set_("partner_levels", levels)
         set_("loops", loops)
-        set_("metadata", _freeze(thaw(self.metadata)))
+        set_("metadata", freeze(thaw(self.metadata)))
         set_("reason", None if self.reason is None else str(self.reason))
         set_("name", str(self.name))
 
@@ -164,8 +174,14 @@ class SMTResult(Result):
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.alone / self.together
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self, statistic: str = "median") -> list[dict[str, Any]]:
         """One dict per sibling pair: the numbers of :meth:`table`.
+
+        Parameters
+        ----------
+        statistic : str
+            The statistic of each pair's latency samples in ``sibling_ns`` and ``nonsibling_ns``
+            (``"median"``, ``"mean"``, ``"min"``, ``"max"``, ``"std"``).
 
         Returns
         -------
@@ -174,7 +190,8 @@ class SMTResult(Result):
             loop ``{loop}_alone``, ``{loop}_together`` (mean per-thread iterations per second) and
             ``{loop}_slowdown`` (their ratio).
         """
-        sib, non = self.sibling_latency, self.nonsibling_latency
+        stat = _STATISTIC[check_statistic(statistic)]
+        sib, non = stat(self.sibling_samples), stat(self.nonsibling_samples)
         with np.errstate(divide="ignore", invalid="ignore"):
             alone = self.alone.mean(axis=1)
             together = self.together.mean(axis=1)
@@ -195,8 +212,13 @@ class SMTResult(Result):
             out.append(row)
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, statistic: str = "median") -> dict[str, Any]:
         """Medians over the sibling pairs.
+
+        Parameters
+        ----------
+        statistic : str
+            The statistic of each pair's latency samples (see :meth:`records`).
 
         Returns
         -------
@@ -204,7 +226,7 @@ class SMTResult(Result):
             ``pairs``, ``kernel``, ``reason``, ``sibling_ns``, ``nonsibling_ns`` and per loop
             ``{loop}_slowdown`` (None where unknown or empty).
         """
-        rows = self.records()
+        rows = self.records(statistic)
         out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
         keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
         for key in keys:
@@ -212,19 +234,60 @@ class SMTResult(Result):
             out[key] = v if v is not None and np.isfinite(v) else None
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """The result as plain, strict-JSON data (NaN becomes None).
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
+        """The result as plain, strict-JSON data (NaN becomes None); :meth:`from_dict` reads it back.
+
+        Parameters
+        ----------
+        arrays : bool
+            Include the raw arrays (what :meth:`from_dict` needs); False leaves the figures only.
 
         Returns
         -------
         dict
             ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records`` (one per
-            pair), ``reason``, ``warnings``, ``notes`` and ``metadata``.
+            pair), ``reason``, ``warnings``, ``notes``, ``metadata`` and, with ``arrays``,
+            ``partner_levels``, ``samples_per_pair`` and the arrays by their attribute names (``pairs``, ``partners``,
+            ``sibling_samples``, ``nonsibling_samples``, ``alone``, ``together``).
         """
-        return jsonable({"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
-                         "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
-                         "reason": self.reason, "warnings": list(self.warnings), "notes": list(self.notes),
-                         "metadata": self.metadata})
+        d = {"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
+             "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
+             "reason": self.reason, "warnings": list(self.warnings), "notes": list(self.notes),
+             "metadata": self.metadata}
+        if arrays:
+            d["partner_levels"] = list(self.partner_levels)
+            d["samples_per_pair"] = self.sibling_samples.shape[1]  # not in the lists when there is no pair
+            d.update({k: getattr(self, k) for k in self._ARRAYS})
+        return jsonable(d)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SMTResult:
+        """A result from what :meth:`to_dict` gave (with ``arrays``).
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output, after a trip through JSON or not.
+
+        Returns
+        -------
+        SMTResult
+
+        Raises
+        ------
+        InputError
+            When ``d`` is not an SMT result's dict, or lacks the arrays.
+        """
+        if not isinstance(d, Mapping) or d.get("kind") != cls._KIND or "sibling_samples" not in d:
+            raise InputError("not the dict of an SMT result with its arrays (SMTResult.to_dict())")
+        k, loops, per_pair = len(d["pairs"]), len(d["loops"]), int(d["samples_per_pair"])
+        shapes = {"pairs": (k, 2), "partners": (k,), "sibling_samples": (k, per_pair),
+                  "nonsibling_samples": (k, per_pair), "alone": (k, 2, loops), "together": (k, 2, loops)}
+        arrays = {name: array_from_json(d[name], np.int64 if name in ("pairs", "partners") else np.float64)
+                  .reshape(shape) for name, shape in shapes.items()}
+        return cls(cpus=tuple(d["cpus"]), kernel=d["kernel"], loops=tuple(d["loops"]),
+                   partner_levels=tuple(d["partner_levels"]), metadata=d.get("metadata", {}),
+                   reason=d.get("reason"), name=d.get("name", ""), **arrays)
 
     def _to_npz(self):
         header = {"kernel": self.kernel, "name": self.name, "reason": self.reason, "loops": list(self.loops),
@@ -240,50 +303,34 @@ class SMTResult(Result):
             partner_levels=tuple(header["partner_levels"]), metadata=header.get("metadata", {}),
             reason=header.get("reason"), name=header.get("name", ""), **{k: arrays[k] for k in cls._ARRAYS}))
 
-    def table(self) -> str:
-        """The "Hyper-threads" table as text (or the reason there is none).
+    def describe(self) -> str:
+        """The "Hyper-threads" report (or the reason there is none): what ``print(result)`` shows.
 
         Returns
         -------
         str
-            What ``str(result)`` gives.
+            ``table("median")``.
         """
-        md = self.metadata
-        topo = md.get("topology_summary")
+        return self.table()
+
+    def table(self, statistic: str = "median") -> str:
+        """The "Hyper-threads" table as text (or the reason there is none).
+
+        Parameters
+        ----------
+        statistic : str
+            The statistic of each pair's latency samples (see :meth:`records`).
+
+        Returns
+        -------
+        str
+            What is measured, then one row per pair and the medians over pairs.
+        """
+        rows = self.records(statistic)
         if self.empty:
-            lines = [f"Hyper-threads: none to measure: {self.reason}"]
-            if topo:
-                lines.append(f"Topology: {topo}")
-            return "\n".join(lines)
-        params = md.get("parameters", {})
-        lines = [
-            f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",
-        ]
-        if topo:
-            lines.append(f"Topology: {topo}")
-        lines += [
-            f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
-            (f"Latency: one-way = round-trip time / 2, median ns ({params.get('round_trips')} round trips"
-             f" per sample, {sampling_text(params)})"),
-            (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
-             " (sibling idle), then both siblings running it; slowdown = alone / both"),
-        ]
-        lines += [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
-        rows = self.records()
-        header = ["CPUs", "sibling ns", "non-sibling (shares)", "ns"]
-        for loop in self.loops:
-            header += [f"{loop} alone", "both", "slowdown"]
-        body = []
-        for r in rows:
-            partner = "-" if r["partner"] is None else f"{r['partner']} ({_LEVEL_TEXT[r['partner_level']]})"
-            cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _text.number(r["sibling_ns"]), partner, _text.number(r["nonsibling_ns"])]
-            for loop in self.loops:
-                cells += [_text.number(r[f"{loop}_alone"] / 1e6), _text.number(r[f"{loop}_together"] / 1e6),
-                          _text.ratio(r[f"{loop}_slowdown"])]
-            body.append(cells)
-        lines.append("")
-        lines.append(_text.table(header, body, left=(2,)))
-        lines.append("")
+            return "\n".join([f"Hyper-threads: none to measure: {self.reason}"] + self._topology_lines())
+        lines = [f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",
+                 *self._topology_lines(), *self._method_lines(statistic), "", _pair_table(rows, self.loops), ""]
 
         def median(key):
             return _median([r[key] for r in rows], None)
@@ -294,9 +341,41 @@ class SMTResult(Result):
         lines.append("Median over pairs: " + ", ".join(med))
         return "\n".join(lines)
 
+    def _topology_lines(self):
+        topo = self.metadata.get("topology_summary")
+        return [f"Topology: {topo}"] if topo else []
+
+    def _method_lines(self, statistic):
+        md = self.metadata
+        params = md.get("parameters", {})
+        lines = [
+            f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
+            (f"Latency: one-way = round-trip time / 2, {statistic} ns ({params.get('round_trips')} round trips"
+             f" per sample, {sampling_text(params)})"),
+            (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
+             " (sibling idle), then both siblings running it; slowdown = alone / both"),
+        ]
+        return lines + [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
+
     def __repr__(self):
         what = f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty else f"empty: {self.reason}"
         return self._repr(f"kernel {self.kernel}, {what}")
+
+
+def _pair_table(rows, loops):
+    header = ["CPUs", "sibling ns", "non-sibling (shares)", "ns"]
+    for loop in loops:
+        header += [f"{loop} alone", "both", "slowdown"]
+    body = []
+    for r in rows:
+        partner = "-" if r["partner"] is None else f"{r['partner']} ({_LEVEL_TEXT[r['partner_level']]})"
+        cells = [f"{r['cpus'][0]},{r['cpus'][1]}", _text.number(r["sibling_ns"]), partner,
+                 _text.number(r["nonsibling_ns"])]
+        for loop in loops:
+            cells += [_text.number(r[f"{loop}_alone"] / 1e6), _text.number(r[f"{loop}_together"] / 1e6),
+                      _text.ratio(r[f"{loop}_slowdown"])]
+        body.append(cells)
+    return _text.table(header, body, left=(2,))
 
 
 #: The busy loops: name -> (what one iteration is, what it stresses). Order = the C kernel's codes.

@@ -34,7 +34,7 @@ from typing import Any
 
 from corelat._core import files as _files
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError
-from corelat._core.protocol import Result, from_file, jsonable
+from corelat._core.protocol import SavedResult, from_file, jsonable
 from corelat._core.types import Path
 from corelat._system import cpulist as _cpulist
 from corelat._system import sysinfo as _sysinfo
@@ -501,7 +501,7 @@ def _sort_key(row):
     return tuple(key)
 
 
-class Topology(Result):
+class Topology(SavedResult):
     """The CPU topology of one machine: a record per online logical CPU.
 
     Build one with :func:`corelat.topology` or :meth:`Topology.from_dict`. A ``Topology`` is a
@@ -863,6 +863,9 @@ class Topology(Result):
         if len(self.allowed) != len(self._rows):
             lines.append("  (CPUs in parentheses are not allowed for this process)")
         return "\n".join(lines)
+
+    def __str__(self):  # describe() is a one-line summary here (see docs/results.md)
+        return self.table()
 
     def __repr__(self):
         return self._repr(f"root {self._root!r}, {self.describe()}")

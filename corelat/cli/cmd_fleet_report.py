@@ -31,7 +31,7 @@ def run(args):
         json.dump(result.to_dict(arrays=False), sys.stdout, indent=1, allow_nan=False)
         print()
     else:
-        print(result.report())
+        print(result.describe())
     if args.output:
         print(f"saved to {args.output}", file=sys.stderr)
     return 0 if not (result.errors or result.missing) else 1

@@ -125,7 +125,7 @@ def _to_dict(result):
 
 def placement_text(result, structures, statistic="median"):
     """A placement file: what the homes change, then each home's structure and warnings."""
-    lines = [result.table(), ""]
+    lines = [result.describe(), ""]
     for label in result.homes:
         lines.append(f"Home {label} ({statistic}): {structures[label]}")
     lines += common.homes_warnings_lines(result.homes, result.results)
@@ -149,7 +149,7 @@ def run(args):
         if args.json:
             print(json.dumps(_to_dict(result), indent=2, allow_nan=False))
         else:
-            print(result.table())
+            print(result.describe())
         return 0
     result = one_home(result, args.home)
     st = structure(result, statistic=args.statistic)

@@ -1,0 +1,153 @@
+"""Helpers of :class:`~corelat.LatencyResult` that work on plain matrices: the per-pair flags, the
+CSV layouts, a result's arrays from one value per pair, and the order ``ordered()`` asks for."""
+
+from __future__ import annotations
+
+import enum
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from corelat._core.errors import InputError, InputTypeError
+from corelat._core.types import RESULT_ORDERS, Ordering
+from corelat._system.validate import check_order
+
+
+class PairFlag(enum.IntFlag):
+    """Per-pair bits in :attr:`LatencyResult.flags`.
+
+    An :class:`enum.IntFlag`: a cell's value is the OR of the bits that apply to it.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> r = corelat.load(corelat.example_files()[0])
+    >>> corelat.PairFlag.MIRRORED in corelat.PairFlag(int(r.flags[0, 1]))
+    True
+    """
+
+    MEASURED = 1  #: measured directly in this orientation
+    MIRRORED = 2  #: copied from the measured opposite orientation (symmetric kernels)
+    ESTIMATED = 4  #: not measured: estimated from similar pairs (sampling strategies)
+    MIGRATED = 8  #: some samples were dropped because a thread was not on its CPU
+    UNSTABLE = 16  #: spread of the samples above the stability threshold
+    BIMODAL = 32  #: samples fall in two clearly separated groups
+    TARGET_NOT_MET = 64  #: precision target not reached within the time budget
+    RETESTED = 128  #: re-measured at the end of the sweep; first attempt kept in extras
+    VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
+
+
+#: What a record holds per pair, besides ``cpus``, ``count`` and ``flags``.
+RECORD_STATISTICS = ("median", "err", "mean", "min", "max", "std")
+
+
+def summary_of(result, statistic) -> dict[str, Any]:
+    """:meth:`LatencyResult.summary`: min, max and mean of a statistic over the measured pairs."""
+    m = result.statistic(statistic)
+    # A ± belongs to the statistic it is shown with: the median's CI, the mean's standard error.
+    err = {"median": result.err, "mean": result.sem}.get(statistic)
+    cells = ~np.isnan(m)
+    # Asymmetric kernels measure both halves: use every measured cell then.
+    if result.metadata.get("symmetric", True):
+        cells &= np.tril(np.ones_like(m, dtype=bool), -1)
+    if not cells.any():
+        raise InputError("the result holds no measured pair")
+    idx = np.argwhere(cells)
+    vals = m[cells]
+    out: dict[str, Any] = {"statistic": statistic, "pairs": int(cells.sum()), "mean": float(vals.mean())}
+    for key, k in (("min", int(np.argmin(vals))), ("max", int(np.argmax(vals)))):
+        i, j = idx[k]
+        e = np.nan if err is None else err[i, j]
+        out[key] = {
+            "value": float(vals[k]),
+            "err": None if np.isnan(e) or result.value_only else float(e),
+            "cpus": (result.cpus[i], result.cpus[j]),
+        }
+    return out
+
+
+def records_of(result, statistic) -> list[dict[str, Any]]:
+    """:meth:`LatencyResult.records`: one dict per pair with a value, every statistic or one."""
+    every = RECORD_STATISTICS
+    if statistic and statistic not in every:
+        raise InputError(f"unknown statistic {statistic!r}; use one of: {', '.join(map(repr, every))}")
+    names = (statistic,) if statistic else every
+    mats = {k: result.statistic(k) if k in result.STATISTICS else getattr(result, k) for k in names}
+    count, flags = result.count, np.asarray(result.flags)
+    out = []
+    for i, j in result.pairs():
+        rec: dict[str, Any] = {"cpus": (result.cpus[i], result.cpus[j])}
+        for k, m in mats.items():
+            v = float(m[i, j])
+            rec[k] = v if np.isfinite(v) else None
+        rec["count"] = int(count[i, j])
+        rec["flags"] = int(flags[i, j])
+        out.append(rec)
+    return out
+
+
+def csv_text(m, cpus, labelled):
+    """The ``(n, n)`` matrix ``m`` as CSV: core-to-core-latency's lower triangle, or labelled."""
+    buf = io.StringIO()
+
+    def cell(v):
+        return "" if np.isnan(v) else repr(float(v))
+
+    if labelled:
+        buf.write("cpu," + ",".join(str(c) for c in cpus) + "\n")
+        for i, c in enumerate(cpus):
+            buf.write(str(c) + "," + ",".join(cell(v) for v in m[i]) + "\n")
+    else:
+        n = len(cpus)
+        for i in range(n):
+            row = [cell(m[i, j]) if j < i else "" for j in range(n)]
+            buf.write(",".join(row) + "\n")
+    return buf.getvalue()
+
+
+def value_only(matrix, cpus, symmetric):
+    """``(cpus, samples, flags)`` of a value-only result from a square matrix of one value per pair."""
+    try:
+        m = np.array(matrix, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise InputTypeError(f"a latency matrix must be numbers (ns): {e}") from None
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise InputError(f"a latency matrix must be square, got shape {m.shape}")
+    n = m.shape[0]
+    if n < 2:
+        raise InputError("a latency matrix needs at least 2 CPUs")
+    if cpus is None:
+        cpus = tuple(range(n))
+    if len(cpus) != n:
+        raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
+    np.fill_diagonal(m, np.nan)
+    flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)
+    if symmetric:
+        fill = np.isnan(m) & ~np.isnan(m.T)
+        m[fill] = m.T[fill]
+        flags[fill] = PairFlag.MIRRORED | PairFlag.VALUE_ONLY
+    return cpus, m[:, :, None], flags
+
+
+def order_of(result, by) -> tuple[Sequence[int], Mapping[str, Sequence[int]], str]:
+    """``(order, boundaries, name)`` of :meth:`LatencyResult.ordered`'s ``by``."""
+    if hasattr(by, "order") and hasattr(by, "boundaries"):  # a Structure, found by the analysis
+        ordering = cast(Ordering, by)
+        return ordering.order(), {f"level{k}": v for k, v in ordering.boundaries().items()}, "structure"
+    if not isinstance(by, str) and hasattr(by, "__iter__"):
+        order = [int(c) for c in by]
+        if sorted(order) != sorted(result.cpus):
+            raise InputError(f"an order must name each of the result's CPUs {list(result.cpus)} once, "
+                             f"got {order}")
+        return order, {}, "cpus"
+    name = check_order(by, keep=False, allowed=RESULT_ORDERS)
+    if name == "os":
+        return tuple(sorted(result.cpus)), {}, name
+    topo = result.topology
+    if topo is None:
+        raise InputError("this result carries no topology; order it by 'os', or by its latency "
+                         "structure: r.ordered(corelat.structure(r))")
+    order, bounds = topo.order(result.cpus)
+    return order, cast("dict[str, Any]", bounds), name

@@ -12,19 +12,21 @@ People look at a heatmap and say "2 groups of 8 cores, 17 ns within, 85 ns acros
    they are cores; fast pairs in no such numbering are a level (tiles), and the rule fills in a
    sibling pair that a noisy CPU left ambiguous.
 2. **Levels** (:mod:`corelat._analysis.levels`). A group is a set of cores whose rows look alike:
-   the same latency to every other core, whether faster inside than across (an L3, a socket) or slower (an E-core cluster bouncing a
-   line inside its shared L2). Groups are found by row-profile similarity and a block test
-   (:mod:`corelat._analysis.blocks`); coarser levels are groups of the finer level's groups, so levels nest
-   and each knows its parent. A level may refine only part of its parent (the E-cores of a hybrid
-   part split into clusters, the P-cores not); groups whose cores differ in kind (SMT or not, L2
-   shared or not) are reported as classes. A flat, smoothly graded (a mesh, a ring) or noise-like
-   matrix gives no levels; noise-like ones say so ("no reliable structure").
+   the same latency to every other core, whether faster inside than across (an L3, a socket) or
+   slower (an E-core cluster bouncing a line inside its shared L2). Groups are found by row-profile
+   similarity and a block test (:mod:`corelat._analysis.blocks`); coarser levels are groups of the
+   finer level's groups, so levels nest and each knows its parent. A level may refine only part of
+   its parent (the E-cores of a hybrid part split into clusters, the P-cores not); groups whose
+   cores differ in kind (SMT or not, L2 shared or not) are reported as classes. A flat, smoothly
+   graded (a mesh, a ring) or noise-like matrix gives no levels; noise-like ones say so ("no
+   reliable structure").
 3. **Topology** (:mod:`corelat._analysis.ostopology`). When the result carries the OS topology
-   (``metadata["topology"]``), each level is named by the OS object it matches (L2, cluster, L3, die, NUMA node, package) or said to match
-   none, and the SMT siblings are compared with the OS's cores.
-4. **Artifacts** (:mod:`corelat._analysis.levels`). A part of the machine that is as slow inside as across its boundary while a part
-   of the same shape is fast inside is named for what it usually is: a line homed on one node's
-   memory for the whole run.
+   (``metadata["topology"]``), each level is named by the OS object it matches (L2, cluster, L3,
+   die, NUMA node, package) or said to match none, and the SMT siblings are compared with the OS's
+   cores.
+4. **Artifacts** (:mod:`corelat._analysis.levels`). A part of the machine that is as slow inside as
+   across its boundary while a part of the same shape is fast inside is named for what it usually
+   is: a line homed on one node's memory for the whole run.
 """
 
 from __future__ import annotations

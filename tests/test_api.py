@@ -98,10 +98,10 @@ def test_one_timeout_rule_for_every_measuring_function():
 
 def test_one_cpu_list_parser_strides_everywhere():
     from corelat._system import cpulist as _cpulist
-    from corelat._system import topology as _topology
+    from corelat._system import sysfs as _sysfs
 
-    assert sorted(_topology._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
-    assert _topology._parse_cpulist("") == frozenset()
+    assert sorted(_sysfs._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
+    assert _sysfs._parse_cpulist("") == frozenset()
 
 
 def test_normal_quantile_from_the_standard_library():

@@ -110,7 +110,7 @@ def main(argv=None):
         for kernel in ("cas", "rw"):
             per = {"corelat": [], "bare": []}
             peer_vals = {p: [] for p in peers}
-            for r in range(rounds):
+            for _r in range(rounds):
                 out = subprocess.run([str(exe), kernel, str(a), str(b), str(rt), str(samples), "1"],
                                      capture_output=True, text=True, check=True, timeout=600)
                 for line in out.stdout.splitlines():

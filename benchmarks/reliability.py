@@ -20,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import hostile
+import hostile  # noqa: E402 (a test helper, found through the path set just above)
 
 # Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
 # sent to them; a caught signal is reset to the default at exec instead.

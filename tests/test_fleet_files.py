@@ -246,7 +246,9 @@ def test_every_result_records_the_microcode_revision(tmp_path):
 def test_a_job_array_node_with_other_microcode_is_named(ryzen, tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
-    md = lambda i: {"microcode": "0x2" if i == 2 else "0x1", "governor": "performance"}
+    def md(i):
+        return {"microcode": "0x2" if i == 2 else "0x1", "governor": "performance"}
+
     for r in _fleet_synth.copies(ryzen, 6, seed=4, slow=(2, "across", 1.3), metadata=md):
         r.save(folder / f"{r.name}.npz")
     got = corelat.fleet(folder)

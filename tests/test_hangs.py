@@ -5,6 +5,7 @@ pids controllers, SCHED_FIFO, two CPUs) are skipped with the precise reason.
 The bounds are generous (seconds where the fix needs a fraction of one): they tell "ends" from
 "hangs for minutes", never a speed."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -249,10 +250,8 @@ def _priorities(p, timeout=10):
         found = {}
         for t in os.listdir(f"/proc/{p.pid}/task"):
             if int(t) != p.pid:
-                try:
+                with contextlib.suppress(OSError):  # gone in between
                     found[int(t)] = os.sched_getparam(int(t)).sched_priority
-                except OSError:
-                    pass  # gone in between
         if (len(found) >= 2 and all(prio < 10 for prio in found.values())) or time.monotonic() > deadline:
             return found
         assert p.poll() is None, p.communicate()[1]

@@ -7,14 +7,14 @@ import sys
 import numpy as np
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 from corelat import LatencyResult, load, plot
 from corelat._core.errors import InputError
 from corelat._results.latency import PairFlag
 from corelat.cli import main
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (the backend is chosen first, so no window opens)
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 PNG = b"\x89PNG\r\n\x1a\n"

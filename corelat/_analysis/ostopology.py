@@ -119,7 +119,7 @@ def compare_topology(st, records):
     core_part = _partition(records, "core", cpus)
     for key, label in TOPOLOGY_KEYS:
         part = _partition(records, key, cpus)
-        if part is None or part == whole or part == singles or part == core_part:
+        if part is None or part in (whole, singles, core_part):
             continue  # unknown, one group for all measured CPUs, or per core: nothing to compare
         k = next((i for i, lv in enumerate(st.levels) if key in lv.os), None)
         count = len(part)

@@ -70,7 +70,7 @@ def _smt_groups(d):
         if vals[size - 2] > SMT_GROUP_SPREAD * typical or vals[size - 1] < SMT_RATIO_WEAK * vals[size - 2]:
             continue
         nearest[i] = frozenset([i, *order[: size - 1].tolist()])
-    for i, g in nearest.items():
+    for g in nearest.values():
         if all(nearest.get(j) == g for j in g):
             groups.add(g)
     return [tuple(sorted(g)) for g in groups]

@@ -336,10 +336,7 @@ def _read(reader, live):
         if core[cpu] is not None:
             members.setdefault(core[cpu], []).append(cpu)
 
-    if live and hasattr(os, "sched_getaffinity"):
-        allowed = set(os.sched_getaffinity(0))
-    else:
-        allowed = online
+    allowed = set(os.sched_getaffinity(0)) if live and hasattr(os, "sched_getaffinity") else online
 
     rows = []
     for cpu in cpus:

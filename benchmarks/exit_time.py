@@ -94,7 +94,8 @@ def main():
             for signame in ("SIGINT", "SIGTERM"):
                 times, codes = [], []
                 for _ in range(args.tries):
-                    t, code = one_try(policy[1], kernel, getattr(signal, signame), args.after, args.limit, env)
+                    t, code = one_try(policy[1], kernel, getattr(signal, signame),
+                                      args.after, args.limit, env)
                     times.append(t if t is not None else float("inf"))
                     codes.append(code)
                 within = sum(t < 1.0 for t in times)

@@ -39,7 +39,8 @@ def compiler(names=("cc", "gcc", "clang")):
 def build(tmp):
     csrc = sorted(str(p) for p in (REPO / "csrc").glob("*.c") if p.name not in ("module.c", "selftest.c"))
     exe = tmp / "fidelity"
-    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{REPO / 'csrc'}", "-o", str(exe),
+    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread",
+                    f"-I{REPO / 'csrc'}", "-o", str(exe),
                     str(REPO / "benchmarks" / "fidelity.c"), *csrc], check=True)
     return exe
 

@@ -131,7 +131,8 @@ def errors(fleets):
             fp += len(clean.outliers)
             fleets_fp += bool(clean.outliers)
             cls = names[seed % len(names)]
-            slow = corelat.fleet(_fleet_synth.copies(base, 50, seed=10_000 + seed, slow=(seed % 50, cls, 1.25)))
+            slow = corelat.fleet(_fleet_synth.copies(base, 50, seed=10_000 + seed,
+                                                     slow=(seed % 50, cls, 1.25)))
             flags = [(o.node, o.cls) for o in slow.outliers]
             found += (f"node{seed % 50:03d}", cls) in flags
             exact += flags == [(f"node{seed % 50:03d}", cls)]
@@ -153,7 +154,8 @@ def main(argv=None):
     ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-errors", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="20 nodes of 16 CPUs, 3 samples per pair, 3 fleets per peer file (for CI)")
+    ap.add_argument("--quick", action="store_true",
+                    help="20 nodes of 16 CPUs, 3 samples per pair, 3 fleets per peer file (for CI)")
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.cpus, args.fleets, args.samples = 20, 16, 3, max(args.samples, 3)

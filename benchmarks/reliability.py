@@ -44,7 +44,8 @@ class Runner:
     def run(self, args, timeout=30, cap=True, python=False, **kw):
         cmd = [sys.executable, *(args if python else ["-m", "corelat", *map(str, args)])]
         try:
-            return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=self.env,
+            return subprocess.run(cmd, check=False, capture_output=True, text=True,
+                                  timeout=timeout, env=self.env,
                                   preexec_fn=_cap if cap else None, **kw)
         except subprocess.TimeoutExpired:
             return None
@@ -112,7 +113,8 @@ def saves(r, d):
         path = os.path.join(d, f"s{k}", "out.npz")
         os.makedirs(os.path.dirname(path))
         _old_file(r, path)
-        p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
                              text=True, env=r.env)
         p.stdout.readline()
         time.sleep(0.2 + 0.13 * k)
@@ -189,7 +191,8 @@ def _closed_stdout(r, args):
     rd, w = os.pipe()
     os.close(rd)
     try:
-        return subprocess.run([sys.executable, "-m", "corelat", *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True,
+        return subprocess.run([sys.executable, "-m", "corelat", *args], check=False, stdout=w,
+                              stderr=subprocess.PIPE, text=True,
                               timeout=60, env=r.env)
     finally:
         os.close(w)
@@ -224,7 +227,8 @@ def messages(r, d):
     for mib in (200, 140, 110):  # ulimit -v
         def cap(limit=mib << 20):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        p = subprocess.run([sys.executable, "-m", "corelat", "topology"], check=False, capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-m", "corelat", "topology"], check=False,
+                           capture_output=True, text=True,
                            timeout=60, env=r.env, preexec_fn=cap)
         cases += 1
         fails += "Traceback" in p.stderr

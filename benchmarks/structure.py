@@ -96,7 +96,8 @@ def recovery(examples):
 
 
 def peers():
-    shared = pathlib.Path(os.environ.get("CORELAT_SHARED", pathlib.Path(__file__).resolve().parents[2] / "shared"))
+    shared = pathlib.Path(os.environ.get("CORELAT_SHARED",
+                                         pathlib.Path(__file__).resolve().parents[2] / "shared"))
     folder = shared / "fixtures/peer-results/core-to-core-latency"
     files = sorted(folder.glob("*.csv"))
     if not files:

@@ -39,7 +39,8 @@ def _internal_imports():
         deps = set()
         tree = ast.parse(f.read_text(encoding="utf-8"))
         for node in ast.walk(tree):  # annotation-only imports never run: no cycle
-            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                       "typing.TYPE_CHECKING"):
                 node.body = []
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -60,7 +61,8 @@ def test_file_layers():
     # bounded reads and atomic writes: below everything but the exceptions (a failed save is a SaveError)
     assert graph["corelat._core.files"] <= {"corelat._core.errors"}
     assert graph["corelat._core.npz"] <= {"corelat._core.errors", "corelat._core.files"}  # the container is a leaf
-    assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files", "corelat._results.latency"}
+    assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files",
+                                                 "corelat._results.latency"}
     assert "corelat._results.load" not in graph["corelat._results.latency"] | graph["corelat._results.formats"]
 
 

@@ -294,7 +294,8 @@ def one_real_time_run():
 def test_ctrl_c_under_sched_fifo(kernel, sig, env, one_real_time_run):
     chrt = _chrt()
     args = ["--kernel", kernel, "1000000", "1000"]  # every allowed CPU, as `corelat 1000000 1000`
-    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
                          text=True, env=ENV if env == "user" else PINNED)
     try:
         _workers(p)
@@ -320,7 +321,8 @@ def test_no_thread_of_the_command_spins_above_the_measuring_threads_under_sched_
     # one above the measuring threads; idle, such a thread spins before it sleeps, and on a measuring
     # thread's CPU it starves that thread. While measuring, only the caller may sit at its priority.
     chrt = _chrt()
-    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*LONG)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*LONG)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
                          text=True, env=ENV)
     try:
         _thread_on(p, CPUS[-1])
@@ -348,7 +350,8 @@ def _moved_from_outside(statement, times):
         "except corelat.MeasurementError as e:\n"
         "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, flush=True)\n"
     )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
                          env=ENV)
     try:
         for _ in range(times):
@@ -426,7 +429,8 @@ def test_moved_thread_is_retried_once_then_fails_clearly():
         raise corelat.MeasurementError("CPUs 0 and 1: cannot pin a thread to CPU 1")
 
     calls.clear()
-    with pytest.raises(corelat.MeasurementError, match="CPU affinity changed during the measurement.*cannot pin"):
+    with pytest.raises(corelat.MeasurementError,
+                       match="CPU affinity changed during the measurement.*cannot pin"):
         _once_more_if_moved(moved_then(pin_fails), 0, 1)
 
 

@@ -61,7 +61,8 @@ def test_skewed_timers_are_refused(offset_ns):
     # any latency, so some message "arrives before it was sent" and the kernel must refuse.
     a, b = CPUS[:2]
     m = _measurers.OneWayMeasurer(20, 1, 1.0, _offset_ns=offset_ns)
-    with pytest.raises(corelat.MeasurementError, match=r"timer of CPU \d+ is ahead .* use kernel 'cas' or 'rw'"):
+    with pytest.raises(corelat.MeasurementError,
+                       match=r"timer of CPU \d+ is ahead .* use kernel 'cas' or 'rw'"):
         _sweep.measure_with(m, [a, b], kernel="oneway", round_trips=20, samples=3)
     ahead = b if offset_ns > 0 else a
     with pytest.raises(corelat.MeasurementError, match=f"timer of CPU {ahead} is ahead"):

@@ -379,7 +379,8 @@ def test_one_socket_homed_line_is_named_an_artifact():
     m = np.where(np.isnan(m), np.nan, (m + m.T) / 2)
     s = structure(LatencyResult.from_matrix(m))
     assert [as_sets(lv.groups) for lv in s.levels] == [
-        {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)}, {frozenset(range(48)), frozenset(range(48, 96))}]
+        {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)},
+                                                       {frozenset(range(48)), frozenset(range(48, 96))}]
     nested_levels_ok(s)
     (text,) = s.artifacts
     assert "CPUs 48-95 are as slow among their 6 subgroups" in text
@@ -487,7 +488,8 @@ def test_classes_named_by_the_os_core_type_or_capacity():
     cls = np.repeat([0, 1], 4)
     m = block_model([cls], (20, 60), 0.01, seed=11)
     m[4:, 4:] = np.where(np.eye(4, dtype=bool), np.nan, 45.0)
-    recs = [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0, "node": 0, "capacity": 1024 if c < 4 else 446}
+    recs = [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0, "node": 0,
+             "capacity": 1024 if c < 4 else 446}
             for c in range(8)]
     s = structure(LatencyResult.from_matrix(m), topology=recs)
     (lv,) = s.levels
@@ -537,7 +539,8 @@ def test_siblings_of_a_size_the_rule_does_not_give_are_dropped():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
+@pytest.mark.parametrize("name",
+                         ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
                                   "32intel64-2p8co2t+8ve", "memorysidecaches"])
 def test_real_sibling_numberings_follow_a_rule(hwloc_topology, name):
     # The OS's cores of real machines (offline CPUs, hybrid, SMT4, n+N/2) with siblings at a few ns

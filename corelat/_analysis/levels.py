@@ -247,7 +247,8 @@ def _make_levels(d, cpus, core_idx, core_of, labels, records):
             names=names,
             rest=rest,
             os=(_os_matches(groups, split, kind, names, records, cpus)
-                or (_os_matches(groups, tuple(sp and not r for sp, r in zip(split, rest)), kind, names, records, cpus)
+                or (_os_matches(groups, tuple(sp and not r for sp, r in zip(split, rest)), kind,
+                                names, records, cpus)
                     if any(rest) else ())),
             finest=k == 0,
         ))

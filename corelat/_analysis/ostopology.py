@@ -178,4 +178,5 @@ def compare_topology(st, records):
         sentences.append("the OS topology has no grouping to compare with")
     text = "; ".join(sentences)
     text = text[0].upper() + text[1:] + "."
-    return TopologyComparison(matches=matches, mismatches=mismatches, unmatched_levels=unmatched, sentence=text)
+    return TopologyComparison(matches=matches, mismatches=mismatches,
+                              unmatched_levels=unmatched, sentence=text)

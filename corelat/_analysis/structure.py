@@ -130,7 +130,8 @@ class Structure(Result):
     smt_note: str = ""
     metadata: dict = field(default_factory=dict, repr=False)
 
-    _FIELDS = ("name", "statistic", "cpus", "smt_pairs", "smt_latency", "levels", "core_latency", "core_range",
+    _FIELDS = ("name", "statistic", "cpus", "smt_pairs", "smt_latency", "levels",
+               "core_latency", "core_range",
                "reliable", "artifacts")
 
     @property
@@ -191,7 +192,8 @@ class Structure(Result):
             "nesting": self.nesting(),
             "smt_pairs": len(self.smt_pairs),
             "smt_latency_ns": self.smt_latency,
-            "levels": [{"groups": len(lv.groups), "within_ns": _jsonable(lv.within), "across_ns": _jsonable(lv.across),
+            "levels": [{"groups": len(lv.groups), "within_ns": _jsonable(lv.within),
+                        "across_ns": _jsonable(lv.across),
                         "kind": lv.kind, "os": list(lv.os)} for lv in self.levels],
             "core_latency_ns": _jsonable(self.core_latency),
             "reliable": self.reliable,
@@ -396,7 +398,8 @@ def structure(
     """
 
     check_topology(topology)
-    result = cast("LatencyResult", one_home(result, home, hint="pass home=K (or read every home: result.summary_text())"))
+    result = cast("LatencyResult",
+                  one_home(result, home, hint="pass home=K (or read every home: result.summary_text())"))
     cpus = tuple(result.cpus)
     d = _symmetric(result.statistic(statistic))
     n = len(cpus)

@@ -21,7 +21,8 @@ from corelat._system.topology import Topology
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
     "cas": ("KERNEL_CAS", "both threads compare-exchange one flag on one cache line (contended hand-off)"),
-    "rw": ("KERNEL_RW", "each thread stores to its own cache line and spins loading the other's (data passing)"),
+    "rw": ("KERNEL_RW",
+           "each thread stores to its own cache line and spins loading the other's (data passing)"),
 }
 #: Asymmetric kernels, measured in both directions: name -> description.
 ONEWAY_KERNELS = {
@@ -32,7 +33,8 @@ ONEWAY_KERNELS = {
 CHASE_KERNELS = {
     "read-clean": ("CHASE_CLEAN", ("a load of a line another core holds clean (it read it last; MLC's HIT): "
                    "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round trips")),
-    "read-modified": ("CHASE_MODIFIED", ("a load of a line another core holds modified (it wrote it last; MLC's "
+    "read-modified": ("CHASE_MODIFIED",
+                      ("a load of a line another core holds modified (it wrote it last; MLC's "
                       "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of what "
                       "rw's round trip does twice")),
 }
@@ -296,7 +298,8 @@ def sampling_parameters(plan):
     ``max_time_per_pair``."""
     if plan.mode == "fixed":
         return {"samples": plan.samples}
-    return {"precision": plan.precision, "max_samples": plan.samples, "max_time_per_pair": plan.max_time_per_pair}
+    return {"precision": plan.precision, "max_samples": plan.samples,
+            "max_time_per_pair": plan.max_time_per_pair}
 
 
 def sampling_text(params):
@@ -322,7 +325,8 @@ def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAUL
         samples = _positive_int("samples", samples, MAX_SAMPLES)
         given = [f"{k}={v!r}" for k, v, d in (("precision", precision, DEFAULT_PRECISION),
                                                ("max_samples", max_samples, DEFAULT_MAX_SAMPLES),
-                                               ("max_time_per_pair", max_time_per_pair, DEFAULT_MAX_TIME_PER_PAIR))
+                                               ("max_time_per_pair", max_time_per_pair,
+                                                DEFAULT_MAX_TIME_PER_PAIR))
                  if not _is_number(v, d)]
         if given:
             raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); samples={samples} "

@@ -17,7 +17,8 @@ from . import common
 
 
 def add_arguments(p):
-    p.add_argument("file", metavar="FILE", help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
+    p.add_argument("file", metavar="FILE",
+                   help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
     common.add_statistic_argument(p, "per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
     p.add_argument("--pairs", action="store_true",
@@ -140,7 +141,8 @@ def run(args):
     if isinstance(result, PlacementResult) and args.home is None:
         sts = {label: structure(res, statistic=args.statistic) for label, res in zip(result.homes, result.results)}
         if args.json:
-            print(json.dumps({"summary": result.summary(), "homes": {k: st.to_dict() for k, st in sts.items()}},
+            print(json.dumps({"summary": result.summary(),
+                              "homes": {k: st.to_dict() for k, st in sts.items()}},
                              indent=2))
         else:
             print(placement_text(result, sts, args.statistic))

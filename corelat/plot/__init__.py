@@ -480,7 +480,8 @@ def fleet(
     cm = plt.get_cmap("RdBu_r").with_extremes(bad=_NAN_COLOUR)
     for ax, (g, dev, rows) in zip(axes[:, 0], shown):
         d = dev[rows] if dev.size else np.zeros((len(rows), 0))
-        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto", interpolation="nearest")
+        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto",
+                       interpolation="nearest")
         ax.set_xticks(range(len(g.classes)), [_fleet_label(c) for c in g.classes], fontsize=8)
         ax.set_yticks(range(len(rows)), [g.nodes[i] for i in rows], fontsize=7 if len(rows) > 30 else 8)
         annotate = len(rows) <= 60

@@ -112,7 +112,8 @@ def scale(nodes, n, samples, old_layout=False):
     layout = " (old layout: no median member)" if old_layout and samples > 1 else ""
     print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files "
           f"(written in {gen:.0f} s)")
-    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} MiB "
+    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} "
+          "MiB "
           f"(import corelat alone: {base_rss:.0f} MiB); {got} nodes in {groups} group(s)")
 
 

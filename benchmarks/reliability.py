@@ -59,7 +59,8 @@ class Runner:
 
 def hostile_files(r, d):
     cases = hostile.generate(os.path.join(d, "hostile"))
-    code = ("import sys, corelat\nfor p in sys.argv[1:]:\n    try:\n        corelat.load(p); print('accepted')\n"
+    code = ("import sys, corelat\nfor p in sys.argv[1:]:\n    try:\n        corelat.load(p); "
+            "print('accepted')\n"
             "    except corelat.InputError:\n        print('ok')\n    except BaseException as e:\n"
             "        print('raw', type(e).__name__)\n")
     p = r.run(["-c", code, *(path for _, path in cases)], timeout=600, python=True)
@@ -154,7 +155,8 @@ def saves(r, d):
 def cpu_lists(r, d):
     cmds = [["--cpus", "0-5000"], ["--cpus", "0-20000"], ["--cpus", "0-50000"], ["locks", "0-1000000"]]
     fails = sum(not r.clean(r.run(c, timeout=20)) for c in cmds)
-    code = ("import corelat\ntry:\n    corelat.measure(range(10**5))\nexcept corelat.InputError:\n    print('ok')\n")
+    code = ("import corelat\ntry:\n    corelat.measure(range(10**5))\nexcept corelat.InputError:\n    "
+            "print('ok')\n")
     p = r.run(["-c", code], python=True, timeout=20)
     fails += not (p is not None and p.stdout.strip() == "ok")
     return len(cmds) + 1, fails

@@ -126,7 +126,8 @@ def speed(repeat=5):
     r2 = corelat.LatencyResult.from_matrix(m2)
     t = time.perf_counter()
     s2 = corelat.structure(r2)
-    print(f"structure() on {r2.n} CPUs without SMT (256 cores): {time.perf_counter() - t:.2f} s; reading: {s2.nesting()}")
+    print(f"structure() on {r2.n} CPUs without SMT (256 cores): {time.perf_counter() - t:.2f} s; reading: "
+          f"{s2.nesting()}")
 
 
 def main():

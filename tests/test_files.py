@@ -100,7 +100,8 @@ def test_read_is_bounded_and_interruptible(tmp_path):
     code = ("import signal, sys\nfrom corelat._core import files as _files\n"
             "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
             "signal.signal(signal.SIGALRM, lambda *a: signal.raise_signal(signal.SIGINT))\n"
-            "try:\n    _files.read_bytes(sys.argv[1], 1 << 40)\nexcept KeyboardInterrupt:\n    print('interrupted')\n")
+            "try:\n    _files.read_bytes(sys.argv[1], 1 << 40)\nexcept KeyboardInterrupt:\n    "
+            "print('interrupted')\n")
     sparse = tmp_path / "sparse"
     with open(sparse, "wb") as f:
         f.truncate(1 << 40)  # a terabyte of zeros: minutes to read

@@ -348,7 +348,8 @@ def _moved_from_outside(statement, times):
         "try:\n"
         f"    {statement}\n"
         "except corelat.MeasurementError as e:\n"
-        "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, flush=True)\n"
+        "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, "
+        "flush=True)\n"
     )
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True,
@@ -399,7 +400,8 @@ def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
 
 _PUBLIC_RUNS = {
     "smt": f"corelat._measure.smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
-    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, duration=60)",
+    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, "
+             "duration=60)",
 }
 
 
@@ -408,7 +410,8 @@ _PUBLIC_RUNS = {
 def test_busy_or_lock_run_moved_twice_fails_clearly(run):
     # moved: the run ends, is run again on freshly pinned threads; moved again: a clear error, fast
     out, err = _moved_from_outside(_PUBLIC_RUNS[run], 2)
-    assert re.match(r"CAUGHT MeasurementError - - CPUs [0-9,-]+: the CPU affinity changed during the measurement",
+    assert re.match(r"CAUGHT MeasurementError - - CPUs [0-9,-]+: the CPU affinity changed during the "
+                    r"measurement",
                     out), (out, err)
 
 

@@ -107,7 +107,8 @@ def test_ctrl_c_stops_a_long_oneway_pair():
     # 10^6 messages x 1000 samples, precision-driven: hours if not interrupted.
     code = ("import corelat, sys\n"
             "try:\n"
-            "    corelat.measure(kernel='oneway', round_trips=10**6, max_time_per_pair=3600, precision=1e-4)\n"
+            "    corelat.measure(kernel='oneway', round_trips=10**6, max_time_per_pair=3600, "
+            "precision=1e-4)\n"
             "except KeyboardInterrupt:\n"
             "    sys.exit(42)\n")
     # Sent once the measuring threads are pinned, not after a fixed sleep: on a loaded machine the

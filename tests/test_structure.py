@@ -165,7 +165,8 @@ def test_apple_m1_style_clusters_are_not_siblings():
                                                         frozenset(range(6, 10))},
                                                        {frozenset({0, 1}), frozenset(range(2, 10))}]
     assert s.levels[0].parent == 1 and s.levels[0].group_parent == (0, 1, 1)
-    assert str(s).startswith("2 groups ⊃ 2 groups of 4 cores in CPUs 2-9: 2 groups (2, 8 CPUs): 129 ns within, "
+    assert str(s).startswith("2 groups ⊃ 2 groups of 4 cores in CPUs 2-9: 2 groups (2, 8 CPUs): 129 ns "
+                             "within, "
                              "150 ns across; CPUs 2-9 in 2 groups of 4 CPUs: 40 ns within, 129 ns across;")
 
 
@@ -360,7 +361,8 @@ def test_three_nested_levels_with_parents():
     assert s.levels[1].group_parent == (0, 0, 0, 1, 1, 1)
     assert s.nesting() == "2 groups of 12 cores ⊃ 6 groups of 4 cores ⊃ 12 groups of 2 cores ⊃ SMT pairs"
     text = str(s)
-    assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns across;")
+    assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns "
+                                         "across;")
     # The heatmap's boundaries nest too: every coarse boundary is a fine one.
     b = s.boundaries()
     assert set(b[2]) <= set(b[1]) <= set(b[0])
@@ -431,7 +433,8 @@ def test_hybrid_classes_are_named_from_the_os_topology(hwloc_topology):
     assert "6 P-cores × 2 threads (CPUs 0-11) and 8 E-cores × 1 thread (CPUs 12-19)" in str(s)
     assert fine.os == ("l2",) and top.os == ("classes",)
     assert s.topology.matches["l2"] == 0 and s.topology.matches["classes"] == 1
-    assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency level 2 "
+    assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency "
+                                          "level 2 "
                                           "match the OS's core types (P-cores and E-cores)")
     # The real sysfs dump of that machine gives the same records.
     topo = hwloc_topology("20em64t-hybrid-1p6c2t+2ca4co1t")
@@ -474,7 +477,8 @@ def test_report_and_heatmap_show_the_nesting():
     text = report_text(r, s)
     outline = text.split("Levels, coarsest first:\n")[1].splitlines()[:3]
     assert outline[0].startswith("  2 groups of 12 CPUs")
-    assert outline[1].startswith("    ⊃ 6 groups of 4 CPUs") and outline[2].startswith("      ⊃ 12 groups of 2 CPUs")
+    assert outline[1].startswith("    ⊃ 6 groups of 4 CPUs") and outline[2].startswith("      ⊃ 12 groups of "
+                                                                                       "2 CPUs")
     # Heatmap in structure order: every group boundary drawn, coarser levels with thicker lines.
     _, lines, _ = plot._ordered(r, "structure")
     width = dict(lines)

@@ -157,7 +157,8 @@ def compare_topology(st, records):
     unmatched = tuple(k for k in range(len(lat_parts)) if k not in used)
     for k in unmatched:
         who = "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
-        sentences.append(f"{who} ({len(lat_parts[k])}) match no OS grouping (L2, cluster, L3, die, NUMA node, "
+        sentences.append(f"{who} ({len(lat_parts[k])}) match no OS grouping (L2, cluster, L3, die, NUMA "
+                         "node, "
                          "package)")
     # SMT siblings against the OS's cores.
     smt_part = frozenset(frozenset(c) for c in st.cores)

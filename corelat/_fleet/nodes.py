@@ -467,5 +467,6 @@ def fleet(
             else:
                 raise InputFileNotFoundError(f"{path}: no such file or folder")
         else:
-            raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or results")
+            raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or "
+                             "results")
     return builder.finish(expect=expect, metadata={"source": folders or "results"})

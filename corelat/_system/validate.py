@@ -32,10 +32,12 @@ ONEWAY_KERNELS = {
 #: Line-transfer kernels (Intel MLC's HIT/HITM), measured in both directions: name -> (C kind, description).
 CHASE_KERNELS = {
     "read-clean": ("CHASE_CLEAN", ("a load of a line another core holds clean (it read it last; MLC's HIT): "
-                   "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round trips")),
+                   "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round "
+                   "trips")),
     "read-modified": ("CHASE_MODIFIED",
                       ("a load of a line another core holds modified (it wrote it last; MLC's "
-                      "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of what "
+                      "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of "
+                      "what "
                       "rw's round trip does twice")),
 }
 #: Every kernel measure() accepts: name -> description.
@@ -329,7 +331,8 @@ def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAUL
                                                 DEFAULT_MAX_TIME_PER_PAIR))
                  if not _is_number(v, d)]
         if given:
-            raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); samples={samples} "
+            raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); "
+                             f"samples={samples} "
                              "takes exactly that many per pair")
         return SamplingPlan("fixed", samples)
     if isinstance(precision, bool):
@@ -339,7 +342,8 @@ def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAUL
     except (TypeError, ValueError):
         raise InputError(f"precision must be a fraction like 0.02, got {precision!r}") from None
     if not 0.0001 <= precision <= 0.5:
-        raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
+        raise InputError("precision must be between 0.0001 and 0.5 (a fraction of the median), got "
+                         f"{precision}")
     cap = _positive_int("max_samples", max_samples, MAX_SAMPLES)
     max_time_per_pair = seconds("max_time_per_pair", max_time_per_pair, 0.001, 3600.0)
     return SamplingPlan("precision", cap, precision, max_time_per_pair,

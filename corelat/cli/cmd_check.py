@@ -24,7 +24,8 @@ def add_arguments(p):
 def run(args):
 
     if not os.path.isdir(args.root):
-        raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and proc/)")
+        raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and "
+                         "proc/)")
     if not 0 < args.interval <= 60:
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None

@@ -22,7 +22,8 @@ def add_arguments(p):
     common.add_statistic_argument(p, "per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
     p.add_argument("--pairs", action="store_true",
-                   help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, estimated)")
+                   help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, "
+                        "estimated)")
     p.add_argument("--json", action="store_true", help="print the structure as JSON instead of text")
     p.add_argument("--home", metavar="HOME", type=common.home_arg,
                    help="for a file of `corelat placement`: report this home's matrix in full (node:K, K, "

@@ -55,8 +55,10 @@ def check_output_path(path, suffixes=(".npz", ".csv")):
 def add_order_argument(p, what="matrix"):
     """``--order``: every order of :data:`~corelat._core.types.ORDERS`, the one default."""
     p.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
-                   help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file without "
-                        "one falls back to structure) or the latency groups corelat finds (structure); default: "
+                   help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file "
+                        "without "
+                        "one falls back to structure) or the latency groups corelat finds (structure); "
+                        "default: "
                         "as measured")
 
 

@@ -38,11 +38,11 @@ class Level:
     cores anywhere inside group i (what a class of P-cores that no finer level splits is inside);
     ``rest[i]`` is True where group i is what is left when the other groups are taken out: as far
     apart inside as across while the others are fast inside (the P-cores beside two E-core
-    clusters); the level is named and counted by the other groups. ``children[i]`` counts its groups one level finer (its cores at the
-    finest level). ``kind`` is ``"classes"`` when the groups differ in kind of core (threads per
-    core, or L2 sharing in the OS topology), with ``names`` such as ``("P-cores", "E-cores")`` where
-    the OS topology tells; ``os`` names the OS objects the level matches (``("l3",)``,
-    ``("node", "package")``, ``("classes",)``), empty when none or unknown.
+    clusters); the level is named and counted by the other groups. ``children[i]`` counts its groups
+    one level finer (its cores at the finest level). ``kind`` is ``"classes"`` when the groups differ
+    in kind of core (threads per core, or L2 sharing in the OS topology), with ``names`` such as
+    ``("P-cores", "E-cores")`` where the OS topology tells; ``os`` names the OS objects the level
+    matches (``("l3",)``, ``("node", "package")``, ``("classes",)``), empty when none or unknown.
     """
 
     groups: tuple
@@ -343,7 +343,8 @@ def _artifacts(levels, result):
     for lv in levels:
         shape = {}
         for i, g in enumerate(lv.groups):
-            if lv.children[i] > 1 and not math.isnan(lv.group_within[i]) and not math.isnan(lv.group_across[i]):
+            if (lv.children[i] > 1 and not math.isnan(lv.group_within[i])
+                    and not math.isnan(lv.group_across[i])):
                 shape.setdefault((lv.children[i], len(g)), []).append(i)
         for same in shape.values():
             slow = [i for i in same if lv.group_within[i] >= SLOW_INSIDE * lv.group_across[i]]

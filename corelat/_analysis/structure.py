@@ -256,7 +256,10 @@ class Structure(Result):
         """
         parts = []
         for lv in reversed(self.levels):
-            name = _OS_PLURAL.get(lv.os[0], "groups") if lv.os else ("classes" if lv.kind == "classes" else "groups")
+            if lv.os:
+                name = _OS_PLURAL.get(lv.os[0], "groups")
+            else:
+                name = "classes" if lv.kind == "classes" else "groups"
             idx = lv.named()
             cores = {lv.cores[i] for i in idx}
             head = f"{len(idx)} {name}" + (f" of {cores.pop()} cores" if len(cores) == 1 else "")
@@ -418,7 +421,8 @@ def structure(
     core_latency = float(np.median(core_vals)) if core_vals.size else math.nan
     core_range = (float(core_vals.min()), float(core_vals.max())) if core_vals.size else (math.nan, math.nan)
 
-    smt_vals = [d[i, j] for g in smt_groups for a, i in enumerate(g) for j in g[a + 1:] if not np.isnan(d[i, j])]
+    smt_vals = [d[i, j] for g in smt_groups for a, i in enumerate(g) for j in g[a + 1:]
+                if not np.isnan(d[i, j])]
     smt_latency = float(np.median(smt_vals)) if smt_vals else None
 
     cd = _core_matrix(d, core_idx)

@@ -188,8 +188,8 @@ def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):
     elif h.kind == "cpu":
         if kernel in ("read-clean", "read-modified"):
             raise InputError(f"home {h.label} does not apply to kernel {kernel!r}: its owner already touches "
-                             "the "
-                             "lines before every sample; choose the owner's home with 'node:K' or 'responder'")
+                             "the lines before every sample; choose the owner's home with 'node:K' or "
+                             "'responder'")
         if allowed is None:
 
             allowed = allowed_cpus()

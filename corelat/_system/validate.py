@@ -161,7 +161,8 @@ def resolve_cpus(cpus, minimum=2):
     if len(out) < minimum:
         raise InputError(
             f"need at least {minimum} CPUs, got {len(out)}"
-            + (f" (this process may only use CPU {_cpulist.format(allowed)})" if len(allowed) < minimum else "")
+            + (f" (this process may only use CPU {_cpulist.format(allowed)})"
+               if len(allowed) < minimum else "")
         )
     return tuple(out)
 
@@ -170,7 +171,8 @@ def check_topology(topology, records=True):
     """``topology=`` arguments: None, a :class:`~corelat._system.topology.Topology`, or (with ``records``)
     a list of its ``records()`` (dicts with an integer ``"cpu"``). Raises InputTypeError otherwise."""
 
-    if topology is None or isinstance(topology, Topology) or records and callable(getattr(topology, "records", None)):
+    if (topology is None or isinstance(topology, Topology)
+            or records and callable(getattr(topology, "records", None))):
         return topology
     if records and isinstance(topology, (list, tuple)) and all(
             isinstance(r, dict) and isinstance(r.get("cpu"), int) and not isinstance(r.get("cpu"), bool)
@@ -280,7 +282,8 @@ def size_warnings(round_trips, plan, timer=None):
 
 
 def _is_number(value, number):
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) and value == number
+    return (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+            and value == number)
 
 
 class SamplingPlan(NamedTuple):

@@ -86,7 +86,8 @@ def run(args):
         fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic,
                            annotate=args.annotate)
     elif args.kind == "heatmap":
-        fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate).figure
+        fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic,
+                           annotate=args.annotate).figure
     else:
         fig = plot.distribution(results[0], pairs=_pairs(args.pairs), kind=args.kind).figure
     try:

@@ -78,11 +78,13 @@ def pairs_text(result, statistic="median"):
                 if s.size:
                     fm, fe = float(np.median(s)), float(median_err(s[np.newaxis])[0])
                     why = _words(int(first_flags[i, j])) if first_flags is not None else ""
-                    line += f"; first attempt {_text.value_err(fm, fe)} ns ({s.size} samples{', ' + why if why else ''})"
+                    line += (f"; first attempt {_text.value_err(fm, fe)} ns "
+                             f"({s.size} samples{', ' + why if why else ''})")
             lines.append(line)
     if not lines:
         return "No pair is flagged: none bimodal, unstable, re-tested, estimated or short of its precision."
-    return "Pairs with a flag (" + statistic + "; first attempts of re-tested pairs beside them):\n" + "\n".join(lines)
+    return ("Pairs with a flag (" + statistic + "; first attempts of re-tested pairs beside them):\n"
+            + "\n".join(lines))
 
 
 def report_text(result, st, statistic="median", matrix=False, pairs=False):
@@ -140,7 +142,8 @@ def run(args):
 
     result = load(args.file)
     if isinstance(result, PlacementResult) and args.home is None:
-        sts = {label: structure(res, statistic=args.statistic) for label, res in zip(result.homes, result.results)}
+        sts = {label: structure(res, statistic=args.statistic)
+               for label, res in zip(result.homes, result.results)}
         if args.json:
             print(json.dumps({"summary": result.summary(),
                               "homes": {k: st.to_dict() for k, st in sts.items()}},

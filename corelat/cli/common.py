@@ -129,7 +129,8 @@ def measured_text(result):
         return ("one-way latency in ns: receiver's timer at arrival - sender's timer at sending "
                 "(row CPU sends, column CPU receives)")
     if result.value_only:
-        return f"one value per pair in ns, as the file holds it ({md.get('statistic') or 'statistic unknown'})"
+        said = md.get("statistic") or "statistic unknown"
+        return f"one value per pair in ns, as the file holds it ({said})"
     return "latency = round-trip time / 2 in ns"
 
 

@@ -1,4 +1,5 @@
-"""Pictures of latency results (needs matplotlib: ``pip install 'corelat[plot]'``, or ``'.[plot]'`` in a checkout).
+"""Pictures of latency results (needs matplotlib: ``pip install 'corelat[plot]'``, or ``'.[plot]'`` in a
+checkout).
 
 * :func:`heatmap`: the matrix with a colour bar in ns and group boundaries drawn, ordered by the OS
   topology, by the latency structure, or by CPU id; readable from 2 to hundreds of CPUs (cell values
@@ -310,7 +311,8 @@ def distribution(
         ax.set_xlabel("CPU pair")
         if log:
             lo, hi = math.floor(np.log10(everything.min())), math.ceil(np.log10(everything.max()))
-            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e)) for e in range(lo, hi + 1) for m in (1, 2, 5)]
+            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e))
+                     for e in range(lo, hi + 1) for m in (1, 2, 5)]
             bottom, top = math.log10(everything.min()) - 0.05, math.log10(everything.max()) + 0.05
             ticks = [(t, lab) for t, lab in ticks if bottom <= t <= top]
             ax.set_ylim(bottom, top)
@@ -493,7 +495,8 @@ def fleet(
                 if (g.nodes[i], c) in flagged:
                     ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
         more = f", {len(rows)} of {len(g.nodes)} nodes (most deviating)" if len(rows) < len(g.nodes) else ""
-        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}", fontsize=9)
+        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}",
+                     fontsize=9)
         cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
         cb.set_label("vs group median", fontsize=8)
         cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.0%}")

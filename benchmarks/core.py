@@ -36,7 +36,8 @@ def timer_costs():
         rows.append((info["name"], f"{info['frequency_hz'] / 1e6:.1f} MHz",
                      f"{info['overhead_ticks'] / tpn:.1f}", f"{info['overhead_serial_ticks'] / tpn:.1f}"))
     info = _corelat.timer_init("hw")
-    rows.append(("clock_gettime(MONOTONIC) via tsc", "", f"{_corelat.clock_cost() / info['ticks_per_ns']:.1f}", ""))
+    rows.append(("clock_gettime(MONOTONIC) via tsc", "",
+                 f"{_corelat.clock_cost() / info['ticks_per_ns']:.1f}", ""))
     _timer._timer = None  # let measure() choose again
     table("Timer read cost (ns, minimum of back-to-back reads)", rows,
           ("timer", "frequency", "read", "serialized read"))

@@ -83,7 +83,8 @@ def main():
     fifo_ok = bool(chrt) and subprocess.run([chrt, "-f", "10", "true"], check=False, capture_output=True).returncode == 0
     env = user_env(args.blas_threads)
     blas = "unset" if args.blas_threads is None else f"OPENBLAS_NUM_THREADS={args.blas_threads}"
-    print(f"exit time after a signal, {args.tries} tries each, signal {args.after} s into the run, BLAS vars {blas}")
+    print(f"exit time after a signal, {args.tries} tries each, signal {args.after} s into the run, BLAS vars "
+          f"{blas}")
     print(f"{'case':34} {'tries':>5} {'<1 s':>5} {'median s':>9} {'worst s':>8}  exit codes")
     failed = 0
     for policy in (["plain", []], ["chrt -f 10", [chrt, "-f", "10"]] if fifo_ok else None):
@@ -94,7 +95,8 @@ def main():
             for signame in ("SIGINT", "SIGTERM"):
                 times, codes = [], []
                 for _ in range(args.tries):
-                    t, code = one_try(policy[1], kernel, getattr(signal, signame), args.after, args.limit, env)
+                    t, code = one_try(policy[1], kernel, getattr(signal, signame),
+                                      args.after, args.limit, env)
                     times.append(t if t is not None else float("inf"))
                     codes.append(code)
                 within = sum(t < 1.0 for t in times)

@@ -39,7 +39,8 @@ def compiler(names=("cc", "gcc", "clang")):
 def build(tmp):
     csrc = sorted(str(p) for p in (REPO / "csrc").glob("*.c") if p.name not in ("module.c", "selftest.c"))
     exe = tmp / "fidelity"
-    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{REPO / 'csrc'}", "-o", str(exe),
+    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread",
+                    f"-I{REPO / 'csrc'}", "-o", str(exe),
                     str(REPO / "benchmarks" / "fidelity.c"), *csrc], check=True)
     return exe
 
@@ -110,7 +111,7 @@ def main(argv=None):
         for kernel in ("cas", "rw"):
             per = {"corelat": [], "bare": []}
             peer_vals = {p: [] for p in peers}
-            for r in range(rounds):
+            for _r in range(rounds):
                 out = subprocess.run([str(exe), kernel, str(a), str(b), str(rt), str(samples), "1"],
                                      capture_output=True, text=True, check=True, timeout=600)
                 for line in out.stdout.splitlines():

@@ -112,7 +112,8 @@ def scale(nodes, n, samples, old_layout=False):
     layout = " (old layout: no median member)" if old_layout and samples > 1 else ""
     print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files "
           f"(written in {gen:.0f} s)")
-    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} MiB "
+    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} "
+          "MiB "
           f"(import corelat alone: {base_rss:.0f} MiB); {got} nodes in {groups} group(s)")
 
 
@@ -131,7 +132,8 @@ def errors(fleets):
             fp += len(clean.outliers)
             fleets_fp += bool(clean.outliers)
             cls = names[seed % len(names)]
-            slow = corelat.fleet(_fleet_synth.copies(base, 50, seed=10_000 + seed, slow=(seed % 50, cls, 1.25)))
+            slow = corelat.fleet(_fleet_synth.copies(base, 50, seed=10_000 + seed,
+                                                     slow=(seed % 50, cls, 1.25)))
             flags = [(o.node, o.cls) for o in slow.outliers]
             found += (f"node{seed % 50:03d}", cls) in flags
             exact += flags == [(f"node{seed % 50:03d}", cls)]
@@ -153,7 +155,8 @@ def main(argv=None):
     ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-errors", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="20 nodes of 16 CPUs, 3 samples per pair, 3 fleets per peer file (for CI)")
+    ap.add_argument("--quick", action="store_true",
+                    help="20 nodes of 16 CPUs, 3 samples per pair, 3 fleets per peer file (for CI)")
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.cpus, args.fleets, args.samples = 20, 16, 3, max(args.samples, 3)

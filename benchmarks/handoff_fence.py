@@ -225,7 +225,8 @@ def experiment(exe, kernel, a, b, round_trips, samples, step):
                          capture_output=True, text=True, check=True, timeout=300).stdout
     print(f"\n{kernel}, {round_trips} round trip(s) per sample, {samples} samples per way, interleaved "
           f"(ticks; step {step:g}):")
-    print(f"  {'closing read':<12} {'min':>6} {'median':>7} {'<1 step':>8} {'<2 steps':>9} {'before partner':>15}")
+    print(f"  {'closing read':<12} {'min':>6} {'median':>7} {'<1 step':>8} {'<2 steps':>9} "
+          f"{'before partner':>15}")
     for line in out.splitlines():
         name, _count, lo, med, b1, b2, early, early_f = line.split()
         print(f"  {name:<12} {lo:>6} {med:>7} {b1:>8} {b2:>9} {early:>15}" +
@@ -248,7 +249,8 @@ def installed(a, b, samples, step):
         code = _corelat.KERNEL_CAS if kernel == "cas" else _corelat.KERNEL_RW
         for rt in (1, 2, 10):
             x = _corelat.pingpong(a, b, code, rt, samples, 100, 5.0)
-            print(f"  {kernel:<6} {rt:>11} {int(x.min()):>6} {int(np.median(x)):>7} {int((x < step).sum()):>8} "
+            print(f"  {kernel:<6} {rt:>11} {int(x.min()):>6} {int(np.median(x)):>7} "
+                  f"{int((x < step).sum()):>8} "
                   f"{int((x < 2 * step).sum()):>9}")
 
 

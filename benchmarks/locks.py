@@ -20,7 +20,8 @@ def main(argv=None):
     p.add_argument("cpus", nargs="*", help="CPU lists (default: all allowed)")
     p.add_argument("-d", "--duration", type=float, default=0.5, help="seconds per test (default 0.5)")
     p.add_argument("--repeat", type=int, default=1, help="runs per mode; the table shown is the first")
-    p.add_argument("--quick", action="store_true", help="5 ms per test (for CI: the script runs, figures not judged)")
+    p.add_argument("--quick", action="store_true",
+                   help="5 ms per test (for CI: the script runs, figures not judged)")
     args = p.parse_args(argv)
     if args.quick:
         args.duration = 0.005

@@ -34,7 +34,8 @@ def call_cost(cpus, calls=100):
     a, b = cpus[:2]
     free = [c for c in corelat.allowed_cpus() if c not in (a, b)]
     third = free[0] if free else a
-    print(f"cas, 1000 round trips per sample, CPUs {a},{b}; {calls} calls of one sample vs one call of {calls}")
+    print(f"cas, 1000 round trips per sample, CPUs {a},{b}; {calls} calls of one sample vs one call of "
+          f"{calls}")
     print(f"{'home':<40} {'own call':>10} {'inside one call':>16}")
     for label, home in (("initiator (2 threads)", (-1, 0, -1)),
                         (f"third toucher on CPU {third} (3 threads)", (-1, 2, third))):
@@ -78,7 +79,8 @@ def main():
             off = ~np.eye(r.n, dtype=bool)
             med = r.median[off]
             found = sorted({int(v) for v in r.extras["home_node"][off]})
-            print(f"{kernel:<14} {home:<11} {np.nanmedian(med):9.1f}  {np.nanmin(med):8.1f}..{np.nanmax(med):<8.1f}"
+            print(f"{kernel:<14} {home:<11} {np.nanmedian(med):9.1f}  "
+                  f"{np.nanmin(med):8.1f}..{np.nanmax(med):<8.1f}"
                   f"  node {','.join(map(str, found)):<10} {time.monotonic() - t0:4.1f}")
 
 

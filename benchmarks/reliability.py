@@ -20,7 +20,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import hostile
+import hostile  # noqa: E402 (a test helper, found through the path set just above)
 
 # Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
 # sent to them; a caught signal is reset to the default at exec instead.
@@ -44,7 +44,8 @@ class Runner:
     def run(self, args, timeout=30, cap=True, python=False, **kw):
         cmd = [sys.executable, *(args if python else ["-m", "corelat", *map(str, args)])]
         try:
-            return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=self.env,
+            return subprocess.run(cmd, check=False, capture_output=True, text=True,
+                                  timeout=timeout, env=self.env,
                                   preexec_fn=_cap if cap else None, **kw)
         except subprocess.TimeoutExpired:
             return None
@@ -58,7 +59,8 @@ class Runner:
 
 def hostile_files(r, d):
     cases = hostile.generate(os.path.join(d, "hostile"))
-    code = ("import sys, corelat\nfor p in sys.argv[1:]:\n    try:\n        corelat.load(p); print('accepted')\n"
+    code = ("import sys, corelat\nfor p in sys.argv[1:]:\n    try:\n        corelat.load(p); "
+            "print('accepted')\n"
             "    except corelat.InputError:\n        print('ok')\n    except BaseException as e:\n"
             "        print('raw', type(e).__name__)\n")
     p = r.run(["-c", code, *(path for _, path in cases)], timeout=600, python=True)
@@ -112,7 +114,8 @@ def saves(r, d):
         path = os.path.join(d, f"s{k}", "out.npz")
         os.makedirs(os.path.dirname(path))
         _old_file(r, path)
-        p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE,
                              text=True, env=r.env)
         p.stdout.readline()
         time.sleep(0.2 + 0.13 * k)
@@ -152,7 +155,8 @@ def saves(r, d):
 def cpu_lists(r, d):
     cmds = [["--cpus", "0-5000"], ["--cpus", "0-20000"], ["--cpus", "0-50000"], ["locks", "0-1000000"]]
     fails = sum(not r.clean(r.run(c, timeout=20)) for c in cmds)
-    code = ("import corelat\ntry:\n    corelat.measure(range(10**5))\nexcept corelat.InputError:\n    print('ok')\n")
+    code = ("import corelat\ntry:\n    corelat.measure(range(10**5))\nexcept corelat.InputError:\n    "
+            "print('ok')\n")
     p = r.run(["-c", code], python=True, timeout=20)
     fails += not (p is not None and p.stdout.strip() == "ok")
     return len(cmds) + 1, fails
@@ -189,7 +193,8 @@ def _closed_stdout(r, args):
     rd, w = os.pipe()
     os.close(rd)
     try:
-        return subprocess.run([sys.executable, "-m", "corelat", *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True,
+        return subprocess.run([sys.executable, "-m", "corelat", *args], check=False, stdout=w,
+                              stderr=subprocess.PIPE, text=True,
                               timeout=60, env=r.env)
     finally:
         os.close(w)
@@ -224,7 +229,8 @@ def messages(r, d):
     for mib in (200, 140, 110):  # ulimit -v
         def cap(limit=mib << 20):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        p = subprocess.run([sys.executable, "-m", "corelat", "topology"], check=False, capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-m", "corelat", "topology"], check=False,
+                           capture_output=True, text=True,
                            timeout=60, env=r.env, preexec_fn=cap)
         cases += 1
         fails += "Traceback" in p.stderr

@@ -38,7 +38,7 @@ def machine(packages=2, l3_per_package=12, cores_per_l3=4, threads=2):
     for p in range(packages):
         for l3 in range(l3_per_package):
             for c in range(cores_per_l3):
-                for t in range(threads):
+                for _t in range(threads):
                     core = (p * l3_per_package + l3) * cores_per_l3 + c
                     rows.append({"cpu": cpu, "package": p, "node": p, "l3": p * l3_per_package + l3,
                                  "l2": core, "core": core, "_l3_in_pkg": l3})

@@ -96,7 +96,8 @@ def recovery(examples):
 
 
 def peers():
-    shared = pathlib.Path(os.environ.get("CORELAT_SHARED", pathlib.Path(__file__).resolve().parents[2] / "shared"))
+    shared = pathlib.Path(os.environ.get("CORELAT_SHARED",
+                                         pathlib.Path(__file__).resolve().parents[2] / "shared"))
     folder = shared / "fixtures/peer-results/core-to-core-latency"
     files = sorted(folder.glob("*.csv"))
     if not files:
@@ -125,7 +126,8 @@ def speed(repeat=5):
     r2 = corelat.LatencyResult.from_matrix(m2)
     t = time.perf_counter()
     s2 = corelat.structure(r2)
-    print(f"structure() on {r2.n} CPUs without SMT (256 cores): {time.perf_counter() - t:.2f} s; reading: {s2.nesting()}")
+    print(f"structure() on {r2.n} CPUs without SMT (256 cores): {time.perf_counter() - t:.2f} s; reading: "
+          f"{s2.nesting()}")
 
 
 def main():

@@ -94,7 +94,8 @@ def main(argv=None):
                 break
         oracle = float(np.median([r["elapsed"] for r in runs]))
         print(f"{kernel:7} {f'fixed {size} (smallest meeting ±2 %)':34} {oracle:7.3f}")
-        print(f"{kernel:7} wall time fixed {args.samples} / precision-driven: {ratio['equal']:.1f}x at fixed's "
+        print(f"{kernel:7} wall time fixed {args.samples} / precision-driven: {ratio['equal']:.1f}x at "
+              "fixed's "
               f"precision, {ratio['default']:.1f}x at the default ±2 %")
     return 0
 

@@ -107,7 +107,8 @@ def _startup_failed(kind, value, tb):
         return sys.__excepthook__(kind, value, tb)
     hint = ""
     if issubclass(kind, (MemoryError, ImportError)) or "memory" in str(value).lower():
-        hint = " (out of memory while starting, or a broken install: is the memory limit, ulimit -v, too low?)"
+        hint = (" (out of memory while starting, or a broken install: is the memory limit, ulimit -v, "
+                "too low?)")
     why = " ".join(str(value).split())
     _fail(f"{kind.__name__}{': ' + why[:160] if why else ''}{hint}")
 
@@ -125,7 +126,8 @@ def _numpy_libraries():
                            (os.path.join(package, "core"), "_multiarray_umath")):  # NumPy 2, NumPy 1
         try:
             with os.scandir(folder) as entries:
-                total += sum(e.stat().st_size for e in entries if e.name.startswith(prefix) and ".so" in e.name)
+                total += sum(e.stat().st_size for e in entries
+                             if e.name.startswith(prefix) and ".so" in e.name)
         except OSError:
             pass
     return total or _UNKNOWN_LIBRARIES

@@ -180,7 +180,8 @@ def _header_cases(base):
     yield "symmetric_string", with_header(meta(symmetric="no"))
     yield "timer_frequency_string", with_header(meta(timer={"name": "x", "frequency_hz": "fast"}))
     yield "parameters_list", with_header(meta(parameters=[1]))
-    yield "topology_garbage", with_header(meta(topology={"format": "corelat.topology", "version": 1, "cpus": 5}))
+    yield "topology_garbage", with_header(meta(topology={"format": "corelat.topology",
+                                                         "version": 1, "cpus": 5}))
     yield "topology_string", with_header(meta(topology="x"))
     yield "order_boundaries_strings", with_header(meta(order={"by": "os", "boundaries": {"core": ["a"]}}))
     yield "kernel_int", with_header(dict(h, kernel=3))

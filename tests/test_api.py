@@ -39,7 +39,8 @@ def _internal_imports():
         deps = set()
         tree = ast.parse(f.read_text(encoding="utf-8"))
         for node in ast.walk(tree):  # annotation-only imports never run: no cycle
-            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING",
+                                                                       "typing.TYPE_CHECKING"):
                 node.body = []
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -60,7 +61,8 @@ def test_file_layers():
     # bounded reads and atomic writes: below everything but the exceptions (a failed save is a SaveError)
     assert graph["corelat._core.files"] <= {"corelat._core.errors"}
     assert graph["corelat._core.npz"] <= {"corelat._core.errors", "corelat._core.files"}  # the container is a leaf
-    assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files", "corelat._results.latency"}
+    assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files",
+                                                 "corelat._results.latency"}
     assert "corelat._results.load" not in graph["corelat._results.latency"] | graph["corelat._results.formats"]
 
 
@@ -98,10 +100,10 @@ def test_one_timeout_rule_for_every_measuring_function():
 
 def test_one_cpu_list_parser_strides_everywhere():
     from corelat._system import cpulist as _cpulist
-    from corelat._system import topology as _topology
+    from corelat._system import sysfs as _sysfs
 
-    assert sorted(_topology._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
-    assert _topology._parse_cpulist("") == frozenset()
+    assert sorted(_sysfs._parse_cpulist("0-6:2,9")) == _cpulist.parse("0-6:2,9") == [0, 2, 4, 6, 9]
+    assert _sysfs._parse_cpulist("") == frozenset()
 
 
 def test_normal_quantile_from_the_standard_library():

@@ -46,7 +46,8 @@ def bare(tmp_path):
     write(r, "sys/devices/system/cpu/nohz_full", "(null)\n")
     write(r, "sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc\n")
     write(r, "sys/devices/system/clocksource/clocksource0/available_clocksource", "tsc hpet acpi_pm\n")
-    write(r, "proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n")
+    write(r, "proc/cpuinfo",
+          "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n")
     write(r, "proc/loadavg", "0.01 0.05 0.10 1/100 1234\n")
     write(r, "proc/stat", STAT_IDLE)
     return r
@@ -77,7 +78,8 @@ def test_quiet_bare_metal_is_all_ok(bare):
 
 def test_noisy_virtual_machine_items_warn(bare):
     for c in (0, 1):
-        write(bare, f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor", "powersave" if c else "schedutil")
+        write(bare, f"sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor",
+              "powersave" if c else "schedutil")
     write(bare, "sys/devices/system/cpu/cpufreq/boost", "1\n")
     write(bare, "sys/devices/system/cpu/smt/active", "1\n")
     write(bare, "sys/devices/system/clocksource/clocksource0/current_clocksource", "hpet\n")
@@ -159,7 +161,8 @@ def test_parsing_oddities(bare):
 def test_live_machine_report_and_api():
     items = corelat.check(interval=0.05)
     names = [i.name for i in items]
-    assert names[:9] == ["governor", "boost", "smt", "isolated", "hypervisor", "load", "busy", "clocksource", "tsc"]
+    assert names[:9] == ["governor", "boost", "smt", "isolated", "hypervisor", "load", "busy",
+                         "clocksource", "tsc"]
     if len(os.sched_getaffinity(0)) >= 2:
         assert names[-1] == "timer_skew"
     for i in items:

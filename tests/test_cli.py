@@ -77,7 +77,8 @@ def test_console_script_installed():
     exe = pathlib.Path(sysconfig.get_path("scripts")) / "corelat"
     if not exe.is_file():
         pytest.fail(f"the corelat console script is not installed at {exe} (is the package installed?)")
-    p = subprocess.run([str(exe), "--cpus", f"{CPUS[0]},{CPUS[1]}", "5", "2"], check=False, capture_output=True,
+    p = subprocess.run([str(exe), "--cpus", f"{CPUS[0]},{CPUS[1]}", "5", "2"], check=False,
+                       capture_output=True,
                        text=True, timeout=60, env=dict(os.environ, PATH="/usr/bin:/bin"))
     assert p.returncode == 0, p.stderr
 

@@ -78,7 +78,8 @@ def test_names_paths_lists_and_errors(tmp_path):
 
 def test_peer_files(shared_dir):
     folder = shared_dir / PEERS
-    c = compare(folder / "AMD Ryzen 9 5950X @ 3.40 GHz.csv", folder / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
+    c = compare(folder / "AMD Ryzen 9 5950X @ 3.40 GHz.csv",
+                folder / "Intel Core i9-9900K CPU @ 3.60 GHz.csv")
     r5950, r9900 = c.records()
     assert r5950["groups"] == "2×16" and r9900["groups"] == "none"
     assert r9900["across"] is None and r9900["within"] is not None

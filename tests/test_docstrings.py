@@ -102,7 +102,8 @@ def test_raises_sections_name_real_exceptions():
 
     for name, obj in PUBLIC.items():
         doc = inspect.getdoc(obj) or ""
-        m = re.search(r"^Raises\n-{6}\n(.*?)(?:\n\n[A-Z][a-z]+( [A-Z][a-z]+)?\n-+\n|\Z)", doc, re.MULTILINE | re.DOTALL)
+        m = re.search(r"^Raises\n-{6}\n(.*?)(?:\n\n[A-Z][a-z]+( [A-Z][a-z]+)?\n-+\n|\Z)", doc,
+                      re.MULTILINE | re.DOTALL)
         if not m:
             continue
         for line in m.group(1).splitlines():
@@ -186,7 +187,8 @@ def test_api_reference_builds_without_warnings(tmp_path):
     (src / "index.rst").write_text(_apiref.api_rst(corelat))
     env = dict(os.environ)
     # the corelat this test imported (installed, or the checkout), not whatever the cwd would give
-    env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(corelat.__file__).parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(corelat.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-E", "-q", "-b", "text",
                            str(src), str(tmp_path / "out")], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=600, check=False)

@@ -40,7 +40,8 @@ def _load_in_subprocess(path, timeout=60):
             "try:\n    corelat.load(sys.argv[1]); print('accepted')\n"
             "except corelat.InputError as e:\n    print('InputError:', e)\n")
     try:
-        p = subprocess.run([sys.executable, "-c", code, str(path)], check=False, capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-c", code, str(path)], check=False,
+                           capture_output=True, text=True,
                            timeout=timeout, preexec_fn=_capped)
     except subprocess.TimeoutExpired:
         pytest.fail(f"loading {path} did not finish within {timeout} s")
@@ -99,11 +100,13 @@ def test_read_is_bounded_and_interruptible(tmp_path):
     code = ("import signal, sys\nfrom corelat._core import files as _files\n"
             "signal.setitimer(signal.ITIMER_REAL, 0.3)\n"
             "signal.signal(signal.SIGALRM, lambda *a: signal.raise_signal(signal.SIGINT))\n"
-            "try:\n    _files.read_bytes(sys.argv[1], 1 << 40)\nexcept KeyboardInterrupt:\n    print('interrupted')\n")
+            "try:\n    _files.read_bytes(sys.argv[1], 1 << 40)\nexcept KeyboardInterrupt:\n    "
+            "print('interrupted')\n")
     sparse = tmp_path / "sparse"
     with open(sparse, "wb") as f:
         f.truncate(1 << 40)  # a terabyte of zeros: minutes to read
-    p = subprocess.run([sys.executable, "-c", code, str(sparse)], check=False, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code, str(sparse)], check=False, capture_output=True,
+                       text=True, timeout=60)
     assert p.stdout.strip() == "interrupted", p.stderr
 
 
@@ -122,7 +125,8 @@ def test_topology_dump_with_links_to_dev_zero_and_fifos(tmp_path):
     _dump(tmp_path, "/dev/zero")
     code = ("import sys, warnings, corelat\nwarnings.simplefilter('ignore')\n"
             "t = corelat.topology(sys.argv[1])\nprint(len(t.cpus))\n")
-    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False, capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False, capture_output=True,
+                       text=True, timeout=60,
                        preexec_fn=_capped)
     assert p.returncode == 0, p.stderr[-500:]
     with warnings.catch_warnings(record=True) as seen:
@@ -240,7 +244,8 @@ def test_file_size_limit_mid_save_keeps_the_old_file(tmp_path):
     target = tmp_path / "out.npz"
     _result(name="old").save(target)
     before = target.read_bytes()
-    p = subprocess.run([sys.executable, "-c", hostile.SAVE_UNDER_FSIZE, str(target)], check=False, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", hostile.SAVE_UNDER_FSIZE, str(target)], check=False,
+                       capture_output=True, text=True,
                        timeout=120)
     assert p.stdout.split() == ["OSError", str(errno.EFBIG), "True"], (p.stdout, p.stderr)
     assert target.read_bytes() == before and _leftovers(tmp_path) == []

@@ -142,7 +142,8 @@ def test_measured_results_group_by_topology_and_round_trip_the_class_table():
 @pytest.fixture(scope="module")
 def small_fleet(peers):
     nodes = _fleet_synth.copies(peers[RYZEN], 8, seed=7, slow=(3, "smt", 1.4))
-    return corelat.fleet(nodes + _fleet_synth.copies(peers[XEON], 3, seed=8, names="x{}"), expect="node[000-008],x[0-2]")
+    return corelat.fleet(nodes + _fleet_synth.copies(peers[XEON], 3, seed=8, names="x{}"),
+                         expect="node[000-008],x[0-2]")
 
 
 def test_protocol(small_fleet):

@@ -33,12 +33,14 @@ def _with_samples(r, seed):
     m = np.asarray(r.median)
     s = m[:, :, None] * np.exp(0.05 * rng.standard_normal(m.shape + (SAMPLES,)))
     s[np.isnan(m)] = np.nan
-    return corelat.LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=s, metadata=dict(r.metadata), name=r.name)
+    return corelat.LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=s,
+                                 metadata=dict(r.metadata), name=r.name)
 
 
 @pytest.fixture(scope="module")
 def nodes(ryzen):
-    return [_with_samples(r, k) for k, r in enumerate(_fleet_synth.copies(ryzen, 6, seed=3, slow=(4, "across", 1.3)))]
+    return [_with_samples(r, k) for k, r in enumerate(_fleet_synth.copies(ryzen, 6, seed=3,
+                                                                          slow=(4, "across", 1.3)))]
 
 
 def _save_old_style(r, path):
@@ -69,7 +71,8 @@ def test_a_fleet_reads_the_median_member_not_the_samples(nodes, tmp_path, monkey
     nodes[0].save(tmp_path / "a.npz")
     read = []
     real = _npz._read_member
-    monkeypatch.setattr(_npz, "_read_member", lambda z, members, name: read.append(name) or real(z, members, name))
+    monkeypatch.setattr(_npz, "_read_member", lambda z, members,
+                        name: read.append(name) or real(z, members, name))
     nd = _fleet.read_node_file(str(tmp_path / "a.npz"), "a")
     assert "samples" not in read and "median" in read
     np.testing.assert_array_equal(nd.median, nodes[0].median)
@@ -196,7 +199,8 @@ def test_a_node_list_that_is_a_fifo_is_refused_without_waiting(tmp_path):
     fifo = tmp_path / "nodes"
     os.mkfifo(fifo)
     got = []
-    t = threading.Thread(target=lambda: got.append(pytest.raises(InputError, _hostlist.expected_nodes, str(fifo))),
+    t = threading.Thread(target=lambda: got.append(pytest.raises(InputError,
+                                                                 _hostlist.expected_nodes, str(fifo))),
                          daemon=True)
     t.start()
     t.join(30)
@@ -246,7 +250,9 @@ def test_every_result_records_the_microcode_revision(tmp_path):
 def test_a_job_array_node_with_other_microcode_is_named(ryzen, tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
-    md = lambda i: {"microcode": "0x2" if i == 2 else "0x1", "governor": "performance"}
+    def md(i):
+        return {"microcode": "0x2" if i == 2 else "0x1", "governor": "performance"}
+
     for r in _fleet_synth.copies(ryzen, 6, seed=4, slow=(2, "across", 1.3), metadata=md):
         r.save(folder / f"{r.name}.npz")
     got = corelat.fleet(folder)

@@ -185,7 +185,8 @@ def test_a_rank_that_never_joins_ends_the_job(tmp_path):
     out = tmp_path / "run"
     stray = ["-c", "from mpi4py import MPI; import time; time.sleep(600)"]  # in the job, never in corelat
     t0 = time.monotonic()
-    p = mpirun([("a", [str(script), str(out), "ok", "60", "3"]), ("b", [str(script), str(out), "ok", "60", "3"]),
+    p = mpirun([("a", [str(script), str(out), "ok", "60", "3"]),
+                ("b", [str(script), str(out), "ok", "60", "3"]),
                 ("c", stray)])
     assert p.returncode != 0
     assert "not every rank joined: rank(s) 2 of 3 did not start" in p.stderr, p.stderr

@@ -54,7 +54,8 @@ def test_the_first_sample_holds_no_start_up(kernel):
     # failed 4 of 43 loaded runs on such slices.
     start_delay = 0.4
     tpn = corelat.timer_info()["ticks_per_ns"]
-    ticks = _corelat.pingpong(CPUS[0], CPUS[-1], getattr(_corelat, kernel), 1, 1, 0, 5.0, start_delay=start_delay)
+    ticks = _corelat.pingpong(CPUS[0], CPUS[-1], getattr(_corelat, kernel), 1, 1, 0, 5.0,
+                              start_delay=start_delay)
     assert ticks.size == 1
     first_s = ticks[0] / tpn / 1e9
     assert first_s < start_delay / 2, f"the first sample ({first_s:.3f} s) holds the partner's late start ({start_delay} s)"

@@ -5,6 +5,7 @@ pids controllers, SCHED_FIFO, two CPUs) are skipped with the precise reason.
 The bounds are generous (seconds where the fix needs a fraction of one): they tell "ends" from
 "hangs for minutes", never a speed."""
 
+import contextlib
 import os
 import re
 import shutil
@@ -249,10 +250,8 @@ def _priorities(p, timeout=10):
         found = {}
         for t in os.listdir(f"/proc/{p.pid}/task"):
             if int(t) != p.pid:
-                try:
+                with contextlib.suppress(OSError):  # gone in between
                     found[int(t)] = os.sched_getparam(int(t)).sched_priority
-                except OSError:
-                    pass  # gone in between
         if (len(found) >= 2 and all(prio < 10 for prio in found.values())) or time.monotonic() > deadline:
             return found
         assert p.poll() is None, p.communicate()[1]
@@ -295,7 +294,8 @@ def one_real_time_run():
 def test_ctrl_c_under_sched_fifo(kernel, sig, env, one_real_time_run):
     chrt = _chrt()
     args = ["--kernel", kernel, "1000000", "1000"]  # every allowed CPU, as `corelat 1000000 1000`
-    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*args)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
                          text=True, env=ENV if env == "user" else PINNED)
     try:
         _workers(p)
@@ -321,7 +321,8 @@ def test_no_thread_of_the_command_spins_above_the_measuring_threads_under_sched_
     # one above the measuring threads; idle, such a thread spins before it sleeps, and on a measuring
     # thread's CPU it starves that thread. While measuring, only the caller may sit at its priority.
     chrt = _chrt()
-    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*LONG)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([chrt, "-f", "10", *cli_command(*LONG)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
                          text=True, env=ENV)
     try:
         _thread_on(p, CPUS[-1])
@@ -347,9 +348,11 @@ def _moved_from_outside(statement, times):
         "try:\n"
         f"    {statement}\n"
         "except corelat.MeasurementError as e:\n"
-        "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, flush=True)\n"
+        "    print('CAUGHT', type(e).__name__, getattr(e, 'cpu', '-'), getattr(e, 'now_on', '-'), e, "
+        "flush=True)\n"
     )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
                          env=ENV)
     try:
         for _ in range(times):
@@ -397,7 +400,8 @@ def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
 
 _PUBLIC_RUNS = {
     "smt": f"corelat._measure.smt.throughput([{CPUS[0]}, {CPUS[-1]}], 'alu', duration=60)",
-    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, duration=60)",
+    "locks": f"corelat.locks([{CPUS[0]}, {CPUS[-1]}], kernel=['inc-atomic-relaxed'], shared=True, "
+             "duration=60)",
 }
 
 
@@ -406,7 +410,8 @@ _PUBLIC_RUNS = {
 def test_busy_or_lock_run_moved_twice_fails_clearly(run):
     # moved: the run ends, is run again on freshly pinned threads; moved again: a clear error, fast
     out, err = _moved_from_outside(_PUBLIC_RUNS[run], 2)
-    assert re.match(r"CAUGHT MeasurementError - - CPUs [0-9,-]+: the CPU affinity changed during the measurement",
+    assert re.match(r"CAUGHT MeasurementError - - CPUs [0-9,-]+: the CPU affinity changed during the "
+                    r"measurement",
                     out), (out, err)
 
 
@@ -427,7 +432,8 @@ def test_moved_thread_is_retried_once_then_fails_clearly():
         raise corelat.MeasurementError("CPUs 0 and 1: cannot pin a thread to CPU 1")
 
     calls.clear()
-    with pytest.raises(corelat.MeasurementError, match="CPU affinity changed during the measurement.*cannot pin"):
+    with pytest.raises(corelat.MeasurementError,
+                       match="CPU affinity changed during the measurement.*cannot pin"):
         _once_more_if_moved(moved_then(pin_fails), 0, 1)
 
 

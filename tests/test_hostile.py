@@ -47,7 +47,8 @@ for path in sys.argv[1:]:
 def test_every_hostile_file_is_refused_with_input_error(cases):
     # In a subprocess whose address space is capped at 1 GiB: a reader that allocated what a file
     # declares (64 GiB, a 4 GiB zip bomb) fails with MemoryError instead of refusing the file.
-    p = subprocess.run([sys.executable, "-c", _LOAD_ALL, *(path for _, path in cases)], check=False, capture_output=True,
+    p = subprocess.run([sys.executable, "-c", _LOAD_ALL, *(path for _, path in cases)], check=False,
+                       capture_output=True,
                        text=True, timeout=600, preexec_fn=_limited(1 << 30))
     assert p.returncode == 0, p.stderr[-2000:]
     rows = [line.split("\t", 2) for line in p.stdout.splitlines()]
@@ -72,7 +73,8 @@ def test_report_cli_one_line_exit_2(cases):
         "    print(rc, repr(err.getvalue()), flush=True)\n"
     )
     picked = [path for name, path in cases if name != "zip_bomb_4gib"][::3]
-    p = subprocess.run([sys.executable, "-c", script, *picked], check=False, capture_output=True, text=True, timeout=600)
+    p = subprocess.run([sys.executable, "-c", script, *picked], check=False, capture_output=True,
+                       text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     for path, line in zip(picked, p.stdout.splitlines()):
         rc, err = line.split(" ", 1)

@@ -327,7 +327,8 @@ def test_table_like_cpuperf():
     assert lines[0].startswith("# shared on CPU 0-1 (2 threads), 1 s per test")
     assert "timer ticks" in lines[0] and "2000 MHz" in lines[0]
     assert lines[1].split() == ["MHz", "tot", "avg", "avg", "avg", "sermin", "sermin"]
-    assert lines[2].split() == ["TSC", "MCALLS", "MCALLS/s", "CYCLES", "NSECS", "CYCLES", "NSECS", "NAME", "DESC"]
+    assert lines[2].split() == ["TSC", "MCALLS", "MCALLS/s", "CYCLES", "NSECS", "CYCLES",
+                                "NSECS", "NAME", "DESC"]
     assert lines[3].split()[:8] == ["2000", "200.00", "100.00", "20.0", "10.00", "10.0", "5.00", "baseline"]
     assert lines[4].split()[:8] == ["2000", "40.00", "20.00", "80.0", "40.00", "30.0", "15.00",
                                     "lock-pthread-mutex"]
@@ -341,9 +342,11 @@ def test_table_like_cpuperf():
 
 def test_table_says_exclusion_not_tested_where_it_cannot_be():
     names, cpus = ["baseline", "lock-pthread-mutex", "lock-pthread-rwlock-rd"], [0, 1]
-    raw = {"calls": [[10, 10]] * 3, "ticks": [[100, 100]] * 3, "sermin": [[60, 60]] * 3, "sercalls": [[5, 5]] * 3,
+    raw = {"calls": [[10, 10]] * 3, "ticks": [[100, 100]] * 3, "sermin": [[60, 60]] * 3,
+           "sercalls": [[5, 5]] * 3,
            "counter": [0, 30, 30]}
-    for shared, expect in ((False, "not tested for lock-pthread-mutex, lock-pthread-rwlock-rd (each thread had"),
+    for shared, expect in ((False,
+                            "not tested for lock-pthread-mutex, lock-pthread-rwlock-rd (each thread had"),
                            (True, "checked for lock-pthread-mutex; not tested for lock-pthread-rwlock-rd")):
         data, threads = summarise(names, cpus, raw, 1.0, 0.0, shared=shared)
         r = LockResult(cpus=cpus, shared=shared, duration=1.0, data=data, threads=threads, metadata={})

@@ -57,7 +57,8 @@ def _with_closed_stdout(args):
         # Buffered, as in a user's shell (CI machines often set PYTHONUNBUFFERED): the write then
         # fails at the flush, not at the print.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-        p = subprocess.run([*CMD, *args], check=False, stdout=w, stderr=subprocess.PIPE, text=True, timeout=120,
+        p = subprocess.run([*CMD, *args], check=False, stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=120,
                            env=env)
     finally:
         os.close(w)
@@ -199,7 +200,8 @@ def test_bad_topology_for_smt_and_structure(topology):
         corelat.structure(r, topology=topology)
 
 
-@pytest.mark.parametrize("cpus", ["0-50000", "0-1000000", "0-999999,0-999999", range(10**9), iter(range(10**9))])
+@pytest.mark.parametrize("cpus",
+                         ["0-50000", "0-1000000", "0-999999,0-999999", range(10**9), iter(range(10**9))])
 def test_absurd_cpu_lists_refused_at_once(cpus):
     t = time.monotonic()
     with pytest.raises(corelat.InputError, match="can have"):
@@ -252,7 +254,8 @@ def test_concurrent_statistics_print_no_warnings():
         "[t.start() for t in ts]; [t.join() for t in ts]\n"
         "print('done')\n"
     )
-    p = subprocess.run([sys.executable, "-W", "always", "-c", code], check=False, capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], check=False, capture_output=True,
+                       text=True, timeout=300)
     assert p.stdout.strip() == "done" and "Warning" not in p.stderr, p.stderr[-1000:]
 
 

@@ -12,7 +12,8 @@ NO_EXTENSION = "import sys; sys.modules['corelat._corelat'] = None\nimport corel
 
 
 def run(code):
-    return subprocess.run([sys.executable, "-c", NO_EXTENSION + code], capture_output=True, text=True, timeout=60,
+    return subprocess.run([sys.executable, "-c", NO_EXTENSION + code], capture_output=True,
+                          text=True, timeout=60,
                           check=False)
 
 

@@ -97,7 +97,8 @@ def test_parse_home(text, want):
     assert parse_home(want.label) == want
 
 
-@pytest.mark.parametrize("bad", ["", "node", "node:", "node:-1", "node:x", "socket:1", "cpu:1:2", 3, ["node:1"]])
+@pytest.mark.parametrize("bad",
+                         ["", "node", "node:", "node:-1", "node:x", "socket:1", "cpu:1:2", 3, ["node:1"]])
 def test_parse_home_refuses_malformed(bad):
     with pytest.raises(InputError, match="home"):
         parse_home(bad)
@@ -192,7 +193,8 @@ def test_a_page_found_elsewhere_is_recorded_and_warned_about():
 def test_failed_syscalls_are_warned_about():
     r = _sweep.measure_with(_Placed(-1, query_err=1), CPUS[:2], samples=5, home="responder")
     assert any("could not verify" in w and "move_pages" in w for w in r.warnings)
-    r = _sweep.measure_with(_Placed(_node_of_first() or 0, bind_err=22), CPUS[:2], samples=5, home="responder")
+    r = _sweep.measure_with(_Placed(_node_of_first() or 0, bind_err=22), CPUS[:2],
+                            samples=5, home="responder")
     assert any("mbind failed" in w for w in r.warnings)
 
 
@@ -289,7 +291,8 @@ def test_every_chase_sample_spans_its_loads(kind):
     if step / info["ticks_per_ns"] > TRANSFER_FLOOR_NS:
         pytest.skip(f"the counter's step ({step / info['ticks_per_ns']:.0f} ns) is not shorter than a fast "
                     "transfer: a sample below one step would prove nothing")
-    ticks = _corelat.chase(CPUS[0], CPUS[-1], getattr(_corelat, kind), chain_order(4, 1).tolist(), 20_000, 10, 5.0)
+    ticks = _corelat.chase(CPUS[0], CPUS[-1], getattr(_corelat, kind),
+                           chain_order(4, 1).tolist(), 20_000, 10, 5.0)
     assert ticks.size == 20_000
     low = np.sort(ticks[ticks < step])
     assert low.size == 0, (f"{low.size} of {ticks.size} samples of a 4-line chase read below one timer step "
@@ -514,7 +517,8 @@ def test_a_third_cpu_writes_the_line_before_every_sample(kernel):
 
     if kernel == "oneway" and not timer_info().get("invariant", False):
         pytest.skip("the one-way kernel needs an invariant timer")
-    for home, calls in ((Home("cpu", 7), [(1, 0, (-1, 2, 7))] * 5), (Home("responder"), [(5, 3, (-1, 1, -1))])):
+    for home, calls in ((Home("cpu", 7), [(1, 0, (-1, 2, 7))] * 5),
+                        (Home("responder"), [(5, 3, (-1, 1, -1))])):
         m = make_measurer(kernel, 10, 3, 1.0, home=home)
         fake = _Kernel(kernel == "oneway")
         setattr(m, "_oneway" if kernel == "oneway" else "_pingpong", fake)
@@ -547,7 +551,8 @@ def test_a_placement_run_says_each_warning_once(tmp_path, capsys):
     for k, home in enumerate(homes):
         r = _synthetic(k, 100.0)
         md = dict(r.metadata, warnings=["few samples", f"only {home}"], notes=["a note"])
-        results.append(LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=r.samples, metadata=md, name=r.name,
+        results.append(LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=r.samples,
+                                     metadata=md, name=r.name,
                                      flags=r.flags, extras=r.extras))
     lines = common.homes_warnings_lines(homes, results)
     assert lines == ["note: a note", "WARNING: this result may be unreliable", "* few samples",

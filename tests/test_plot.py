@@ -7,14 +7,14 @@ import sys
 import numpy as np
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
 from corelat import LatencyResult, load, plot
 from corelat._core.errors import InputError
 from corelat._results.latency import PairFlag
 from corelat.cli import main
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (the backend is chosen first, so no window opens)
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -299,7 +299,8 @@ def oneway(bound=18.0, n=4, k=200):
             if i != j:
                 s[i, j] = 84 + (5 if i < j else 0) + rng.standard_normal(k)
     return LatencyResult(cpus=range(n), kernel="oneway", samples=s, metadata={"symmetric": False},
-                         name="oneway", extras={"skew_bound_ns": np.where(np.eye(n, dtype=bool), np.nan, bound)})
+                         name="oneway",
+                         extras={"skew_bound_ns": np.where(np.eye(n, dtype=bool), np.nan, bound)})
 
 
 def outlier(k=200):
@@ -349,7 +350,8 @@ def test_cli_plot_two_files_has_no_text_cut_off(monkeypatch, tmp_path, shared_di
         return fig
 
     monkeypatch.setattr(plot, "compare", compare)
-    files = [str(shared_dir / PEERS / name) for name in ("AMD Ryzen 9 5950X @ 3.40 GHz.csv", "AMD Ryzen 9 7950X.csv")]
+    files = [str(shared_dir / PEERS / name) for name in ("AMD Ryzen 9 5950X @ 3.40 GHz.csv",
+                                                         "AMD Ryzen 9 7950X.csv")]
     assert main(["plot", *files, "-o", str(tmp_path / "two.png")]) == 0
     assert problems == [[]]
 
@@ -457,11 +459,13 @@ def test_imported_csv_colour_bar_names_the_statistic_the_file_records(shared_dir
     for fig in (plot.heatmap(r).figure, plot.compare([r, blocks(2, 4)])):
         label = colorbar_label(fig)
         assert "mean per pair" in label and "median" not in label.split(";")[0], label
-    unknown = LatencyResult.from_matrix(np.array([[np.nan, 5.0, 7.0], [5.0, np.nan, 6.0], [7.0, 6.0, np.nan]]),
+    unknown = LatencyResult.from_matrix(np.array([[np.nan, 5.0, 7.0], [5.0, np.nan, 6.0],
+                                                  [7.0, 6.0, np.nan]]),
                                         metadata={"source": "somewhere"})
     label = colorbar_label(plot.heatmap(unknown).figure)
     assert "median" not in label and "does not say" in label, label
-    single = LatencyResult.from_matrix(np.array([[np.nan, 5.0], [5.0, np.nan]]), metadata={"statistic": "min"})
+    single = LatencyResult.from_matrix(np.array([[np.nan, 5.0], [5.0, np.nan]]),
+                                       metadata={"statistic": "min"})
     assert "min 5" in plot.heatmap(single).get_title() and "median" not in plot.heatmap(single).get_title()
 
 

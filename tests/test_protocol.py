@@ -52,7 +52,8 @@ def check_report():
     return corelat.check(interval=0.01, measure_skew=False)
 
 
-MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True), "locks": lock_result,
+MEASURED = {"latency": latency, "smt": smt_result, "smt-empty": lambda: smt_result(True),
+            "locks": lock_result,
             "topology": corelat.topology, "check": check_report}
 
 

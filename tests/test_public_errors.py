@@ -74,7 +74,8 @@ def test_plot_without_matplotlib_is_a_missing_dependency_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     for draw, arg in ((corelat.plot.heatmap, _result()), (corelat.plot.compare, [_result(), _result()]),
                       (corelat.plot.fleet, corelat.fleet([_result()]))):
-        with pytest.raises(MissingDependencyError, match=r"corelat.plot needs matplotlib.*-m pip install .*\[plot\]"):
+        with pytest.raises(MissingDependencyError,
+                           match=r"corelat.plot needs matplotlib.*-m pip install .*\[plot\]"):
             draw(arg)
 
 

@@ -50,8 +50,10 @@ UNIMODAL_CASES = {
     "gamma (skewed)": lambda rng, n: 20 + rng.gamma(2.0, 10.0, n),
     "exponential": lambda rng, n: 10 + rng.exponential(20, n),
     "uniform (flat)": lambda rng, n: rng.uniform(50, 150, n),
-    "1% far outliers": lambda rng, n: np.where(rng.random(n) < 0.01, rng.uniform(1e3, 2e4, n), rng.normal(26, 0.3, n)),
-    "20% long tail": lambda rng, n: np.where(rng.random(n) < 0.2, 90 + rng.exponential(100, n), rng.normal(90, 3, n)),
+    "1% far outliers": lambda rng,
+                  n: np.where(rng.random(n) < 0.01, rng.uniform(1e3, 2e4, n), rng.normal(26, 0.3, n)),
+    "20% long tail": lambda rng,
+                  n: np.where(rng.random(n) < 0.2, 90 + rng.exponential(100, n), rng.normal(90, 3, n)),
     "quantised": lambda rng, n: np.round(rng.normal(25.8, 0.1, n), 1),
     "constant": lambda rng, n: np.full(n, 42.0),
 }

@@ -56,7 +56,8 @@ def test_statistics_shapes_and_diagonal():
         assert m.shape == (4, 4)
         assert np.isnan(np.diag(m)).all()
     assert (r.min <= r.median).all(where=~np.isnan(r.min))
-    np.testing.assert_allclose(r.median, np.nanmedian(np.where(np.isnan(r.samples), np.nan, r.samples), axis=2)
+    np.testing.assert_allclose(r.median,
+                               np.nanmedian(np.where(np.isnan(r.samples), np.nan, r.samples), axis=2)
                                if False else r.median)
     i, j = 2, 1
     assert r.median[i, j] == pytest.approx(np.median(r.samples[i, j]))
@@ -177,7 +178,8 @@ def test_peer_files_load(shared_dir):
         np.testing.assert_array_equal(r.median, r.median.T)
         assert r.value_only and (r.flags[off] & PairFlag.VALUE_ONLY).all()
         # Our own writer reproduces their layout.
-        np.testing.assert_allclose(parse_c2c_csv(r.to_csv()), np.tril(r.median, -1) + np.triu(np.full((n, n), np.nan)),
+        np.testing.assert_allclose(parse_c2c_csv(r.to_csv()),
+                                   np.tril(r.median, -1) + np.triu(np.full((n, n), np.nan)),
                                    equal_nan=True)
 
 
@@ -232,7 +234,8 @@ def test_unknown_kind_is_refused_clearly(tmp_path):
 
     path = tmp_path / "future.npz"
     with open(path, "wb") as f:
-        np.savez(f, header=np.array(json.dumps({"format": "corelat-result", "version": 2, "kind": "teleport"})))
+        np.savez(f,
+                 header=np.array(json.dumps({"format": "corelat-result", "version": 2, "kind": "teleport"})))
     with pytest.raises(corelat.InputError, match="teleport"):
         corelat.load(path)
     with pytest.raises(corelat.InputError, match="teleport"):

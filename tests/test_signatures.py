@@ -148,7 +148,8 @@ def test_a_result_is_ordered_by_the_structure_the_analysis_hands_it():
     rng = np.random.default_rng(0)
     lat = np.full((4, 4), 100.0)
     lat[np.ix_([0, 2], [0, 2])] = lat[np.ix_([1, 3], [1, 3])] = 20.0
-    r = LatencyResult(cpus=(0, 1, 2, 3), kernel="cas", samples=lat[:, :, None] + rng.random((4, 4, 8)), name="r")
+    r = LatencyResult(cpus=(0, 1, 2, 3), kernel="cas",
+                      samples=lat[:, :, None] + rng.random((4, 4, 8)), name="r")
     st = corelat.structure(r)
     got = r.ordered(st)
     assert list(got.cpus) == st.order() and got.metadata["order"]["by"] == "structure"

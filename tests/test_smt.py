@@ -306,7 +306,8 @@ def test_real_kernels_on_two_cpus(kernel):
     def busy(cpus, loop, duration):
         return smt_mod.throughput(cpus, loop, duration=duration, timeout=5.0)
 
-    data = smt_mod._measure_pairs([(a, b)], [b], PairMeasurer(kernel, 20, 1, 5.0), busy, check_sampling(5), 0.005,
+    data = smt_mod._measure_pairs([(a, b)], [b], PairMeasurer(kernel, 20, 1, 5.0), busy,
+                                  check_sampling(5), 0.005,
                                   LOOPS)
     for key in ("sibling", "nonsibling"):
         assert data[key].shape == (1, 5)
@@ -393,7 +394,8 @@ def test_sigint_stops_a_long_busy_loop():
         "except KeyboardInterrupt:\n"
         "    raise SystemExit(42)\n"
     )
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline() == "go\n"
         time.sleep(0.5)  # inside the C call

@@ -15,7 +15,8 @@ def reference(values):
     """Slow, obviously-correct statistics of one pair's samples (NaN = missing)."""
     v = np.array([x for x in values if not math.isnan(x)])
     if v.size == 0:
-        return {"median": np.nan, "mean": np.nan, "min": np.nan, "max": np.nan, "std": np.nan, "lo": np.nan, "hi": np.nan}
+        return {"median": np.nan, "mean": np.nan, "min": np.nan, "max": np.nan, "std": np.nan,
+                "lo": np.nan, "hi": np.nan}
     s = np.sort(v)
     n = len(s)
     # Order-statistic CI of the median: ranks n/2 -+ z*sqrt(n)/2 (continuity-corrected), clipped.
@@ -23,13 +24,15 @@ def reference(values):
     lo = min(max(math.floor(n / 2 - z * math.sqrt(n) / 2 - 0.5), 0), n - 1)
     hi = min(max(math.ceil(n / 2 + z * math.sqrt(n) / 2 - 0.5), 0), n - 1)
     return {
-        "median": float(np.median(v)), "mean": float(np.mean(v)), "min": float(v.min()), "max": float(v.max()),
+        "median": float(np.median(v)), "mean": float(np.mean(v)), "min": float(v.min()),
+            "max": float(v.max()),
         "std": float(np.std(v, ddof=1)) if n > 1 else np.nan, "lo": float(s[lo]), "hi": float(s[hi]),
     }
 
 
 def check_against_reference(a):
-    got = {"median": _stats.median(a), "mean": _stats.mean(a), "min": _stats.minimum(a), "max": _stats.maximum(a),
+    got = {"median": _stats.median(a), "mean": _stats.mean(a), "min": _stats.minimum(a),
+           "max": _stats.maximum(a),
                "std": _stats.std(a)}
     got["lo"], got["hi"] = _stats.median_ci(a)
     for idx in np.ndindex(a.shape[:-1]):

@@ -165,7 +165,8 @@ def test_apple_m1_style_clusters_are_not_siblings():
                                                         frozenset(range(6, 10))},
                                                        {frozenset({0, 1}), frozenset(range(2, 10))}]
     assert s.levels[0].parent == 1 and s.levels[0].group_parent == (0, 1, 1)
-    assert str(s).startswith("2 groups ⊃ 2 groups of 4 cores in CPUs 2-9: 2 groups (2, 8 CPUs): 129 ns within, "
+    assert str(s).startswith("2 groups ⊃ 2 groups of 4 cores in CPUs 2-9: 2 groups (2, 8 CPUs): 129 ns "
+                             "within, "
                              "150 ns across; CPUs 2-9 in 2 groups of 4 CPUs: 40 ns within, 129 ns across;")
 
 
@@ -360,7 +361,8 @@ def test_three_nested_levels_with_parents():
     assert s.levels[1].group_parent == (0, 0, 0, 1, 1, 1)
     assert s.nesting() == "2 groups of 12 cores ⊃ 6 groups of 4 cores ⊃ 12 groups of 2 cores ⊃ SMT pairs"
     text = str(s)
-    assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns across;")
+    assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns "
+                                         "across;")
     # The heatmap's boundaries nest too: every coarse boundary is a fine one.
     b = s.boundaries()
     assert set(b[2]) <= set(b[1]) <= set(b[0])
@@ -379,7 +381,8 @@ def test_one_socket_homed_line_is_named_an_artifact():
     m = np.where(np.isnan(m), np.nan, (m + m.T) / 2)
     s = structure(LatencyResult.from_matrix(m))
     assert [as_sets(lv.groups) for lv in s.levels] == [
-        {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)}, {frozenset(range(48)), frozenset(range(48, 96))}]
+        {frozenset(range(8 * i, 8 * i + 8)) for i in range(12)},
+                                                       {frozenset(range(48)), frozenset(range(48, 96))}]
     nested_levels_ok(s)
     (text,) = s.artifacts
     assert "CPUs 48-95 are as slow among their 6 subgroups" in text
@@ -430,7 +433,8 @@ def test_hybrid_classes_are_named_from_the_os_topology(hwloc_topology):
     assert "6 P-cores × 2 threads (CPUs 0-11) and 8 E-cores × 1 thread (CPUs 12-19)" in str(s)
     assert fine.os == ("l2",) and top.os == ("classes",)
     assert s.topology.matches["l2"] == 0 and s.topology.matches["classes"] == 1
-    assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency level 2 "
+    assert s.topology.sentence.startswith("Latency level 1 match the OS's 2 L2 caches in CPUs 12-19; latency "
+                                          "level 2 "
                                           "match the OS's core types (P-cores and E-cores)")
     # The real sysfs dump of that machine gives the same records.
     topo = hwloc_topology("20em64t-hybrid-1p6c2t+2ca4co1t")
@@ -473,7 +477,8 @@ def test_report_and_heatmap_show_the_nesting():
     text = report_text(r, s)
     outline = text.split("Levels, coarsest first:\n")[1].splitlines()[:3]
     assert outline[0].startswith("  2 groups of 12 CPUs")
-    assert outline[1].startswith("    ⊃ 6 groups of 4 CPUs") and outline[2].startswith("      ⊃ 12 groups of 2 CPUs")
+    assert outline[1].startswith("    ⊃ 6 groups of 4 CPUs") and outline[2].startswith("      ⊃ 12 groups of "
+                                                                                       "2 CPUs")
     # Heatmap in structure order: every group boundary drawn, coarser levels with thicker lines.
     _, lines, _ = plot._ordered(r, "structure")
     width = dict(lines)
@@ -487,7 +492,8 @@ def test_classes_named_by_the_os_core_type_or_capacity():
     cls = np.repeat([0, 1], 4)
     m = block_model([cls], (20, 60), 0.01, seed=11)
     m[4:, 4:] = np.where(np.eye(4, dtype=bool), np.nan, 45.0)
-    recs = [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0, "node": 0, "capacity": 1024 if c < 4 else 446}
+    recs = [{"cpu": c, "package": 0, "core": c, "l2": c, "l3": 0, "node": 0,
+             "capacity": 1024 if c < 4 else 446}
             for c in range(8)]
     s = structure(LatencyResult.from_matrix(m), topology=recs)
     (lv,) = s.levels
@@ -537,7 +543,8 @@ def test_siblings_of_a_size_the_rule_does_not_give_are_dropped():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
+@pytest.mark.parametrize("name",
+                         ["16em64t-4s2c2t-offlines", "20em64t-hybrid-1p6c2t+2ca4co1t", "256ppc-8n8s4t",
                                   "32intel64-2p8co2t+8ve", "memorysidecaches"])
 def test_real_sibling_numberings_follow_a_rule(hwloc_topology, name):
     # The OS's cores of real machines (offline CPUs, hybrid, SMT4, n+N/2) with siblings at a few ns

@@ -29,7 +29,8 @@ def test_every_result_records_the_step():
 
 
 def _info(step_ticks, tpn=2.445):
-    return {"name": "tsc", "ticks_per_ns": tpn, "resolution_ticks": step_ticks, "resolution_ns": step_ticks / tpn,
+    return {"name": "tsc", "ticks_per_ns": tpn, "resolution_ticks": step_ticks,
+            "resolution_ns": step_ticks / tpn,
             "overhead_ticks": 24.0, "delta_histogram": ((0, 900), (24, 80), (25, 20))}
 
 

@@ -57,7 +57,8 @@ def test_topology():
 
 def test_measure_sweeps_all_cpus_in_topology_order():
     started = time.monotonic()
-    r = corelat.measure([5, 0, 7, 2, 4, 1, 6, 3], round_trips=20, samples=5, timeout=TIMEOUT, order="topology")
+    r = corelat.measure([5, 0, 7, 2, 4, 1, 6, 3], round_trips=20, samples=5,
+                        timeout=TIMEOUT, order="topology")
     assert time.monotonic() - started < 600
     assert r.cpus == tuple(range(8))
     assert r.samples.shape[:2] == (8, 8)

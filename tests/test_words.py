@@ -40,7 +40,8 @@ def result(counts=(300, 300, 300), k=300, kernel="cas", symmetric=True, spread=0
 def test_header_counts_samples_per_pair_not_a_sweep_total():
     text = cmd_measure.header_text(result(counts=(98, 104, 106), k=120), "median")
     line = next(x for x in text.splitlines() if x.startswith("Num samples:"))
-    assert line.startswith("Num samples: 98-106 (median 104) per pair, sampled until the median is within ±2.0%")
+    assert line.startswith("Num samples: 98-106 (median 104) per pair, sampled until the median is within "
+                           "±2.0%")
     assert "taken" not in line  # the sweep total (first attempts included) is not a per-pair count
     report = cmd_report.report_text(result(counts=(98, 104, 106), k=120), corelat.structure(result()))
     assert "Samples: 98-106 (median 104) per pair" in report and "up to 120" not in report

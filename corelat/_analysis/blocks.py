@@ -32,7 +32,8 @@ MIN_REL = math.log(1.08)
 #: and the jitter of shared machines.
 MIN_NS = 2.0
 #: Gap test: the median unit of two groups must be this much nearer (in row distance) to its own
-#: group than to the other (a silhouette: clean blocks give 0.8-1; noisy ones less, a gradient cut into arcs about as little).
+#: group than to the other (a silhouette: clean blocks give 0.8-1; noisy ones less, a gradient cut
+#: into arcs about as little).
 SILHOUETTE = 0.5
 #: Two groups whose rows differ by the same factor everywhere are a class of slower cores only when
 #: the factor is this large (a few percent is one core's clock or its place on a ring).
@@ -135,7 +136,9 @@ def distinguishable(x, fine, labels, first=True, noise=0.0, dist=None, min_rel=M
         if ((dev >= np.maximum(np.maximum(SEP_SIGMA * spread, min_rel), Z_MIN * se)) & (ns >= MIN_NS)).any():
             continue
         offset_ns = abs(offset) * math.exp(float(np.median(mean[g, both])))
-        if offset_ns >= MIN_NS and abs(offset) >= max(SEP_SIGMA * float(np.median(spread)), CLASS_REL if first else min_rel) and abs(offset) >= Z_MIN * float(np.median(se)):
+        if (offset_ns >= MIN_NS
+                and abs(offset) >= max(SEP_SIGMA * float(np.median(spread)), CLASS_REL if first else min_rel)
+                and abs(offset) >= Z_MIN * float(np.median(se))):
             continue
         return False
     return True

@@ -144,7 +144,8 @@ class Comparison(Result):
     @property
     def metadata(self) -> dict[str, Any]:
         """``statistic`` and each result's ``names`` -> metadata."""
-        return {"statistic": self.statistic, "results": dict(zip(self.names, (r.metadata for r in self.results)))}
+        return {"statistic": self.statistic,
+                "results": dict(zip(self.names, (r.metadata for r in self.results)))}
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -61,7 +61,8 @@ def require(module, extra, what, also=""):
     except ImportError as e:
 
         package = module.split(".")[0]
-        raise MissingDependencyError(f"{what} needs {package}; install it with: {install_command(extra)}{also} "
+        raise MissingDependencyError(f"{what} needs {package}; install it with: "
+                                     f"{install_command(extra)}{also} "
                                      f"({e})", name=package) from None
 
 

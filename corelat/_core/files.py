@@ -10,6 +10,7 @@ no temporary file behind. A symlink as target is followed: its target is replace
 Every error names the path.
 """
 
+import contextlib
 import errno
 import os
 import stat
@@ -166,10 +167,8 @@ def atomic_write(path, write):
         os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException as e:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(e, OSError) and not isinstance(e, Refused):
             raise SaveError(e.errno, e.strerror or str(e), path) from None
         raise

@@ -169,7 +169,8 @@ def _members(z, path):
                 raise _bad(path, f"member {name}: unsupported .npy version {version}")
             shape, _, dtype = _NPY_HEADERS[version](m, max_header_size=_NPY_HEADER_BYTES)
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
-            raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records or pickles)")
+            raise _bad(path,
+                       f"member {name}: {dtype} arrays are not allowed (no objects, records or pickles)")
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > info.file_size:
             raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "
@@ -196,7 +197,8 @@ def _header(z, members, path):
     if shape != () or dtype.kind != "U":
         raise _bad(path, f"header is a {dtype} array of shape {shape}, not one JSON string")
     if dtype.itemsize // 4 > MAX_HEADER_CHARS:
-        raise _bad(path, f"header of {dtype.itemsize // 4:,} characters; at most {MAX_HEADER_CHARS:,} allowed")
+        raise _bad(path,
+                   f"header of {dtype.itemsize // 4:,} characters; at most {MAX_HEADER_CHARS:,} allowed")
     header = parse_json(str(_read_member(z, members, "header")[()]), path)
     if header.get("format") != FORMAT_NAME:
         raise _bad(path, "not a corelat result file")

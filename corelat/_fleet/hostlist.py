@@ -92,7 +92,8 @@ def expected_nodes(spec):
         except OSError as e:  # not a regular file (/dev/zero, a FIFO, a folder), too large, unreadable
             raise unreadable(path, e, "the node list ") from None
         except UnicodeDecodeError as e:
-            raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+            raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") \
+                from None
         words = []
         for line in text.splitlines():
             words.extend(line.split("#", 1)[0].split())

@@ -319,10 +319,12 @@ class FleetBuilder:
 
 
 def _usual_settings(recs):
-    """{setting: the value most of the group's nodes have} (settings without a clear majority are left out)."""
+    """{setting: the value most of the group's nodes have} (settings without a clear majority are left
+    out)."""
     usual = {}
     for key in SETTINGS:
-        counts = Counter(json.dumps(r["settings"].get(key)) for r in recs if r["settings"].get(key) is not None)
+        counts = Counter(json.dumps(r["settings"].get(key)) for r in recs
+                         if r["settings"].get(key) is not None)
         if not counts:
             continue
         (top, n), *rest = counts.most_common(2) + [(None, 0)]
@@ -371,7 +373,8 @@ def _read_path(path):
     except InputError as e:
         return "error", (node, str(e))
     if nd is None:
-        return "note", f"{os.path.basename(path)} holds another kind of result than a node's latency; left out"
+        return "note", (f"{os.path.basename(path)} holds another kind of result than a node's latency; "
+                        "left out")
     return "node", nd
 
 
@@ -467,5 +470,6 @@ def fleet(
             else:
                 raise InputFileNotFoundError(f"{path}: no such file or folder")
         else:
-            raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or results")
+            raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or "
+                             "results")
     return builder.finish(expect=expect, metadata={"source": folders or "results"})

@@ -129,7 +129,8 @@ def check_governor(root="/"):
             return CheckItem("governor", UNKNOWN, f"scaling_governor {problems[0]}",
                              "cannot tell whether the CPUs change frequency with load")
         return CheckItem("governor", UNKNOWN, "cpufreq not exposed (usual in virtual machines, where the "
-                         "host sets the frequency)", "cannot tell whether the CPUs change frequency with load")
+                         "host sets the frequency)",
+                         "cannot tell whether the CPUs change frequency with load")
     text = ", ".join(f"{g} on CPU {_fmt_cpus(c)}" for g, c in sorted(found.items()))
     value = {g: c for g, c in sorted(found.items())}
     if set(found) == {"performance"}:
@@ -285,7 +286,8 @@ def check_busy(root="/", interval=0.2, *, sleep=time.sleep):
         busy[cpu] = round(1.0 - idle / total, 3)
         steal[cpu] = round(d[7] / total, 3)
     if not busy:
-        return CheckItem("busy", UNKNOWN, f"no CPU time passed in {interval:g} s between two reads of /proc/stat",
+        return CheckItem("busy", UNKNOWN,
+                         f"no CPU time passed in {interval:g} s between two reads of /proc/stat",
                          "cannot tell which CPUs are busy")
     hot = [c for c, v in busy.items() if v > 0.2]
     stolen = [c for c, v in steal.items() if v > 0.05]
@@ -327,7 +329,8 @@ def check_tsc(root="/"):
     """Whether the CPU declares an invariant TSC (constant rate through P- and C-states)."""
     flags, problem = _cpuinfo_flags(root)
     if flags is None:
-        return CheckItem("tsc", UNKNOWN, f"/proc/cpuinfo {problem}", "cannot tell whether the timer is invariant")
+        return CheckItem("tsc", UNKNOWN, f"/proc/cpuinfo {problem}",
+                         "cannot tell whether the timer is invariant")
     if "tsc" not in flags:
         if not flags:
             return CheckItem("tsc", UNKNOWN, "no CPU flags in /proc/cpuinfo",

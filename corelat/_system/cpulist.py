@@ -31,7 +31,8 @@ def parse(text, limit=None, *, empty=False, max_cpu=None):
             hi = int(hi_s) if dash else lo
             step = int(step_s) if step_s else 1
         except ValueError:
-            raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a CPU number or range") from None
+            raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a CPU number or range") \
+                from None
         if lo < 0 or hi < lo or step < 1:
             raise InputError(f"bad CPU list {_shown(text)}: {_shown(part)} is not a valid range")
         if max_cpu is not None and hi >= max_cpu:

@@ -78,7 +78,8 @@ class Home(NamedTuple):
             "initiator": "first touch by the initiator (the timing thread)",
             "responder": "first touch by the responder",
             "node": f"mbind(MPOL_PREFERRED, node {self.value}) before the initiator's first touch",
-            "cpu": f"first touch and a write of every line by a third thread on CPU {self.value} before every "
+            "cpu": f"first touch and a write of every line by a third thread on CPU {self.value} before "
+                   "every "
                    "sample (one sample per kernel call, no warm-up)",
         }[self.kind]
 
@@ -90,7 +91,8 @@ def parse_home(home):
     if home is None:
         return Home("initiator")
     if not isinstance(home, str):
-        raise InputError(f"home must be a string like 'initiator', 'responder', 'node:1' or 'cpu:5', not {home!r}")
+        raise InputError("home must be a string like 'initiator', 'responder', 'node:1' or 'cpu:5', not "
+                         f"{home!r}")
     text = home.strip().lower()
     if text in ("initiator", "responder"):
         return Home(text)
@@ -113,7 +115,8 @@ def one_home(result, home=None, *, hint="pass home=K"):
         raise InputTypeError(f"expected a LatencyResult or a PlacementResult, not {type(result).__name__}")
     if placement:
         if home is None:
-            raise InputError(f"a placement result holds {len(result.homes)} homes ({', '.join(result.homes)}): "
+            raise InputError(f"a placement result holds {len(result.homes)} homes "
+                             f"({', '.join(result.homes)}): "
                              f"{hint}")
         return result.result(home)
     if home is not None:
@@ -179,12 +182,14 @@ def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):
                              f"(nodes with memory: {_cpulist.format(nodes)})")
         mems = allowed_mems() if mems is None else mems
         if mems is not None and h.value not in mems:
-            raise InputError(f"home {h.label}: this process may not allocate on node {h.value} (its cpuset allows "
+            raise InputError(f"home {h.label}: this process may not allocate on node {h.value} (its cpuset "
+                             "allows "
                              f"memory on node {_cpulist.format(sorted(mems))} only)")
     elif h.kind == "cpu":
         if kernel in ("read-clean", "read-modified"):
-            raise InputError(f"home {h.label} does not apply to kernel {kernel!r}: its owner already touches the "
-                             "lines before every sample; choose the owner's home with 'node:K' or 'responder'")
+            raise InputError(f"home {h.label} does not apply to kernel {kernel!r}: its owner already touches "
+                             "the lines before every sample; choose the owner's home with 'node:K' or "
+                             "'responder'")
         if allowed is None:
 
             allowed = allowed_cpus()
@@ -193,7 +198,8 @@ def check_home(home, cpus, kernel, *, nodes=None, mems=None, allowed=None):
                              f"(allowed CPUs: {_cpulist.format(sorted(allowed))})")
         if h.value in cpus:
             raise InputError(f"home {h.label}: the third CPU must not be one of the measured CPUs "
-                             f"({_cpulist.format(sorted(cpus))}); leave CPU {h.value} out of the CPUs to measure")
+                             f"({_cpulist.format(sorted(cpus))}); leave CPU {h.value} out of the CPUs to "
+                             "measure")
     return h
 
 
@@ -229,7 +235,8 @@ def home_warnings(home, cpus, found, reports, expected):
     bind_errs = {r[1] for r in reports.values() if r[1]}
     query_errs = {r[2] for r in reports.values() if r[2]}
     if bind_errs:
-        out.append(f"home {home.label}: mbind failed ({_errnames(bind_errs)}); the pages were placed by first "
+        out.append(f"home {home.label}: mbind failed ({_errnames(bind_errs)}); the pages were placed by "
+                   "first "
                    "touch instead")
     if query_errs and home.kind != "initiator":
         out.append(f"home {home.label}: could not verify where the pages live: move_pages failed "
@@ -242,7 +249,8 @@ def home_warnings(home, cpus, found, reports, expected):
     if wrong:
         r, c, got, want = wrong[0]
         where = "on several nodes" if got == SPREAD_NODE else f"on node {got}"
-        out.append(f"home {home.label}: the page of {len(wrong)} of {len(expected)} measured cell(s) is not where "
+        out.append(f"home {home.label}: the page of {len(wrong)} of {len(expected)} measured cell(s) is not "
+                   "where "
                    f"it was asked to be (e.g. CPUs {cpus[r]}/{cpus[c]}: {where}, not node {want}); a memory "
                    "policy (numactl), the cpuset's mems or a full node moved it; see extras['home_node']")
     return out

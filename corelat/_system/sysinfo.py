@@ -40,7 +40,8 @@ def cpuinfo(root="/"):
         elif key in ("cpu implementer", "cpu part") and key not in parts:
             parts[key] = value
     if model is None and parts:
-        model = "ARM implementer {} part {}".format(parts.get("cpu implementer", "?"), parts.get("cpu part", "?"))
+        model = "ARM implementer {} part {}".format(parts.get("cpu implementer", "?"),
+                                                    parts.get("cpu part", "?"))
     return model, flags
 
 

@@ -21,7 +21,8 @@ from corelat._system.topology import Topology
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
     "cas": ("KERNEL_CAS", "both threads compare-exchange one flag on one cache line (contended hand-off)"),
-    "rw": ("KERNEL_RW", "each thread stores to its own cache line and spins loading the other's (data passing)"),
+    "rw": ("KERNEL_RW",
+           "each thread stores to its own cache line and spins loading the other's (data passing)"),
 }
 #: Asymmetric kernels, measured in both directions: name -> description.
 ONEWAY_KERNELS = {
@@ -31,9 +32,12 @@ ONEWAY_KERNELS = {
 #: Line-transfer kernels (Intel MLC's HIT/HITM), measured in both directions: name -> (C kind, description).
 CHASE_KERNELS = {
     "read-clean": ("CHASE_CLEAN", ("a load of a line another core holds clean (it read it last; MLC's HIT): "
-                   "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round trips")),
-    "read-modified": ("CHASE_MODIFIED", ("a load of a line another core holds modified (it wrote it last; MLC's "
-                      "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of what "
+                   "a pointer chase through lines the owner read, per line; one-way, unlike cas/rw's round "
+                   "trips")),
+    "read-modified": ("CHASE_MODIFIED",
+                      ("a load of a line another core holds modified (it wrote it last; MLC's "
+                      "HITM): a pointer chase through lines the owner wrote, per line; the one-way half of "
+                      "what "
                       "rw's round trip does twice")),
 }
 #: Every kernel measure() accepts: name -> description.
@@ -157,7 +161,8 @@ def resolve_cpus(cpus, minimum=2):
     if len(out) < minimum:
         raise InputError(
             f"need at least {minimum} CPUs, got {len(out)}"
-            + (f" (this process may only use CPU {_cpulist.format(allowed)})" if len(allowed) < minimum else "")
+            + (f" (this process may only use CPU {_cpulist.format(allowed)})"
+               if len(allowed) < minimum else "")
         )
     return tuple(out)
 
@@ -166,7 +171,8 @@ def check_topology(topology, records=True):
     """``topology=`` arguments: None, a :class:`~corelat._system.topology.Topology`, or (with ``records``)
     a list of its ``records()`` (dicts with an integer ``"cpu"``). Raises InputTypeError otherwise."""
 
-    if topology is None or isinstance(topology, Topology) or records and callable(getattr(topology, "records", None)):
+    if (topology is None or isinstance(topology, Topology)
+            or records and callable(getattr(topology, "records", None))):
         return topology
     if records and isinstance(topology, (list, tuple)) and all(
             isinstance(r, dict) and isinstance(r.get("cpu"), int) and not isinstance(r.get("cpu"), bool)
@@ -276,7 +282,8 @@ def size_warnings(round_trips, plan, timer=None):
 
 
 def _is_number(value, number):
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating)) and value == number
+    return (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+            and value == number)
 
 
 class SamplingPlan(NamedTuple):
@@ -296,7 +303,8 @@ def sampling_parameters(plan):
     ``max_time_per_pair``."""
     if plan.mode == "fixed":
         return {"samples": plan.samples}
-    return {"precision": plan.precision, "max_samples": plan.samples, "max_time_per_pair": plan.max_time_per_pair}
+    return {"precision": plan.precision, "max_samples": plan.samples,
+            "max_time_per_pair": plan.max_time_per_pair}
 
 
 def sampling_text(params):
@@ -322,10 +330,12 @@ def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAUL
         samples = _positive_int("samples", samples, MAX_SAMPLES)
         given = [f"{k}={v!r}" for k, v, d in (("precision", precision, DEFAULT_PRECISION),
                                                ("max_samples", max_samples, DEFAULT_MAX_SAMPLES),
-                                               ("max_time_per_pair", max_time_per_pair, DEFAULT_MAX_TIME_PER_PAIR))
+                                               ("max_time_per_pair", max_time_per_pair,
+                                                DEFAULT_MAX_TIME_PER_PAIR))
                  if not _is_number(v, d)]
         if given:
-            raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); samples={samples} "
+            raise InputError(f"{', '.join(given)}: for precision-driven sampling (samples=None); "
+                             f"samples={samples} "
                              "takes exactly that many per pair")
         return SamplingPlan("fixed", samples)
     if isinstance(precision, bool):
@@ -335,7 +345,8 @@ def check_sampling(samples=None, precision=DEFAULT_PRECISION, max_samples=DEFAUL
     except (TypeError, ValueError):
         raise InputError(f"precision must be a fraction like 0.02, got {precision!r}") from None
     if not 0.0001 <= precision <= 0.5:
-        raise InputError(f"precision must be between 0.0001 and 0.5 (a fraction of the median), got {precision}")
+        raise InputError("precision must be between 0.0001 and 0.5 (a fraction of the median), got "
+                         f"{precision}")
     cap = _positive_int("max_samples", max_samples, MAX_SAMPLES)
     max_time_per_pair = seconds("max_time_per_pair", max_time_per_pair, 0.001, 3600.0)
     return SamplingPlan("precision", cap, precision, max_time_per_pair,

@@ -32,7 +32,8 @@ COMMANDS = {
     "smt": ("cmd_smt", "what SMT siblings cost each other: latency, and a busy sibling's slowdown"),
     "fleet": ("cmd_fleet", "measure every node of an MPI job (mpiexec/srun) and name the node that is off"),
     "fleet-report": ("cmd_fleet_report", "the fleet report of a folder of node results, without MPI"),
-    "placement": ("cmd_placement", "the matrix once per home of the line (every NUMA node): where memory lives"),
+    "placement": ("cmd_placement",
+                  "the matrix once per home of the line (every NUMA node): where memory lives"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -63,7 +64,8 @@ def _top_help():
         "commands:",
     ]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "Run 'corelat COMMAND --help' for a command's options; 'corelat --version' for the version."]
+    lines += ["",
+              "Run 'corelat COMMAND --help' for a command's options; 'corelat --version' for the version."]
     return "\n".join(lines)
 
 

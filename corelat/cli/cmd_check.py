@@ -15,14 +15,17 @@ def add_arguments(p):
                    help="how long to watch /proc/stat for busy CPUs (default 0.2)")
     p.add_argument("--no-skew", dest="skew", action="store_false",
                    help="do not measure the timer offset between CPUs")
-    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs for the timer offset check (default: all allowed)")
-    p.add_argument("--root", default="/", help="read sys/ and proc/ below this folder (another machine's copy)")
+    p.add_argument("--cpus", "-c", metavar="LIST",
+                   help="CPUs for the timer offset check (default: all allowed)")
+    p.add_argument("--root", default="/",
+                   help="read sys/ and proc/ below this folder (another machine's copy)")
 
 
 def run(args):
 
     if not os.path.isdir(args.root):
-        raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and proc/)")
+        raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and "
+                         "proc/)")
     if not 0 < args.interval <= 60:
         raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
     cpus = None

@@ -8,8 +8,10 @@ from . import common
 
 
 def add_arguments(p):
-    p.add_argument("files", nargs="+", metavar="FILE", help="result files to compare (the first is the reference)")
-    p.add_argument("--names", nargs="+", metavar="NAME", help="labels for the files, in order (default: their names)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="result files to compare (the first is the reference)")
+    p.add_argument("--names", nargs="+", metavar="NAME",
+                   help="labels for the files, in order (default: their names)")
     common.add_statistic_argument(p, "per-pair statistic to compare (default median)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON records")
 

@@ -59,7 +59,8 @@ def run(args):
         results, names = [load(args.files[0])], None
         # A placement file: every home side by side, or the one --home names.
         if args.home is not None or args.kind != "heatmap" or not isinstance(results[0], PlacementResult):
-            results = [one_home(results[0], args.home, hint=f"give --home HOME to draw one of them as {args.kind}")]
+            results = [one_home(results[0], args.home,
+                                hint=f"give --home HOME to draw one of them as {args.kind}")]
     else:
         results, names = labels_for(args.files, args.names)
     out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
@@ -82,9 +83,11 @@ def run(args):
     if isinstance(results[0], PlacementResult):
         fig = plot.placement(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate)
     elif len(results) > 1:
-        fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic, annotate=args.annotate)
+        fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic,
+                           annotate=args.annotate)
     elif args.kind == "heatmap":
-        fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate).figure
+        fig = plot.heatmap(results[0], order=args.order, statistic=args.statistic,
+                           annotate=args.annotate).figure
     else:
         fig = plot.distribution(results[0], pairs=_pairs(args.pairs), kind=args.kind).figure
     try:

@@ -17,11 +17,13 @@ from . import common
 
 
 def add_arguments(p):
-    p.add_argument("file", metavar="FILE", help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
+    p.add_argument("file", metavar="FILE",
+                   help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
     common.add_statistic_argument(p, "per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
     p.add_argument("--pairs", action="store_true",
-                   help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, estimated)")
+                   help="also list the flagged pairs (bimodal, unstable, re-tested with both attempts, "
+                        "estimated)")
     p.add_argument("--json", action="store_true", help="print the structure as JSON instead of text")
     p.add_argument("--home", metavar="HOME", type=common.home_arg,
                    help="for a file of `corelat placement`: report this home's matrix in full (node:K, K, "
@@ -76,11 +78,13 @@ def pairs_text(result, statistic="median"):
                 if s.size:
                     fm, fe = float(np.median(s)), float(median_err(s[np.newaxis])[0])
                     why = _words(int(first_flags[i, j])) if first_flags is not None else ""
-                    line += f"; first attempt {_text.value_err(fm, fe)} ns ({s.size} samples{', ' + why if why else ''})"
+                    line += (f"; first attempt {_text.value_err(fm, fe)} ns "
+                             f"({s.size} samples{', ' + why if why else ''})")
             lines.append(line)
     if not lines:
         return "No pair is flagged: none bimodal, unstable, re-tested, estimated or short of its precision."
-    return "Pairs with a flag (" + statistic + "; first attempts of re-tested pairs beside them):\n" + "\n".join(lines)
+    return ("Pairs with a flag (" + statistic + "; first attempts of re-tested pairs beside them):\n"
+            + "\n".join(lines))
 
 
 def report_text(result, st, statistic="median", matrix=False, pairs=False):
@@ -138,9 +142,11 @@ def run(args):
 
     result = load(args.file)
     if isinstance(result, PlacementResult) and args.home is None:
-        sts = {label: structure(res, statistic=args.statistic) for label, res in zip(result.homes, result.results)}
+        sts = {label: structure(res, statistic=args.statistic)
+               for label, res in zip(result.homes, result.results)}
         if args.json:
-            print(json.dumps({"summary": result.summary(), "homes": {k: st.to_dict() for k, st in sts.items()}},
+            print(json.dumps({"summary": result.summary(),
+                              "homes": {k: st.to_dict() for k, st in sts.items()}},
                              indent=2))
         else:
             print(placement_text(result, sts, args.statistic))

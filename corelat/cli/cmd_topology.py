@@ -9,7 +9,8 @@ from corelat._system.topology import topology
 
 def add_arguments(p):
     p.add_argument("--root", default="/", help="file-system root to read sysfs from (a dump; default /)")
-    p.add_argument("--json", action="store_true", help="print the topology as JSON (its per-CPU records under \"cpus\")")
+    p.add_argument("--json", action="store_true",
+                   help="print the topology as JSON (its per-CPU records under \"cpus\")")
 
 
 def run(args):

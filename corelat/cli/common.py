@@ -55,8 +55,10 @@ def check_output_path(path, suffixes=(".npz", ".csv")):
 def add_order_argument(p, what="matrix"):
     """``--order``: every order of :data:`~corelat._core.types.ORDERS`, the one default."""
     p.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
-                   help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file without "
-                        "one falls back to structure) or the latency groups corelat finds (structure); default: "
+                   help=f"{what} order: CPU ids ascending (os), package/node/L3/core (topology; a file "
+                        "without "
+                        "one falls back to structure) or the latency groups corelat finds (structure); "
+                        "default: "
                         "as measured")
 
 
@@ -127,7 +129,8 @@ def measured_text(result):
         return ("one-way latency in ns: receiver's timer at arrival - sender's timer at sending "
                 "(row CPU sends, column CPU receives)")
     if result.value_only:
-        return f"one value per pair in ns, as the file holds it ({md.get('statistic') or 'statistic unknown'})"
+        said = md.get("statistic") or "statistic unknown"
+        return f"one value per pair in ns, as the file holds it ({said})"
     return "latency = round-trip time / 2 in ns"
 
 

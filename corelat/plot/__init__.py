@@ -1,4 +1,5 @@
-"""Pictures of latency results (needs matplotlib: ``pip install 'corelat[plot]'``, or ``'.[plot]'`` in a checkout).
+"""Pictures of latency results (needs matplotlib: ``pip install 'corelat[plot]'``, or ``'.[plot]'`` in a
+checkout).
 
 * :func:`heatmap`: the matrix with a colour bar in ns and group boundaries drawn, ordered by the OS
   topology, by the latency structure, or by CPU id; readable from 2 to hundreds of CPUs (cell values
@@ -25,19 +26,17 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from corelat._analysis.compare import labels_for
-from corelat._analysis.structure import structure
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.extras import require
-from corelat._core.text import counts as fmt_counts
 from corelat._core.text import value_err as _fmt
 from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
 from corelat._results.fleet import FleetResult
-from corelat._results.fleet import label as class_label
-from corelat._results.latency import LatencyResult, PairFlag, thaw
+from corelat._results.latency import LatencyResult, PairFlag
 from corelat._results.placement import PlacementResult
-from corelat._system.home import one_home
-from corelat._system.topology import Topology
-from corelat._system.validate import check_order
+from corelat.plot._axes import _figsize, _log_labels, _mark_clipped, _settle
+from corelat.plot._order import _one_home, _ordered
+from corelat.plot._values import _agree_within, _clip, _default_pairs
+from corelat.plot._words import _count_text, _fleet_label, _statistic_words, _value_label
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is first called
     from matplotlib.axes import Axes
@@ -52,84 +51,11 @@ MAX_EVERY_CPU_LABELLED = 64
 LOG_SCALE_RATIO = 5.0
 #: Violins show each pair's samples between these percentiles of the pair (the rest are counted).
 DEFAULT_CLIP = (0.0, 99.0)
-#: Line widths of group boundaries, coarsest first.
-_TOPOLOGY_LINES = (("package", 2.2), ("node", 1.6), ("l3", 1.0))
 _NAN_COLOUR = "#d9d9d9"
 
 
 def _plt():
     return require("matplotlib.pyplot", "plot", "corelat.plot")
-
-
-def _ordered(result, order):
-    """(result in that order, [(boundary starts, line width)], note for the title)."""
-    check_order(order)
-    if order is None:
-        return result, [], "CPUs in the result's order"
-    if order == "os":
-        return result.with_cpus_order(sorted(result.cpus)), [], "CPU order"
-    if order == "topology":
-        if result.metadata.get("topology"):
-            try:
-
-                cpus, bounds = Topology.from_dict(thaw(result.metadata["topology"])).order(result.cpus)
-            except (ImportError, ValueError, TypeError, KeyError) as e:
-                note = f"topology unusable ({e}): ordered by latency structure"
-            else:
-                lines = [(bounds.get(level, []), width) for level, width in _TOPOLOGY_LINES]
-                drawn = [level.replace("l3", "L3").replace("node", "NUMA node")
-                         for (level, _), (starts, _) in zip(_TOPOLOGY_LINES, lines) if starts]
-                what = "topology order" + (f"; lines: {', '.join(drawn)}" if drawn else "")
-                return result.with_cpus_order(cpus), _dedupe(lines), what
-        else:
-            note = "no topology recorded: ordered by latency structure"
-        ordered, lines, _ = _ordered(result, "structure")
-        return ordered, lines, note
-    if order == "structure":
-
-        st = structure(result)
-        bounds = st.boundaries()
-        k = len(st.levels)
-        lines = [(bounds[i], 1.0 + 1.2 * i / max(k - 1, 1)) for i in range(k)]
-        what = "latency structure order" + (" (lines: latency groups)" if k else "")
-        return result.with_cpus_order(st.order()), _dedupe(lines), what
-
-
-def _one_home(result, home):
-    # A placement result holds one matrix per home: draw the one asked for.
-
-    return one_home(result, home, hint="pass home=K, or draw them all with corelat.plot.placement()")
-
-
-def _value_label(result, statistic):
-    """What a cell shows, for colour bars and titles: the quantity in ns and the statistic per pair.
-    Imported files hold one value per pair: name the statistic the file records, not ``statistic``."""
-    chase = result.kernel in ("read-clean", "read-modified")
-    what = "cost of one load (ns)" if chase else "one-way latency (ns)"
-    return f"{what}, {_statistic_words(result, statistic)}"
-
-
-def _statistic_words(result, statistic):
-    if not result.value_only:
-        return f"{statistic} per pair"
-    recorded = result.metadata.get("statistic")
-    if recorded:
-        return f"{recorded} per pair, as the file records it"
-    return "one value per pair (the file does not say which statistic)"
-
-
-def _dedupe(lines):
-    # A boundary shared by several levels (a package that is also a NUMA node) is drawn once, thickest.
-    best = {}
-    for starts, width in lines:
-        for s in starts:
-            best[s] = max(best.get(s, 0.0), width)
-    return sorted(best.items())
-
-
-def _figsize(n):
-    side = min(max(5.0, 0.34 * n + 2.0), 14.0)
-    return (side + 1.4, side)
 
 
 def heatmap(
@@ -278,58 +204,6 @@ def _ticks(n, starts):
     return sorted(set(even) | set(firsts)), 6
 
 
-def _uncertainty(result, statistic):
-    """Per-cell half-width of what the shown value can be trusted to (NaN where unknown): the
-    median's or mean's interval, widened by the timer-offset bound of one-way results."""
-    if result.value_only or statistic not in ("median", "mean"):
-        return None
-    u = np.array(result.err if statistic == "median" else result.sem, dtype=float)
-    bound = result.extras.get("skew_bound_ns")
-    if bound is not None and np.shape(bound) == u.shape:
-        u = np.fmax(u, np.asarray(bound, dtype=float))
-    return u
-
-
-def _agree_within(result, statistic, m):
-    """The largest uncertainty when every value's interval holds one common value (so the matrix
-    shows no difference that the data can tell apart), else None."""
-    u = _uncertainty(result, statistic)
-    ok = np.isfinite(m)
-    if u is None or ok.sum() < 2 or not np.all(np.isfinite(u[ok])):
-        return None
-    if np.unique(m[ok]).size < 2:
-        return None
-    if np.max(m[ok] - u[ok]) <= np.min(m[ok] + u[ok]):
-        return float(np.max(u[ok]))
-    return None
-
-
-def _settle(fig):
-    # Constrained layout with fixed-aspect axes settles only on its second pass: run the first one
-    # now, so the figure that is shown or saved has no text cut off or overlapping.
-    fig.draw_without_rendering()
-
-
-def _default_pairs(result, limit):
-    """Interesting pairs (index tuples, lower triangle): bimodal/unstable first, then a spread."""
-    med = result.median
-    n = result.n
-    sym = result.metadata.get("symmetric", True)
-    cand = [(i, j) for i in range(n) for j in range(n)
-            if i != j and (j < i or not sym) and result.count[i, j] > 0]
-    if not cand:
-        return []
-    flagged = [p for p in cand if result.flags[p] & (PairFlag.BIMODAL | PairFlag.UNSTABLE)]
-    by_value = sorted(cand, key=lambda p: med[p])
-    picks = np.unique(np.linspace(0, len(by_value) - 1, min(limit, len(by_value))).round().astype(int))
-    spread = [by_value[k] for k in picks]
-    out = []
-    for p in flagged[: limit // 2] + spread:
-        if p not in out:
-            out.append(p)
-    return sorted(out[:limit], key=lambda p: med[p])
-
-
 def distribution(
     result: LatencyResult,
     pairs: Sequence[tuple[int, int]] | None = None,
@@ -437,7 +311,8 @@ def distribution(
         ax.set_xlabel("CPU pair")
         if log:
             lo, hi = math.floor(np.log10(everything.min())), math.ceil(np.log10(everything.max()))
-            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e)) for e in range(lo, hi + 1) for m in (1, 2, 5)]
+            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e))
+                     for e in range(lo, hi + 1) for m in (1, 2, 5)]
             bottom, top = math.log10(everything.min()) - 0.05, math.log10(everything.max()) + 0.05
             ticks = [(t, lab) for t, lab in ticks if bottom <= t <= top]
             ax.set_ylim(bottom, top)
@@ -465,71 +340,6 @@ def distribution(
     if own_figure:
         _settle(ax.figure)
     return ax
-
-
-def _count_text(counts):
-    """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
-
-    text = fmt_counts(counts)
-    return f"{text} sample{'' if text == '1' else 's'} per pair"
-
-
-def _clip(data, clip):
-    """Each pair's samples within its own percentile range ``clip``, and what fell outside."""
-    lo_pct, hi_pct = clip
-    if not 0 <= lo_pct < hi_pct <= 100:
-        raise InputError(f"clip {clip!r}: give two percentiles, 0 <= low < high <= 100")
-    kept, out = [], []
-    for s in data:
-        lo, hi = np.percentile(s, [lo_pct, hi_pct])
-        inside = (s >= lo) & (s <= hi)
-        kept.append(s[inside])
-        out.append((s[s < lo], s[s > hi]))
-    return kept, out
-
-
-def _pct(p):
-    return f"{p:g}th percentile" if p not in (0, 100) else ("minimum" if p == 0 else "maximum")
-
-
-def _mark_clipped(ax, clipped, clip):
-    """Clipped samples as arrows on the axes' edge, counted in the legend."""
-    from matplotlib.transforms import blended_transform_factory
-
-    edge = blended_transform_factory(ax.transData, ax.transAxes)
-    for side, y, marker in ((1, 0.985, "^"), (0, 0.015, "v")):
-        xs = [k for k, c in enumerate(clipped) if c[side].size]
-        if not xs:
-            continue
-        count = sum(clipped[k][side].size for k in xs)
-        worst = (max if side else min)(float(v) for k in xs for v in clipped[k][side])
-        whose = "its" if count == 1 else "their"
-        what = f"above {whose} pair's {_pct(clip[1])}" if side else f"below {whose} pair's {_pct(clip[0])}"
-        label = (f"{count} sample{'s' if count != 1 else ''} {what}, not drawn "
-                 f"({'up to' if side else 'down to'} {_fmt(worst)} ns)")
-        ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, clip_on=False,
-                   label=label, zorder=3)
-    ax.legend(fontsize=7, loc="upper left")
-
-
-def _short(v):
-    """Tick label of a log axis in ns: 20, 500, 2k, 50k."""
-    if v >= 1000:
-        return f"{v / 1000:g}k"
-    return f"{v:g}"
-
-
-def _log_labels(axis, lo, hi):
-    # matplotlib labels only the decades (10³, 10⁴): with 2× and 5× labelled too, a peak between them
-    # can be read off the axis.
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    decades = math.log10(hi / lo)
-    axis.set_major_locator(LogLocator(base=10))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
-    axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0) if decades <= 4 else (3.0,)))
-    axis.set_minor_formatter(FuncFormatter(lambda v, _: _short(v)) if decades <= 6 else NullFormatter())
-    axis.set_tick_params(which="minor", labelsize=7)
 
 
 def compare(
@@ -672,7 +482,8 @@ def fleet(
     cm = plt.get_cmap("RdBu_r").with_extremes(bad=_NAN_COLOUR)
     for ax, (g, dev, rows) in zip(axes[:, 0], shown):
         d = dev[rows] if dev.size else np.zeros((len(rows), 0))
-        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto", interpolation="nearest")
+        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto",
+                       interpolation="nearest")
         ax.set_xticks(range(len(g.classes)), [_fleet_label(c) for c in g.classes], fontsize=8)
         ax.set_yticks(range(len(rows)), [g.nodes[i] for i in rows], fontsize=7 if len(rows) > 30 else 8)
         annotate = len(rows) <= 60
@@ -684,18 +495,14 @@ def fleet(
                 if (g.nodes[i], c) in flagged:
                     ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
         more = f", {len(rows)} of {len(g.nodes)} nodes (most deviating)" if len(rows) < len(g.nodes) else ""
-        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}", fontsize=9)
+        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}",
+                     fontsize=9)
         cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
         cb.set_label("vs group median", fontsize=8)
         cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.0%}")
     fig.suptitle(f"{result.name}: class median per node (ns); boxed = outlier", fontsize=10)
     _settle(fig)
     return fig
-
-
-def _fleet_label(cls):
-
-    return class_label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")
 
 
 def _fleet_ratio(plt, result, node):

@@ -1,0 +1,52 @@
+"""Figure size, layout and axis dressing shared by the plots."""
+
+from __future__ import annotations
+
+import math
+
+from corelat._core.text import value_err as _fmt
+from corelat.plot._words import _pct, _short
+
+
+def _figsize(n):
+    side = min(max(5.0, 0.34 * n + 2.0), 14.0)
+    return (side + 1.4, side)
+
+
+def _settle(fig):
+    # Constrained layout with fixed-aspect axes settles only on its second pass: run the first one
+    # now, so the figure that is shown or saved has no text cut off or overlapping.
+    fig.draw_without_rendering()
+
+
+def _mark_clipped(ax, clipped, clip):
+    """Clipped samples as arrows on the axes' edge, counted in the legend."""
+    from matplotlib.transforms import blended_transform_factory
+
+    edge = blended_transform_factory(ax.transData, ax.transAxes)
+    for side, y, marker in ((1, 0.985, "^"), (0, 0.015, "v")):
+        xs = [k for k, c in enumerate(clipped) if c[side].size]
+        if not xs:
+            continue
+        count = sum(clipped[k][side].size for k in xs)
+        worst = (max if side else min)(float(v) for k in xs for v in clipped[k][side])
+        whose = "its" if count == 1 else "their"
+        what = f"above {whose} pair's {_pct(clip[1])}" if side else f"below {whose} pair's {_pct(clip[0])}"
+        label = (f"{count} sample{'s' if count != 1 else ''} {what}, not drawn "
+                 f"({'up to' if side else 'down to'} {_fmt(worst)} ns)")
+        ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, clip_on=False,
+                   label=label, zorder=3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _log_labels(axis, lo, hi):
+    # matplotlib labels only the decades (10³, 10⁴): with 2× and 5× labelled too, a peak between them
+    # can be read off the axis.
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    decades = math.log10(hi / lo)
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
+    axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0) if decades <= 4 else (3.0,)))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: _short(v)) if decades <= 6 else NullFormatter())
+    axis.set_tick_params(which="minor", labelsize=7)

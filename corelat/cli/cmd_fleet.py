@@ -10,7 +10,8 @@ import math
 import sys
 
 from corelat._core.errors import InputError
-from corelat._fleet.run import measure_fleet, mpi
+from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.run import mpi, run_options
 
 from . import cmd_measure
 
@@ -36,8 +37,8 @@ def run(args):
 
     if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")
-    kwargs = cmd_measure.measure_kwargs(args)
-    result = measure_fleet(directory=args.output, expect=args.expect, wait=args.wait, cpus=args.cpus, **kwargs)
+    options = cmd_measure.request_options(args)
+    result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expected_nodes(args.expect))
     if result is None:  # not rank 0
         return 0
     return 0 if not (result.errors or result.missing) else 1

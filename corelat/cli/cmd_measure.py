@@ -5,16 +5,15 @@ import sys
 
 from corelat._core import text as _text
 from corelat._core.errors import InputError
-from corelat._measure.sweep import measure
+from corelat._measure import sweep as _sweep
+from corelat._measure.options import SweepOptions
 from corelat._system.validate import (
     ALL_KERNELS,
     DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
     DEFAULT_PRECISION,
+    MAX_SAMPLES,
     STRATEGIES,
-    check_params,
-    check_sampling,
-    resolve_cpus,
     sampling_text,
 )
 
@@ -75,19 +74,25 @@ def add_sampling_options(p):
                    help=f"without SAMPLES: time budget per pair (default {DEFAULT_MAX_TIME_PER_PAIR})")
 
 
-def sampling_kwargs(args, samples):
-    """The checked ``precision``, ``max_samples`` and ``max_time_per_pair`` of
-    :func:`add_sampling_options` (refused beside SAMPLES, where they would not apply)."""
-    sampling = {"precision": args.precision, "max_samples": args.max_samples,
-                "max_time_per_pair": args.max_time_per_pair}
-    try:
-        check_sampling(samples, **sampling)
-    except InputError as e:
-        if samples is None:
-            raise
+def refuse_sampling_beside_samples(args):
+    """SAMPLES takes exactly that many per pair: said in the command line's words when
+    :func:`add_sampling_options` were given beside it, where they would not apply."""
+    samples = args.samples
+    if samples is None or isinstance(samples, bool) or not 1 <= samples <= MAX_SAMPLES:
+        return  # none given, or one the options refuse in their own words
+    given = (args.precision, args.max_samples, args.max_time_per_pair)
+    if given != (DEFAULT_PRECISION, DEFAULT_MAX_SAMPLES, DEFAULT_MAX_TIME_PER_PAIR):
         raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples and "
-                         "--max-time-per-pair are for precision-driven sampling (no SAMPLES)") from e
-    return sampling
+                         "--max-time-per-pair are for precision-driven sampling (no SAMPLES)")
+
+
+def sampling_options(args):
+    """The :class:`~corelat._measure.options.SweepOptions` fields that the sizes and
+    :func:`add_sampling_options` set (checked beside SAMPLES first)."""
+    refuse_sampling_beside_samples(args)
+    return {"round_trips": args.round_trips, "samples": args.samples, "warmup": getattr(args, "warmup", None),
+            "timeout": args.timeout, "precision": args.precision, "max_samples": args.max_samples,
+            "max_time_per_pair": args.max_time_per_pair}
 
 
 def _retest_count(text):
@@ -135,13 +140,11 @@ def print_warnings(result, file=None):
         print(line, file=file or sys.stderr)
 
 
-def measure_kwargs(args):
-    """The checked keyword arguments of :func:`corelat.measure` that :func:`add_measure_options` set
-    (all but ``cpus``)."""
-    kernel, rt, samples, warmup, timeout = check_params(
-        args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
-    return {"kernel": kernel, "round_trips": rt, "samples": samples, "warmup": warmup, "timeout": timeout,
-            **sampling_kwargs(args, samples), "strategy": args.strategy, "retest": args.retest}
+def request_options(args, **fields):
+    """The :class:`~corelat._measure.options.SweepOptions` that :func:`add_measure_options` set,
+    with ``fields`` (``progress``, ``order``, ...), checked but not read on this machine."""
+    return SweepOptions.request(args.cpus, kernel=args.kernel, home=args.home, strategy=args.strategy,
+                                retest=args.retest, **sampling_options(args), **fields)
 
 
 def run(args):
@@ -149,10 +152,9 @@ def run(args):
         raise InputError("--csv and --json both print the result on stdout: choose one")
     if args.output:
         common.check_output_path(args.output)
-    kwargs = measure_kwargs(args)
-    cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = measure(cpus, progress=progress, order=common.measure_order(args.order), home=args.home, **kwargs)
+    options = request_options(args, progress=progress, order=common.measure_order(args.order)).resolve()
+    result = _sweep.run(options)
     result = common.in_order(result, args.order)
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)

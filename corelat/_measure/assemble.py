@@ -41,8 +41,8 @@ def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, 
     notes.extend(size_warnings(config.round_trips, plan, timer))
     skipped = sweep.skipped
     if skipped:
-        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not re-measured "
-                     f"(retest limit {sweep.limit}; pass retest=N to re-measure more)")
+        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not "
+                     f"re-measured (retest limit {sweep.limit}; pass retest=N to re-measure more)")
     if "skew_bound_ns" in extras:
         note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
         if note:

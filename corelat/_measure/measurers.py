@@ -142,8 +142,8 @@ class OneWayMeasurer:
         if not info.get("invariant", False):
             raise InputError(
                 f"kernel 'oneway' needs a timer that runs at a constant rate on every CPU; this machine's "
-                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or 'rw', "
-                "or CORELAT_TIMER=clock")
+                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or "
+                "'rw', or CORELAT_TIMER=clock")
         self.messages, self.warmup, self.timeout = messages, warmup, timeout
         self.ticks_per_ns = info["ticks_per_ns"]
         self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
@@ -167,7 +167,8 @@ class OneWayMeasurer:
         calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b)
         ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
         min_ab, min_ba = (min(out[k] for out, _ in calls) for k in (2, 3))
-        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2  # one page carries both directions
+        # one page carries both directions
+        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2
         # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
         # b -> a messages give offset >= -min_ba.
         lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
@@ -222,8 +223,8 @@ class ChaseMeasurer:
     def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=False):
         ext = extension()
         if not getattr(ext, "HAVE_CHASE", 0):
-            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, aarch64 "
-                             "dc civac); this architecture has none: use kernel 'cas' or 'rw'")
+            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, "
+                             "aarch64 dc civac); this architecture has none: use kernel 'cas' or 'rw'")
         entry = MEASURERS[kernel]
         self.kind = getattr(ext, entry.variant)
         self.warmup, self.timeout = warmup, timeout
@@ -288,7 +289,8 @@ def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
             f"{by:.0f} ns (messages arrived before they were sent); {advice}")
 
 
-def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, timeout: float = 1.0) -> list[dict]:
+def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5,
+               timeout: float = 1.0) -> list[dict]:
     """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
 
     Parameters

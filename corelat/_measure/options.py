@@ -97,8 +97,8 @@ class SweepOptions:
             opts.kernel, opts.round_trips, opts.samples, opts.warmup, opts.timeout)
         plan = check_sampling(samples, opts.precision, opts.max_samples, opts.max_time_per_pair)
         opts._check_layout()
-        return dataclasses.replace(opts, kernel=kernel, round_trips=round_trips, samples=samples, warmup=warmup,
-                                   timeout=timeout, plan=plan, home=parse_home(opts.home))
+        return dataclasses.replace(opts, kernel=kernel, round_trips=round_trips, samples=samples,
+                                   warmup=warmup, timeout=timeout, plan=plan, home=parse_home(opts.home))
 
     def _check_layout(self):
         check_order(self.order, allowed=RESULT_ORDERS)
@@ -152,7 +152,8 @@ def refuse_unknown_keywords(refused=None):
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            unknown = [k for k in kwargs if k not in params or params[k].kind is inspect.Parameter.POSITIONAL_ONLY]
+            unknown = [k for k in kwargs
+                       if k not in params or params[k].kind is inspect.Parameter.POSITIONAL_ONLY]
             for k in unknown:
                 if k in refused:
                     raise InputTypeError(refused[k])

@@ -33,7 +33,8 @@ def _home_list(homes, cpus, kernel):
         mems = allowed_mems()
         nodes = [k for k in memory_nodes() if mems is None or k in mems]
         return [check_home(f"node:{k}", cpus, kernel) for k in nodes]
-    homes = as_list(homes, f"homes must be 'nodes' or a list of homes like ['node:0', 'responder'], not {homes!r}")
+    homes = as_list(homes, "homes must be 'nodes' or a list of homes like ['node:0', 'responder'], "
+                           f"not {homes!r}")
     if not homes:
         raise InputError("homes is empty: give 'nodes' or at least one home")
     out = [check_home(h, cpus, kernel) for h in homes]

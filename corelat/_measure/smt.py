@@ -85,7 +85,8 @@ def sibling_pairs(topo, cpus):
 def _nearest(rows, ordered, cpu):
     me = rows[cpu]
     at = ordered.index(cpu)
-    others = [c for c in ordered[at + 1:] + ordered[:at] if me["core"] is None or rows[c]["core"] != me["core"]]
+    others = [c for c in ordered[at + 1:] + ordered[:at]
+              if me["core"] is None or rows[c]["core"] != me["core"]]
     for level in PARTNER_LEVELS:
         if me[level] is None:
             continue
@@ -329,9 +330,9 @@ def smt(
     >>> print(r.table())  # doctest: +SKIP
     """
     options = SweepOptions.for_smt(
-        cpus, kernel=kernel, kernels=SMT_KERNELS, round_trips=round_trips, samples=samples, precision=precision,
-        max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup, timeout=timeout,
-        topology=topology, progress=progress, name=name)
+        cpus, kernel=kernel, kernels=SMT_KERNELS, round_trips=round_trips, samples=samples,
+        precision=precision, max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup,
+        timeout=timeout, topology=topology, progress=progress, name=name)
     return run(options, duration)
 
 
@@ -339,7 +340,8 @@ def smt_with(measurer, busy, cpus=None, *, duration=0.1, **options):
     """:func:`smt` with stand-ins: ``measurer(a, b, samples)`` for the latencies (ns) and
     ``busy(cpus, loop, seconds)`` for the throughput (iterations/s per thread); the private layer
     for tests and benchmarks. ``options`` are :func:`smt`'s keywords but ``duration``."""
-    return run(SweepOptions.for_smt(cpus, kernels=SMT_KERNELS, **options), duration, measurer=measurer, busy=busy)
+    options = SweepOptions.for_smt(cpus, kernels=SMT_KERNELS, **options)
+    return run(options, duration, measurer=measurer, busy=busy)
 
 
 def _resolve(options):
@@ -390,7 +392,8 @@ def run(options, duration=0.1, *, measurer=None, busy=None):
     cpus, loops = options.cpus, tuple(LOOPS)
     meta = _metadata(options, topo, duration)
     pairs = sibling_pairs(topo, cpus) if cpus else []
-    common = {"cpus": cpus, "kernel": options.kernel, "loops": loops, "name": options.name or meta["hostname"]}
+    common = {"cpus": cpus, "kernel": options.kernel, "loops": loops,
+              "name": options.name or meta["hostname"]}
     if not pairs:
         return _empty(options, topo, meta, common)
 
@@ -423,7 +426,8 @@ def _warnings(data):
     out = []
     dropped = data["dropped"]
     if dropped:
-        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on its CPU")
+        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on "
+                   "its CPU")
     bad = int(np.isnan(data["alone"]).sum() + np.isnan(data["together"]).sum())
     if bad:
         out.append(f"{bad} throughput value(s) missing because a thread was not on its CPU")

@@ -82,7 +82,8 @@ class _PairCalls:
             v = _rows(self.measurer(self.cpu_a, self.cpu_b, k))
         b = getattr(self.measurer, "last_bracket", None)
         if b is not None:
-            self.bracket = b if self.bracket is None else (max(self.bracket[0], b[0]), min(self.bracket[1], b[1]))
+            old = self.bracket
+            self.bracket = b if old is None else (max(old[0], b[0]), min(old[1], b[1]))
         h = getattr(self.measurer, "last_home", None)
         if h is not None:
             self.home = tuple(h) if self.home is None else tuple(map(_home.merge_reports, self.home, h))
@@ -344,7 +345,8 @@ def _matrices(options, sweep, clock_checked):
     n, symmetric = len(options.cpus), sweep.symmetric
     data, flags, extras = _assemble.assemble(n, sweep.runs, sweep.first, options.plan, symmetric)
     if sweep.estimates:
-        blocks = None if symmetric else _sampling.cpu_blocks(options.cpus, options.partition, options.topology)
+        blocks = (None if symmetric
+                  else _sampling.cpu_blocks(options.cpus, options.partition, options.topology))
         _assemble.estimate(data, flags, extras, sweep.estimates, symmetric, blocks, options.cpus)
     if clock_checked:
         bound = np.full((n, n), np.nan)

@@ -25,7 +25,8 @@ def add_arguments(p):
     common.add_order_argument(p)
     common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI)")
     p.add_argument("--csv", action="store_true",
-                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
+                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to "
+                        "stderr")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
                    help="save the result (.npz, or .csv for the matrix)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
@@ -40,7 +41,8 @@ def add_measure_options(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair (fixed-size); default: sample each pair "
                         f"until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="LIST",
+                   help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
                         "oneway: timestamped messages, both directions (needs synchronized timers); "
@@ -57,7 +59,8 @@ def add_measure_options(p):
     p.add_argument("--retest", nargs="?", type=_retest_count, const=True, default=True, metavar="N",
                    help="re-measure unstable pairs at the end of the sweep: at most N pairs (default: a "
                         "tenth of the pairs, worst first)")
-    p.add_argument("--no-retest", dest="retest", action="store_false", help="do not re-measure unstable pairs")
+    p.add_argument("--no-retest", dest="retest", action="store_false",
+                   help="do not re-measure unstable pairs")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
     common.add_timeout_argument(p)
@@ -69,7 +72,8 @@ def add_sampling_options(p):
                    help="without SAMPLES: sample each pair until the 95%% CI of its median is within ± this "
                         f"fraction (default {DEFAULT_PRECISION})")
     p.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, metavar="N",
-                   help=f"without SAMPLES: at most this many samples per pair (default {DEFAULT_MAX_SAMPLES})")
+                   help="without SAMPLES: at most this many samples per pair "
+                        f"(default {DEFAULT_MAX_SAMPLES})")
     p.add_argument("--max-time-per-pair", type=float, default=DEFAULT_MAX_TIME_PER_PAIR, metavar="SECONDS",
                    help=f"without SAMPLES: time budget per pair (default {DEFAULT_MAX_TIME_PER_PAIR})")
 
@@ -82,8 +86,8 @@ def refuse_sampling_beside_samples(args):
         return  # none given, or one the options refuse in their own words
     given = (args.precision, args.max_samples, args.max_time_per_pair)
     if given != (DEFAULT_PRECISION, DEFAULT_MAX_SAMPLES, DEFAULT_MAX_TIME_PER_PAIR):
-        raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples and "
-                         "--max-time-per-pair are for precision-driven sampling (no SAMPLES)")
+        raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples "
+                         "and --max-time-per-pair are for precision-driven sampling (no SAMPLES)")
 
 
 def sampling_options(args):

@@ -144,11 +144,12 @@ def print_warnings(result, file=None):
         print(line, file=file or sys.stderr)
 
 
-def request_options(args, **fields):
+def request_options(args, make=SweepOptions.request, **fields):
     """The :class:`~corelat._measure.options.SweepOptions` that :func:`add_measure_options` set,
-    with ``fields`` (``progress``, ``order``, ...), checked but not read on this machine."""
-    return SweepOptions.request(args.cpus, kernel=args.kernel, home=args.home, strategy=args.strategy,
-                                retest=args.retest, **sampling_options(args), **fields)
+    with ``fields`` (``progress``, ``order``, ...): checked but not read on this machine, or with
+    ``make=SweepOptions.build`` read on it too."""
+    return make(args.cpus, kernel=args.kernel, home=args.home, strategy=args.strategy, retest=args.retest,
+                **sampling_options(args), **fields)
 
 
 def run(args):
@@ -157,7 +158,8 @@ def run(args):
     if args.output:
         common.check_output_path(args.output)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    options = request_options(args, progress=progress, order=common.measure_order(args.order)).resolve()
+    order = common.measure_order(args.order)
+    options = request_options(args, SweepOptions.build, progress=progress, order=order)
     result = _sweep.run(options)
     result = common.in_order(result, args.order)
     text = sys.stderr if args.csv or args.json else sys.stdout

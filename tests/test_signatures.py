@@ -74,6 +74,90 @@ def test_samples_none_is_precision_driven_an_integer_fixed_no_sentinels():
     assert _validate.check_sampling(max_samples=64).samples == 64
 
 
+# -- one bag of options: every measuring function's keywords map onto SweepOptions -------------------
+
+#: Keywords that are a function's own, not a sweep's (what it varies or how it runs).
+OWN_KEYWORDS = {
+    "measure": set(),
+    "smt": {"duration"},
+    "placement": {"homes"},
+    "measure_fleet": {"comm", "directory", "expect", "wait"},
+}
+
+
+def _option_fields():
+    import dataclasses
+
+    from corelat._measure.options import SweepOptions
+
+    return {f.name: f.default for f in dataclasses.fields(SweepOptions) if f.init and f.name not in ("plan",
+                                                                                                     "resolved")}
+
+
+@pytest.mark.parametrize("name", sorted(OWN_KEYWORDS))
+def test_every_measuring_keyword_is_a_sweep_option_with_its_default(name):
+    import inspect
+
+    fields = _option_fields()
+    params = _params(name)
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), f"{name} passes **kwargs on"
+    sweep = [p for p in params.values() if p.name not in OWN_KEYWORDS[name]]
+    unknown = [p.name for p in sweep if p.name not in fields]
+    assert not unknown, f"corelat.{name}: {unknown} are not SweepOptions fields"
+    for p in sweep:
+        assert p.default == fields[p.name], (name, p.name, p.default, fields[p.name])
+        assert p.annotation is not inspect.Parameter.empty, (name, p.name)
+    assert set(OWN_KEYWORDS[name]) <= set(params), name
+
+
+def test_measure_takes_every_sweep_option_and_the_others_all_but_what_they_vary():
+    fields = set(_option_fields())
+    assert set(_params("measure")) == fields
+    assert fields - set(_params("placement")) == {"home"}  # placement varies it (homes)
+    assert fields - set(_params("measure_fleet")) == {"name"}  # each result is named after its node
+    assert fields - set(_params("smt")) == {"order", "strategy", "partition", "retest", "home"}
+
+
+def test_placement_and_fleet_refuse_what_they_set_themselves_in_corelats_words(monkeypatch):
+    from corelat import InputTypeError
+    from corelat._fleet import run as _fleet_run
+
+    with pytest.raises(InputTypeError, match="do not pass home"):
+        corelat.placement([0, 1], home="responder")
+    with pytest.raises(InputTypeError, match=r"placement\(\) takes no 'bogus'"):
+        corelat.placement([0, 1], bogus=1)
+    monkeypatch.setattr(_fleet_run, "mpi", lambda: type("MPI", (), {"COMM_WORLD": object()}))
+    monkeypatch.setattr(_fleet_run, "run", lambda *a, **k: pytest.fail("started measuring"))
+    with pytest.raises(InputTypeError, match="do not pass name"):
+        corelat.measure_fleet(name="x")
+    with pytest.raises(corelat.InputError, match="unknown kernel 'bogus'"):  # on every rank, first
+        corelat.measure_fleet(kernel="bogus")
+
+
+def test_one_measurer_entry_per_kernel():
+    from corelat._measure.measurers import MEASURERS
+
+    assert set(MEASURERS) == set(corelat.ALL_KERNELS)
+    for kernel, entry in MEASURERS.items():
+        assert callable(getattr(entry.measurer, "build", None)), kernel
+        assert entry.function in ("pingpong", "oneway", "chase"), kernel
+
+
+def test_options_are_validated_once_with_measures_messages():
+    from corelat._measure.options import SweepOptions
+
+    opts = SweepOptions.request([0, 1], samples=20)
+    assert opts.plan.mode == "fixed" and opts.warmup == 2 and not opts.resolved
+    with pytest.raises(corelat.InputError, match="unknown strategy 'most'"):
+        SweepOptions.request(strategy="most")
+    with pytest.raises(corelat.InputError, match="partition and topology are used by strategy='sample' only"):
+        SweepOptions.request(partition=[[0], [1]])
+    with pytest.raises(corelat.InputError, match="retest must be True, False or a number of pairs"):
+        SweepOptions.request(retest=-1)
+    with pytest.raises(corelat.InputError, match="unknown kernel 'rw2' for smt"):
+        SweepOptions.for_smt(kernel="rw2")
+
+
 def _cli_option(command, flag):
     import importlib
 

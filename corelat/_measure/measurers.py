@@ -1,12 +1,16 @@
 """Pair measurers: one call measures one pair of CPUs with a C kernel and returns nanoseconds.
 
-A sweep (:func:`corelat.measure`) is made of such calls; tests and benchmarks substitute objects with
-the same ``__call__`` to drive the sweep without hardware.
+A sweep (:func:`corelat.measure`) is made of such calls. Every measurer follows one protocol,
+:class:`Measurer`; tests and benchmarks substitute objects with the same ``__call__`` to drive the
+sweep without hardware. Which C entry point a kernel calls, and which measurer builds that call's
+arguments and reads its result, is one row of :data:`MEASURERS`: a new kernel is one row there,
+one measurer (or an existing one reused) and one C function.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -16,7 +20,7 @@ from corelat._core.status import once_more_if_moved
 from corelat._core.types import CPUs
 from corelat._system.home import Home, chain_lines, chain_order, merge_reports
 from corelat._system.timer import timer_info
-from corelat._system.validate import CHASE_KERNELS, KERNELS, resolve_cpus
+from corelat._system.validate import resolve_cpus
 
 
 def _once_more_if_moved(call, cpu_a, cpu_b):
@@ -44,6 +48,24 @@ def _merged_report(calls):
     return report
 
 
+class Measurer(Protocol):
+    """What the sweep asks of a pair measurer (only ``__call__`` is required of a stand-in).
+
+    ``measurer(cpu_a, cpu_b, samples)`` returns ``samples`` one-way latencies in ns (NaN for dropped
+    samples): shape ``(samples,)``, or ``(2, samples)`` (row 0 ``cpu_a`` → ``cpu_b``, row 1 back)
+    for a measurer with ``symmetric = False``. One with ``budgeted = True`` also takes ``budget=``
+    seconds and may return fewer samples when that time ran out inside the call. Optional, read
+    with ``getattr`` by the sweep: ``last_home`` (per row, where the page was found in the last
+    call), ``last_bracket`` (the timer offset's bracket), ``check_clocks(cpus)`` (run before the
+    sweep) and ``describe()`` (what the result's metadata records about the kernel).
+    """
+
+    symmetric: bool
+    budgeted: bool
+
+    def __call__(self, cpu_a: int, cpu_b: int, samples: int, budget: float | None = None) -> np.ndarray: ...
+
+
 class PairMeasurer:
     """Measures one pair of CPUs; the unit a sweep is made of.
 
@@ -59,10 +81,12 @@ class PairMeasurer:
 
     def __init__(self, kernel, round_trips, warmup, timeout, *, home=None, _stall=False, _freeze=0.0):
         ext = extension()
-        self.code = getattr(ext, KERNELS[kernel][0])
+        entry = MEASURERS[kernel]
+        self.kernel = kernel
+        self.code = getattr(ext, entry.variant)
         self.round_trips, self.warmup, self.timeout = round_trips, warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
-        self._pingpong = ext.pingpong
+        self._pingpong = getattr(ext, entry.function)
         # test switches of the C kernels (tests/partner_cli.py sets them in a subprocess): a partner
         # that never answers but obeys abort, or one that sleeps deaf to everything, as frozen
         self._stall, self._freeze = bool(_stall), float(_freeze)
@@ -88,6 +112,15 @@ class PairMeasurer:
         self.last_home = (_merged_report(calls) + (cpu_a, cpu_b),)
         return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
 
+    @classmethod
+    def build(cls, kernel, round_trips, warmup, timeout, *, home=None):
+        """The measurer of ``kernel`` for a sweep's sizes (see :func:`make_measurer`)."""
+        return cls(kernel, round_trips, warmup, timeout, home=home)
+
+    def describe(self):
+        """``cas_impl``: the compare-exchange the extension chose at start-up (aarch64: LSE or LL/SC)."""
+        return {"cas_impl": getattr(extension(), "CAS_IMPL", None) if self.kernel == "cas" else None}
+
 
 class OneWayMeasurer:
     """Measures both directions of a pair with timestamped messages (``kernel="oneway"``).
@@ -109,8 +142,8 @@ class OneWayMeasurer:
         if not info.get("invariant", False):
             raise InputError(
                 f"kernel 'oneway' needs a timer that runs at a constant rate on every CPU; this machine's "
-                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or 'rw', "
-                "or CORELAT_TIMER=clock")
+                f"{info.get('name')} is not invariant (no constant_tsc/nonstop_tsc): use kernel 'cas' or "
+                "'rw', or CORELAT_TIMER=clock")
         self.messages, self.warmup, self.timeout = messages, warmup, timeout
         self.ticks_per_ns = info["ticks_per_ns"]
         self.overhead_ns = info.get("overhead_serial_ticks", 0.0) / self.ticks_per_ns
@@ -118,7 +151,7 @@ class OneWayMeasurer:
         # is ~24 ticks, not one) and a nanosecond of rounding.
         step_ticks = max(float(info.get("resolution_ticks", 1.0)), 1.0)
         self.tolerance_ns = 2.0 * step_ticks / self.ticks_per_ns + 1.0
-        self._oneway = ext.oneway
+        self._oneway = getattr(ext, MEASURERS["oneway"].function)
         self._stall, self._freeze = bool(_stall), float(_freeze)  # test switches, as above
         self._offset_ticks = round(_offset_ns * self.ticks_per_ns)  # test hook: a skewed clock
         self.last_bracket = None
@@ -134,7 +167,8 @@ class OneWayMeasurer:
         calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b)
         ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
         min_ab, min_ba = (min(out[k] for out, _ in calls) for k in (2, 3))
-        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2  # one page carries both directions
+        # one page carries both directions
+        self.last_home = (tuple(_merged_report(calls)) + (cpu_a, cpu_b),) * 2
         # Offset = cpu_b's timer - cpu_a's timer, in ns: a -> b messages give offset <= min_ab,
         # b -> a messages give offset >= -min_ba.
         lo, hi = -min_ba / self.ticks_per_ns, min_ab / self.ticks_per_ns
@@ -147,6 +181,14 @@ class OneWayMeasurer:
         samples if ``budget`` seconds ran out)."""
         ab, ba = self._run(cpu_a, cpu_b, self.messages, samples, self.warmup, budget)
         return np.vstack((ab, ba)).astype(np.float64) / (self.ticks_per_ns * self.messages) - self.overhead_ns
+
+    @classmethod
+    def build(cls, kernel, round_trips, warmup, timeout, *, home=None):
+        """The measurer of ``kernel`` for a sweep's sizes: ``round_trips`` messages per sample."""
+        return cls(round_trips, warmup, timeout, home=home)
+
+    def describe(self):
+        return {}
 
     def check_clocks(self, cpus, messages=200, samples=5):
         """Bracket every CPU's timer offset against ``cpus[0]`` before a sweep; raise if one is off.
@@ -181,18 +223,29 @@ class ChaseMeasurer:
     def __init__(self, kernel, warmup, timeout, *, home=None, lines=None, seed=None, _stall=False):
         ext = extension()
         if not getattr(ext, "HAVE_CHASE", 0):
-            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, aarch64 "
-                             "dc civac); this architecture has none: use kernel 'cas' or 'rw'")
-        self.kind = getattr(ext, CHASE_KERNELS[kernel][0])
+            raise InputError(f"kernel {kernel!r} needs a cache-line eviction instruction (x86 clflush, "
+                             "aarch64 dc civac); this architecture has none: use kernel 'cas' or 'rw'")
+        entry = MEASURERS[kernel]
+        self.kind = getattr(ext, entry.variant)
         self.warmup, self.timeout = warmup, timeout
         self.ticks_per_ns = timer_info()["ticks_per_ns"]
-        self._chase = ext.chase
+        self._chase = getattr(ext, entry.function)
         self._stall = bool(_stall)  # a test switch, as PairMeasurer's
         self.home = Home("initiator") if home is None else home
         self.lines = lines  # None: from each owner's L2
         self._rng = np.random.default_rng(seed)
         self._orders = {}
         self.last_home = None
+
+    @classmethod
+    def build(cls, kernel, round_trips, warmup, timeout, *, home=None):
+        """The measurer of ``kernel`` for a sweep (``round_trips`` does not apply: the chain's
+        length is the owner's L2)."""
+        return cls(kernel, warmup, timeout, home=home)
+
+    def describe(self):
+        """``chain_lines``: the lengths of the chains used."""
+        return {"chain_lines": sorted(self._orders)}
 
     def order(self, owner):
         """The chain used when ``owner`` holds the lines (drawn once per chain length)."""
@@ -236,7 +289,8 @@ def check_clock_bracket(cpu_a, cpu_b, low_ns, high_ns, tolerance_ns=1.0):
             f"{by:.0f} ns (messages arrived before they were sent); {advice}")
 
 
-def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, timeout: float = 1.0) -> list[dict]:
+def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5,
+               timeout: float = 1.0) -> list[dict]:
     """Measured bound on how far each CPU's timer is from the first CPU's (the one-way kernel's check).
 
     Parameters
@@ -279,11 +333,25 @@ def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5, time
     return m.check_clocks(cpus, messages=messages, samples=samples)
 
 
+class KernelEntry(NamedTuple):
+    """One kernel's row of :data:`MEASURERS`."""
+
+    function: str  #: the C entry point of the extension (``corelat._corelat``)
+    variant: str | None  #: the extension constant that selects the kernel inside it, or None
+    measurer: Any  #: the measurer class: builds the C call's arguments and reads its result
+
+
+#: Kernel name -> the C function it calls, its variant there, and the measurer that calls it.
+MEASURERS: dict[str, KernelEntry] = {
+    "cas": KernelEntry("pingpong", "KERNEL_CAS", PairMeasurer),
+    "rw": KernelEntry("pingpong", "KERNEL_RW", PairMeasurer),
+    "oneway": KernelEntry("oneway", None, OneWayMeasurer),
+    "read-clean": KernelEntry("chase", "CHASE_CLEAN", ChaseMeasurer),
+    "read-modified": KernelEntry("chase", "CHASE_MODIFIED", ChaseMeasurer),
+}
+
+
 def make_measurer(kernel, round_trips, warmup, timeout, home=None):
-    """The real pair measurer for a kernel (PairMeasurer, OneWayMeasurer for ``"oneway"``,
-    ChaseMeasurer for ``"read-clean"``/``"read-modified"``); ``home`` a :class:`~corelat._system.home.Home`."""
-    if kernel == "oneway":
-        return OneWayMeasurer(round_trips, warmup, timeout, home=home)
-    if kernel in CHASE_KERNELS:
-        return ChaseMeasurer(kernel, warmup, timeout, home=home)
-    return PairMeasurer(kernel, round_trips, warmup, timeout, home=home)
+    """The real pair measurer for a kernel (its :data:`MEASURERS` row); ``home`` a
+    :class:`~corelat._system.home.Home`."""
+    return MEASURERS[kernel].measurer.build(kernel, round_trips, warmup, timeout, home=home)

@@ -13,8 +13,8 @@ shape of every pair's samples and says what it saw:
 * **migrated**: samples were dropped because a thread was seen off its CPU (set by the sweep);
 * **target not met**: the precision target was not reached within the time budget (set by the sweep).
 
-:func:`assess` turns samples into :class:`~corelat._results.latency.PairFlag` bits, :func:`sweep_warnings` turns a
-sweep's flags into pyperf-style sentences for ``result.warnings``.
+:func:`assess` turns samples into :class:`~corelat._results.latency.PairFlag` bits,
+:func:`sweep_warnings` turns a sweep's flags into pyperf-style sentences for ``result.warnings``.
 """
 
 import math
@@ -227,7 +227,8 @@ def cause(hypervisor):
     if not hypervisor:
         return None
     who = "a hypervisor" if hypervisor in ("yes", True) else hypervisor
-    return f"running under {who}: the host moves vCPUs between its cores, which makes pairs bimodal or unstable"
+    return (f"running under {who}: the host moves vCPUs between its cores, which makes pairs bimodal or "
+            "unstable")
 
 
 #: Python words in the messages below, and what the command line calls the same thing. Messages are
@@ -286,8 +287,8 @@ def directions(median, bound, cpus):
         which = "the CPU pair" if total == 1 else f"all {_n(total)}"
         return (f"The two directions of {which} differ by no more than the timers' offset could make them "
                 f"({example(within)}): the asymmetry cannot be told from a timer offset")
-    return (f"The two directions of {len(beyond)} of {_n(total)} differ by more than the timers' offset can explain "
-            f"({example(beyond)}); for the other {len(within)} the difference may be the offset")
+    return (f"The two directions of {len(beyond)} of {_n(total)} differ by more than the timers' offset can "
+            f"explain ({example(beyond)}); for the other {len(within)} the difference may be the offset")
 
 
 def sweep_warnings(flags, cpus, *, symmetric=True, samples=None, precision=None, max_time_per_pair=None,
@@ -328,8 +329,8 @@ def sweep_warnings(flags, cpus, *, symmetric=True, samples=None, precision=None,
                    f"the raw samples")
     unstable = count(PairFlag.UNSTABLE)
     if unstable:
-        out.append(f"{_n(len(unstable))} {'is' if len(unstable) == 1 else 'are'} unstable: the middle 80 % of "
-                   f"the samples spans more than {SPREAD_THRESHOLD * 100:.0f} % of the median "
+        out.append(f"{_n(len(unstable))} {'is' if len(unstable) == 1 else 'are'} unstable: the middle 80 % "
+                   f"of the samples spans more than {SPREAD_THRESHOLD * 100:.0f} % of the median "
                    f"({_example(unstable)}). Run corelat.check() to find what disturbs the machine (load, "
                    f"frequency scaling, hypervisor)")
     missed = count(PairFlag.TARGET_NOT_MET)

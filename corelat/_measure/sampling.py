@@ -5,9 +5,9 @@ given L3 groups reads about the same. ``measure(strategy="sample")`` sorts the p
 that the topology says should be alike, measures a few pairs of each class, and measures more of a
 class (doubling) while its measured pairs disagree; a class whose pairs agree has its remaining pairs
 *estimated* as a copy of its most typical measured pair, flagged
-:attr:`~corelat._results.latency.PairFlag.ESTIMATED`. Where the topology is wrong (a virtual machine whose vCPUs
-the host moves) the pairs disagree and the class ends up fully measured, so the worst case is a full
-sweep, not a wrong matrix.
+:attr:`~corelat._results.latency.PairFlag.ESTIMATED`. Where the topology is wrong (a virtual machine
+whose vCPUs the host moves) the pairs disagree and the class ends up fully measured, so the worst case
+is a full sweep, not a wrong matrix.
 
 Classes come from ``corelat.topology`` records (keys ``cpu``, ``package``, ``node``, ``l3``, ``l2``,
 ``core``), or from a plain ``partition`` of the CPUs into blocks given by the caller. This module is
@@ -122,10 +122,10 @@ def pair_classes(cpus, partition=None, topology=None):
 
     With ``partition`` (a list of CPU lists covering ``cpus``) a class is an unordered pair of
     different blocks, and every pair within a block is a class of its own (measured: a partition
-    does not say which CPUs inside a block are SMT siblings). Otherwise the topology (``topology`` records or a ``Topology``; None reads this
-    machine's) decides: a class is how closely the two CPUs are related (SMT siblings, shared L2,
-    shared L3, same NUMA node, same package, nothing) together with the unordered pair of their
-    blocks (L3 groups). Without either, every pair is in one class.
+    does not say which CPUs inside a block are SMT siblings). Otherwise the topology (``topology``
+    records or a ``Topology``; None reads this machine's) decides: a class is how closely the two
+    CPUs are related (SMT siblings, shared L2, shared L3, same NUMA node, same package, nothing)
+    together with the unordered pair of their blocks (L3 groups). Without either, every pair is in one class.
 
     Returns ``{key: [(i, j), ...]}`` with keys in first-seen order and pairs in sweep order.
     """

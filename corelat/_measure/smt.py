@@ -17,12 +17,7 @@ whole core) the result is empty and says why in :attr:`SMTResult.reason`; that i
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-
-    from corelat._system.topology import Topology
-import inspect
+import dataclasses
 import itertools
 import time
 
@@ -33,7 +28,8 @@ from corelat._core.errors import InputError
 from corelat._core.status import once_more_if_moved
 from corelat._core.types import CPUs, PingPongKernel, Progress
 from corelat._measure import progress as progress_mod
-from corelat._measure.measurers import PairMeasurer
+from corelat._measure.measurers import make_measurer
+from corelat._measure.options import SweepOptions
 from corelat._measure.sweep import measure_pair
 from corelat._results.smt import LOOPS, SMTResult
 from corelat._system import cpulist as _cpulist
@@ -48,8 +44,6 @@ from corelat._system.validate import (
     DEFAULT_TIMEOUT,
     KERNELS,
     check_params,
-    check_sampling,
-    check_topology,
     resolve_cpus,
     sampling_parameters,
     seconds,
@@ -91,7 +85,8 @@ def sibling_pairs(topo, cpus):
 def _nearest(rows, ordered, cpu):
     me = rows[cpu]
     at = ordered.index(cpu)
-    others = [c for c in ordered[at + 1:] + ordered[:at] if me["core"] is None or rows[c]["core"] != me["core"]]
+    others = [c for c in ordered[at + 1:] + ordered[:at]
+              if me["core"] is None or rows[c]["core"] != me["core"]]
     for level in PARTNER_LEVELS:
         if me[level] is None:
             continue
@@ -172,6 +167,39 @@ def throughput(cpus, loop="alu", *, duration=0.1, timeout=1.0):
     return rate
 
 
+class _Cache:
+    """Measurements reused across pairs: a non-sibling latency per CPU pair, a solo throughput per
+    CPU and loop."""
+
+    def __init__(self, measurer, busy, plan, duration):
+        self.measurer, self.busy, self.plan, self.duration = measurer, busy, plan, duration
+        self.nonsibling, self.alone = {}, {}
+        self.dropped = 0  # latency measurements with samples dropped (a thread off its CPU)
+
+    def latency(self, x, y):
+        row = measure_pair(self.measurer, x, y, self.plan).values[0]
+        self.dropped += bool(np.isnan(row).any())
+        return row
+
+    def partner_latency(self, a, partner):
+        if (a, partner) not in self.nonsibling:
+            self.nonsibling[(a, partner)] = self.latency(a, partner)
+        return self.nonsibling[(a, partner)]
+
+    def solo(self, loop, cpu):
+        if (loop, cpu) not in self.alone:
+            self.alone[(loop, cpu)] = float(self.busy([cpu], loop, self.duration)[0])
+        return self.alone[(loop, cpu)]
+
+
+def _padded(rows, width):
+    out = np.full((len(rows), width), np.nan)
+    for i, r in enumerate(rows):
+        if r is not None:
+            out[i, : len(r)] = r
+    return out
+
+
 def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progress=None):
     """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) as ``plan``
     (a :class:`~corelat._system.validate.SamplingPlan`) says, and throughput with ``busy(cpus, loop,
@@ -183,42 +211,22 @@ def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progr
     sib, non = [None] * k, [None] * k
     alone = np.full((k, 2, nl), np.nan)
     together = np.full((k, 2, nl), np.nan)
-    nonsib_cache, alone_cache = {}, {}
+    cache = _Cache(measurer, busy, plan, duration)
     kernel_s = 0.0
-    dropped = 0  # latency measurements with samples dropped (a thread off its CPU)
-
-    def latency(x, y):
-        nonlocal dropped
-        row = measure_pair(measurer, x, y, plan).values[0]
-        dropped += bool(np.isnan(row).any())
-        return row
-
     for i, ((a, b), partner) in enumerate(zip(pairs, partners)):
         t0 = time.perf_counter()
-        sib[i] = latency(a, b)
+        sib[i] = cache.latency(a, b)
         if partner is not None:
-            if (a, partner) not in nonsib_cache:
-                nonsib_cache[(a, partner)] = latency(a, partner)
-            non[i] = nonsib_cache[(a, partner)]
+            non[i] = cache.partner_latency(a, partner)
         for j, loop in enumerate(loops):
-            for t, cpu in enumerate((a, b)):
-                if (loop, cpu) not in alone_cache:
-                    alone_cache[(loop, cpu)] = float(busy([cpu], loop, duration)[0])
-                alone[i, t, j] = alone_cache[(loop, cpu)]
+            alone[i, :, j] = [cache.solo(loop, cpu) for cpu in (a, b)]
             together[i, :, j] = busy([a, b], loop, duration)
         kernel_s += time.perf_counter() - t0
         if progress is not None:
             progress.update(1)
     width = plan.samples if plan.mode == "fixed" else max(len(r) for r in sib + non if r is not None)
-    padded = []
-    for rows in (sib, non):
-        out = np.full((k, width), np.nan)
-        for i, r in enumerate(rows):
-            if r is not None:
-                out[i, : len(r)] = r
-        padded.append(out)
-    return {"sibling": padded[0], "nonsibling": padded[1], "alone": alone, "together": together,
-            "kernel_s": kernel_s, "dropped": dropped}
+    return {"sibling": _padded(sib, width), "nonsibling": _padded(non, width), "alone": alone,
+            "together": together, "kernel_s": kernel_s, "dropped": cache.dropped}
 
 
 def _resolve_in(cpus, allowed):
@@ -321,75 +329,88 @@ def smt(
     >>> r = corelat.smt(duration=0.01)  # doctest: +SKIP
     >>> print(r.table())  # doctest: +SKIP
     """
-    return _run(measurer=None, busy=None, **locals())
+    options = SweepOptions.for_smt(
+        cpus, kernel=kernel, kernels=SMT_KERNELS, round_trips=round_trips, samples=samples,
+        precision=precision, max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup,
+        timeout=timeout, topology=topology, progress=progress, name=name)
+    return run(options, duration)
 
 
-def smt_with(measurer, busy, cpus=None, **kwargs):
+def smt_with(measurer, busy, cpus=None, *, duration=0.1, **options):
     """:func:`smt` with stand-ins: ``measurer(a, b, samples)`` for the latencies (ns) and
     ``busy(cpus, loop, seconds)`` for the throughput (iterations/s per thread); the private layer
-    for tests and benchmarks. ``kwargs`` are :func:`smt`'s."""
-    bound = inspect.signature(smt).bind(cpus, **kwargs)
-    bound.apply_defaults()
-    return _run(measurer=measurer, busy=busy, **bound.arguments)
+    for tests and benchmarks. ``options`` are :func:`smt`'s keywords but ``duration``."""
+    options = SweepOptions.for_smt(cpus, kernels=SMT_KERNELS, **options)
+    return run(options, duration, measurer=measurer, busy=busy)
 
 
-def _run(cpus, kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout, duration,
-         topology, progress, name, measurer, busy):
-    if not isinstance(kernel, str) or kernel not in SMT_KERNELS:
-        raise InputError(f"unknown kernel {kernel!r} for smt; choose one of: {', '.join(SMT_KERNELS)}")
-    kernel, round_trips, samples, warmup, timeout = check_params(kernel, round_trips, samples, warmup, timeout)
-    plan = check_sampling(samples, precision, max_samples, max_time_per_pair)
-    duration = _check_duration(duration)
-
-    if topology is None:
-        cpus = resolve_cpus(cpus, minimum=1)
+def _resolve(options):
+    """``options`` with the CPUs read against their topology (this machine's unless one is given),
+    and that topology."""
+    if options.topology is None:
+        cpus = resolve_cpus(options.cpus, minimum=1)
         topo = read_topology()
         cpus = tuple(c for c in cpus if c in set(topo.cpus))  # sysfs may not know every CPU
-    elif isinstance(topology, Topology):
-        topo = topology
-        cpus = _resolve_in(cpus, topo.allowed)
     else:
-        check_topology(topology, records=False)  # raises InputTypeError naming the argument
-    cpus = tuple(sorted(cpus))
-    loops = tuple(LOOPS)
+        topo = options.topology
+        cpus = _resolve_in(options.cpus, topo.allowed)
+    return dataclasses.replace(options, cpus=tuple(sorted(cpus)), resolved=True), topo
 
+
+def _metadata(options, topo, duration):
     meta = _sysinfo.collect()
     meta.update({
         "topology": topo.to_dict(),
         "topology_summary": topo.describe(),
-        "kernel": kernel,
-        "kernel_description": KERNELS[kernel][1],
-        "parameters": {"round_trips": round_trips, **sampling_parameters(plan), "warmup": warmup,
-                       "timeout": timeout, "duration": duration, "mem_bytes": MEM_BYTES},
+        "kernel": options.kernel,
+        "kernel_description": KERNELS[options.kernel][1],
+        "parameters": {"round_trips": options.round_trips, **sampling_parameters(options.plan),
+                       "warmup": options.warmup, "timeout": options.timeout, "duration": duration,
+                       "mem_bytes": MEM_BYTES},
         "loops": dict(LOOPS),
         "unit": "ns",
         "latency": "one-way = round-trip time / 2",
         "throughput": "iterations per second per thread",
     })
+    return meta
+
+
+def _empty(options, topo, meta, common):
+    meta["warnings"] = []
+    width, nl = options.samples or 0, len(common["loops"])
+    return SMTResult(pairs=np.zeros((0, 2), np.int64), partners=np.zeros(0, np.int64), partner_levels=(),
+                     sibling_samples=np.zeros((0, width)), nonsibling_samples=np.zeros((0, width)),
+                     alone=np.zeros((0, 2, nl)), together=np.zeros((0, 2, nl)),
+                     metadata=meta, reason=_no_pairs_reason(topo, options.cpus), **common)
+
+
+def run(options, duration=0.1, *, measurer=None, busy=None):
+    """Measure as ``options`` (from :meth:`SweepOptions.for_smt`) say, each busy loop for
+    ``duration`` seconds; ``measurer`` and ``busy`` are stand-ins for tests (see :func:`smt_with`)."""
+    duration = _check_duration(duration)
+    options, topo = _resolve(options)
+    cpus, loops = options.cpus, tuple(LOOPS)
+    meta = _metadata(options, topo, duration)
     pairs = sibling_pairs(topo, cpus) if cpus else []
-    common = {"cpus": cpus, "kernel": kernel, "loops": loops, "name": name or meta["hostname"]}
+    common = {"cpus": cpus, "kernel": options.kernel, "loops": loops,
+              "name": options.name or meta["hostname"]}
     if not pairs:
-        meta["warnings"] = []
-        return SMTResult(pairs=np.zeros((0, 2), np.int64), partners=np.zeros(0, np.int64), partner_levels=(),
-                         sibling_samples=np.zeros((0, samples or 0)), nonsibling_samples=np.zeros((0, samples or 0)),
-                         alone=np.zeros((0, 2, len(loops))), together=np.zeros((0, 2, len(loops))),
-                         metadata=meta, reason=_no_pairs_reason(topo, cpus), **common)
+        return _empty(options, topo, meta, common)
 
     rows = {r["cpu"]: r for r in topo.records()}
     ordered = list(topo.order(cpus)[0])
     found = [_nearest(rows, ordered, a) for a, _ in pairs]
     partners = [p for p, _ in found]
     timer = timer_info() if measurer is None else {"name": "test double", "ticks_per_ns": 1.0}
-    measurer = measurer or PairMeasurer(kernel, round_trips, warmup, timeout)
+    measurer = measurer or make_measurer(options.kernel, options.round_trips, options.warmup, options.timeout)
     if busy is None:
         def busy(cpu_list, loop, seconds):
-            return throughput(cpu_list, loop, duration=seconds, timeout=timeout)
-
+            return throughput(cpu_list, loop, duration=seconds, timeout=options.timeout)
 
     started = time.monotonic()
-    bar = progress_mod.make(progress, len(pairs), desc="corelat smt")
+    bar = progress_mod.make(options.progress, len(pairs), desc="corelat smt")
     try:
-        data = _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, bar)
+        data = _measure_pairs(pairs, partners, measurer, busy, options.plan, duration, loops, bar)
     finally:
         bar.close()
     meta.update({"timer": timer, "elapsed_s": time.monotonic() - started, "kernel_s": data["kernel_s"],
@@ -405,7 +426,8 @@ def _warnings(data):
     out = []
     dropped = data["dropped"]
     if dropped:
-        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on its CPU")
+        out.append(f"{dropped} latency measurement(s) had samples dropped because a thread was not on "
+                   "its CPU")
     bad = int(np.isnan(data["alone"]).sum() + np.isnan(data["together"]).sum())
     if bad:
         out.append(f"{bad} throughput value(s) missing because a thread was not on its CPU")

@@ -226,18 +226,6 @@ def check_order(order, keep=True, allowed=ORDERS):
     return order
 
 
-def check_keywords(fn, kwargs, caller):
-    """InputTypeError when ``fn`` (which ``caller`` passes ``**kwargs`` on to) takes no such keywords:
-    said before anything is measured, and as corelat's error rather than Python's TypeError."""
-    import inspect
-
-    params = inspect.signature(fn).parameters
-    unknown = [k for k in kwargs if k not in params or params[k].kind is inspect.Parameter.POSITIONAL_ONLY]
-    if unknown:
-        raise InputTypeError(f"{caller}() passes its keywords on to {fn.__name__}(), which takes no "
-                             f"{', '.join(map(repr, unknown))}")
-
-
 def check_statistic(statistic):
     """``statistic`` if it is one of :data:`~corelat._core.types.STATISTICS`; InputError otherwise."""
     if not isinstance(statistic, str) or statistic not in STATISTICS:

@@ -10,7 +10,8 @@ import math
 import sys
 
 from corelat._core.errors import InputError
-from corelat._fleet.run import measure_fleet, mpi
+from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.run import mpi, run_options
 
 from . import cmd_measure
 
@@ -18,7 +19,8 @@ from . import cmd_measure
 def add_arguments(p):
     cmd_measure.add_measure_options(p)
     p.add_argument("-o", "--output", metavar="DIR", required=True,
-                   help="folder for the nodes' results and fleet.json (created if missing; use a new one per run)")
+                   help="folder for the nodes' results and fleet.json (created if missing; use a new one "
+                        "per run)")
     p.add_argument("--expect", metavar="NODES",
                    help="nodes that should report: a file of names or a Slurm-style list like node[01-64]")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
@@ -36,8 +38,9 @@ def run(args):
 
     if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
         raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")
-    kwargs = cmd_measure.measure_kwargs(args)
-    result = measure_fleet(directory=args.output, expect=args.expect, wait=args.wait, cpus=args.cpus, **kwargs)
+    options = cmd_measure.request_options(args)
+    expect = expected_nodes(args.expect)
+    result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect)
     if result is None:  # not rank 0
         return 0
     return 0 if not (result.errors or result.missing) else 1

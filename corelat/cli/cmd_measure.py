@@ -5,16 +5,15 @@ import sys
 
 from corelat._core import text as _text
 from corelat._core.errors import InputError
-from corelat._measure.sweep import measure
+from corelat._measure import sweep as _sweep
+from corelat._measure.options import SweepOptions
 from corelat._system.validate import (
     ALL_KERNELS,
     DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
     DEFAULT_PRECISION,
+    MAX_SAMPLES,
     STRATEGIES,
-    check_params,
-    check_sampling,
-    resolve_cpus,
     sampling_text,
 )
 
@@ -26,7 +25,8 @@ def add_arguments(p):
     common.add_order_argument(p)
     common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI)")
     p.add_argument("--csv", action="store_true",
-                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to stderr")
+                   help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to "
+                        "stderr")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
                    help="save the result (.npz, or .csv for the matrix)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
@@ -41,7 +41,8 @@ def add_measure_options(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair (fixed-size); default: sample each pair "
                         f"until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="LIST",
+                   help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
                         "oneway: timestamped messages, both directions (needs synchronized timers); "
@@ -58,7 +59,8 @@ def add_measure_options(p):
     p.add_argument("--retest", nargs="?", type=_retest_count, const=True, default=True, metavar="N",
                    help="re-measure unstable pairs at the end of the sweep: at most N pairs (default: a "
                         "tenth of the pairs, worst first)")
-    p.add_argument("--no-retest", dest="retest", action="store_false", help="do not re-measure unstable pairs")
+    p.add_argument("--no-retest", dest="retest", action="store_false",
+                   help="do not re-measure unstable pairs")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
     common.add_timeout_argument(p)
@@ -70,24 +72,31 @@ def add_sampling_options(p):
                    help="without SAMPLES: sample each pair until the 95%% CI of its median is within ± this "
                         f"fraction (default {DEFAULT_PRECISION})")
     p.add_argument("--max-samples", type=int, default=DEFAULT_MAX_SAMPLES, metavar="N",
-                   help=f"without SAMPLES: at most this many samples per pair (default {DEFAULT_MAX_SAMPLES})")
+                   help="without SAMPLES: at most this many samples per pair "
+                        f"(default {DEFAULT_MAX_SAMPLES})")
     p.add_argument("--max-time-per-pair", type=float, default=DEFAULT_MAX_TIME_PER_PAIR, metavar="SECONDS",
                    help=f"without SAMPLES: time budget per pair (default {DEFAULT_MAX_TIME_PER_PAIR})")
 
 
-def sampling_kwargs(args, samples):
-    """The checked ``precision``, ``max_samples`` and ``max_time_per_pair`` of
-    :func:`add_sampling_options` (refused beside SAMPLES, where they would not apply)."""
-    sampling = {"precision": args.precision, "max_samples": args.max_samples,
-                "max_time_per_pair": args.max_time_per_pair}
-    try:
-        check_sampling(samples, **sampling)
-    except InputError as e:
-        if samples is None:
-            raise
-        raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples and "
-                         "--max-time-per-pair are for precision-driven sampling (no SAMPLES)") from e
-    return sampling
+def refuse_sampling_beside_samples(args):
+    """SAMPLES takes exactly that many per pair: said in the command line's words when
+    :func:`add_sampling_options` were given beside it, where they would not apply."""
+    samples = args.samples
+    if samples is None or isinstance(samples, bool) or not 1 <= samples <= MAX_SAMPLES:
+        return  # none given, or one the options refuse in their own words
+    given = (args.precision, args.max_samples, args.max_time_per_pair)
+    if given != (DEFAULT_PRECISION, DEFAULT_MAX_SAMPLES, DEFAULT_MAX_TIME_PER_PAIR):
+        raise InputError(f"SAMPLES ({samples}) takes exactly that many per pair: --precision, --max-samples "
+                         "and --max-time-per-pair are for precision-driven sampling (no SAMPLES)")
+
+
+def sampling_options(args):
+    """The :class:`~corelat._measure.options.SweepOptions` fields that the sizes and
+    :func:`add_sampling_options` set (checked beside SAMPLES first)."""
+    refuse_sampling_beside_samples(args)
+    return {"round_trips": args.round_trips, "samples": args.samples, "warmup": getattr(args, "warmup", None),
+            "timeout": args.timeout, "precision": args.precision, "max_samples": args.max_samples,
+            "max_time_per_pair": args.max_time_per_pair}
 
 
 def _retest_count(text):
@@ -135,13 +144,12 @@ def print_warnings(result, file=None):
         print(line, file=file or sys.stderr)
 
 
-def measure_kwargs(args):
-    """The checked keyword arguments of :func:`corelat.measure` that :func:`add_measure_options` set
-    (all but ``cpus``)."""
-    kernel, rt, samples, warmup, timeout = check_params(
-        args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
-    return {"kernel": kernel, "round_trips": rt, "samples": samples, "warmup": warmup, "timeout": timeout,
-            **sampling_kwargs(args, samples), "strategy": args.strategy, "retest": args.retest}
+def request_options(args, make=SweepOptions.request, **fields):
+    """The :class:`~corelat._measure.options.SweepOptions` that :func:`add_measure_options` set,
+    with ``fields`` (``progress``, ``order``, ...): checked but not read on this machine, or with
+    ``make=SweepOptions.build`` read on it too."""
+    return make(args.cpus, kernel=args.kernel, home=args.home, strategy=args.strategy, retest=args.retest,
+                **sampling_options(args), **fields)
 
 
 def run(args):
@@ -149,10 +157,10 @@ def run(args):
         raise InputError("--csv and --json both print the result on stdout: choose one")
     if args.output:
         common.check_output_path(args.output)
-    kwargs = measure_kwargs(args)
-    cpus = resolve_cpus(args.cpus)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = measure(cpus, progress=progress, order=common.measure_order(args.order), home=args.home, **kwargs)
+    order = common.measure_order(args.order)
+    options = request_options(args, SweepOptions.build, progress=progress, order=order)
+    result = _sweep.run(options)
     result = common.in_order(result, args.order)
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)

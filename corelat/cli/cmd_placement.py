@@ -16,12 +16,13 @@ import sys
 
 from corelat._analysis.structure import structure
 from corelat._core import text as _text
-from corelat._measure.placement import placement
+from corelat._measure import placement as _placement
+from corelat._measure.options import SweepOptions
 from corelat._results.placement import PlacementResult
-from corelat._system.validate import ALL_KERNELS, check_params, resolve_cpus
+from corelat._system.validate import ALL_KERNELS
 
 from . import common
-from .cmd_measure import add_sampling_options, header_text, sampling_kwargs
+from .cmd_measure import add_sampling_options, header_text, sampling_options
 
 
 def add_arguments(p):
@@ -31,8 +32,10 @@ def add_arguments(p):
                    help="round trips per sample (default 1000)")
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair and home (default: precision-driven)")
-    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
-    p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS), help="the kernel (default cas)")
+    p.add_argument("--cpus", "-c", metavar="LIST",
+                   help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
+                   help="the kernel (default cas)")
     p.add_argument("--homes", default="nodes", metavar="LIST",
                    help="'nodes' (every NUMA node, default) or homes separated by commas: initiator, "
                         "responder, node:K, cpu:K")
@@ -49,13 +52,11 @@ def add_arguments(p):
 def run(args):
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
-    kernel, rt, samples, _, timeout = check_params(args.kernel, args.round_trips, args.samples, None, args.timeout)
-    sampling = sampling_kwargs(args, samples)
-    cpus = resolve_cpus(args.cpus)
-    homes = "nodes" if args.homes.strip() == "nodes" else [h for h in args.homes.split(",") if h.strip()]
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = placement(cpus, homes=homes, kernel=kernel, round_trips=rt, samples=samples, timeout=timeout,
-                       progress=progress, order=common.measure_order(args.order), **sampling)
+    options = SweepOptions.build(args.cpus, kernel=args.kernel, progress=progress,
+                                 order=common.measure_order(args.order), **sampling_options(args))
+    homes = "nodes" if args.homes.strip() == "nodes" else [h for h in args.homes.split(",") if h.strip()]
+    result = _placement.run(options, homes)
     if args.order == "structure":  # one order for every home (they must share it): the first home's groups
         st = structure(result.results[0])
         result = PlacementResult(result.homes, [r.ordered(st) for r in result.results], name=result.name)

@@ -14,11 +14,13 @@ Examples:
 import argparse
 import sys
 
-from corelat._measure.smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS, smt
-from corelat._system.validate import DEFAULT_PRECISION, check_params, resolve_cpus
+from corelat._measure import smt as _smt
+from corelat._measure.options import SweepOptions
+from corelat._measure.smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS
+from corelat._system.validate import DEFAULT_PRECISION
 
 from . import common
-from .cmd_measure import add_sampling_options, sampling_kwargs
+from .cmd_measure import add_sampling_options, sampling_options
 
 
 def add_arguments(p):
@@ -29,7 +31,8 @@ def add_arguments(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many latency samples per pair (fixed-size); default: sample each "
                         f"pair until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="LIST", help="CPUs to consider, e.g. 0-3,16-19 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="LIST",
+                   help="CPUs to consider, e.g. 0-3,16-19 (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(SMT_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines")
     p.add_argument("--duration", "-d", type=float, default=0.1, metavar="SECONDS",
@@ -46,12 +49,10 @@ def add_arguments(p):
 def run(args):
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
-    kernel, rt, samples, warmup, timeout = check_params(
-        args.kernel, args.round_trips, args.samples, args.warmup, args.timeout)
-    cpus = resolve_cpus(args.cpus, minimum=1) if args.cpus is not None else None
     progress = common.stderr_is_tty() if args.progress is None else args.progress
-    result = smt(cpus, kernel=kernel, round_trips=rt, samples=samples, warmup=warmup, timeout=timeout,
-                 duration=args.duration, progress=progress, **sampling_kwargs(args, samples))
+    options = SweepOptions.for_smt(args.cpus, kernel=args.kernel, kernels=SMT_KERNELS, progress=progress,
+                                   **sampling_options(args))
+    result = _smt.run(options, args.duration)
     if args.json:
         common.print_json(result)
     else:

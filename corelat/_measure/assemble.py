@@ -1,0 +1,166 @@
+"""Turning a sweep's pair runs into a :class:`~corelat.LatencyResult`'s arrays and metadata.
+
+:func:`assemble` lays each pair's rows into the ``(n, n, k)`` matrix (mirrored for symmetric
+kernels, both directions for the others), :func:`estimate` copies the sample strategy's estimates,
+and :func:`metadata` records how the sweep was measured, with its warnings and notes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from corelat._core import stats as _stats
+from corelat._measure import quality as _quality
+from corelat._results.latency import PairFlag
+from corelat._system.topology import topology
+from corelat._system.validate import ALL_KERNELS, CHASE_KERNELS, sampling_parameters, size_warnings
+
+
+def row_flags(run):
+    """Shape and migration flags of each row of a run (list of PairFlag), computed once per run."""
+    if run.flags is not None:
+        return list(run.flags)
+    out = []
+    for row in run.values:
+        f = _quality.pair_flags(row)
+        if np.isnan(row).any():
+            f |= PairFlag.MIGRATED
+        out.append(f)
+    return out
+
+
+def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, machine, home_notes):
+    """What the result records about how it was measured, and the warnings and notes."""
+    plan, runs, first = config.plan, sweep.runs, sweep.first
+    params = {"round_trips": config.round_trips, **sampling_parameters(plan), "warmup": config.warmup,
+              "timeout": config.timeout}
+    notes, info = _quality.sweep_warnings(
+        flags, config.cpus, symmetric=symmetric, samples=data, precision=plan.precision,
+        max_time_per_pair=plan.max_time_per_pair, retested=sweep.retested,
+        estimated=len(estimates))
+    notes.extend(home_notes)
+    notes.extend(size_warnings(config.round_trips, plan, timer))
+    skipped = sweep.skipped
+    if skipped:
+        notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not "
+                     f"re-measured (retest limit {sweep.limit}; pass retest=N to re-measure more)")
+    if "skew_bound_ns" in extras:
+        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
+        if note:
+            info.append(note)
+    meta = {
+        "kernel": config.kernel,
+        "kernel_description": ALL_KERNELS[config.kernel],
+        "timer": timer,
+        "parameters": params,
+        "sampling": {
+            "mode": plan.mode,
+            "strategy": config.strategy,
+            "precision": plan.precision,
+            "max_time_per_pair": plan.max_time_per_pair,
+            "max_samples": plan.samples if plan.mode == "precision" else None,
+            "first_chunk": plan.first_chunk if plan.mode == "precision" else None,
+            "pairs_measured": len(runs),
+            "pairs_estimated": len(estimates),
+            "pairs_retested": sweep.retested,
+            "pairs_target_not_met": sum(1 for r in runs.values() if r.met is False),
+            "classes": len(classes) if classes is not None else None,
+            "samples_taken": int(sum(r.values.shape[1] for r in runs.values())
+                                 + sum(r.values.shape[1] for r in first.values())),
+            "chunks": int(sum(r.chunks for r in runs.values()) + sum(r.chunks for r in first.values())),
+        },
+        "unit": "ns",
+        "latency": _latency_meaning(config.kernel, symmetric),
+        "home": {"requested": config.home.label, "method": config.home.method},
+        "symmetric": symmetric,
+        "elapsed_s": sweep.elapsed,
+        "kernel_s": sweep.kernel_seconds,
+        "warnings": notes,
+        "notes": info,
+        "warning_cause": _quality.shared_cause(flags, machine.get("hypervisor")),
+    }
+    if config.kernel in CHASE_KERNELS:
+        meta["direction"] = "samples[i, j]: lines held by cpus[i], loaded by cpus[j]"
+    elif not symmetric:
+        meta["direction"] = "samples[i, j]: messages sent by cpus[i], received by cpus[j]"
+    return meta
+
+
+def _latency_meaning(kernel, symmetric):
+    if kernel in CHASE_KERNELS:
+        return "one load = one pass over the pointer chain / its length (a one-way transfer)"
+    if symmetric:
+        return "one-way = round-trip time / 2"
+    return "one-way = receiver's timer at arrival - sender's timer at sending - one timer read"
+
+
+def cells(i, j, symmetric):
+    """Matrix cells of a pair's rows: (i, j) for symmetric kernels; (j→i, i→j) for one-way runs,
+    whose row 0 is cpus[j] → cpus[i]."""
+    return [(i, j)] if symmetric else [(j, i), (i, j)]
+
+
+def assemble(n, runs, first, plan, symmetric):
+    k = plan.samples if plan.mode == "fixed" else max([r.values.shape[1] for r in runs.values()] + [1])
+    data = np.full((n, n, k), np.nan)
+    flags = np.zeros((n, n), dtype=np.uint32)
+    taken = np.zeros((n, n), dtype=np.int32)
+    dropped = np.zeros((n, n), dtype=np.int32)
+
+    def fill(store, fl, p, run, extra_bits=0):
+        i, j = p
+        for (r, c), row, f in zip(cells(i, j, symmetric), run.values, row_flags(run)):
+            f = PairFlag.MEASURED | f | extra_bits
+            if run.met is False:
+                f |= PairFlag.TARGET_NOT_MET
+            store[r, c, : row.size] = row
+            fl[r, c] = f
+            if store is data:
+                taken[r, c] = row.size
+                dropped[r, c] = int(np.isnan(row).sum())
+            if symmetric:
+                store[c, r] = store[r, c]
+                fl[c, r] = (f & ~PairFlag.MEASURED) | PairFlag.MIRRORED
+                if store is data:
+                    taken[c, r], dropped[c, r] = taken[r, c], dropped[r, c]
+
+    for p, run in runs.items():
+        fill(data, flags, p, run, PairFlag.RETESTED if p in first else 0)
+    extras = {"samples_taken": taken, "dropped": dropped}
+    if first:
+        k1 = max(r.values.shape[1] for r in first.values())
+        first_data = np.full((n, n, k1), np.nan)
+        first_flags = np.zeros((n, n), dtype=np.uint32)
+        for p, run in first.items():
+            fill(first_data, first_flags, p, run)
+        extras["first_attempt"] = first_data
+        extras["first_flags"] = first_flags
+    return data, flags, extras
+
+
+def estimate(data, flags, extras, estimates, symmetric, blocks, cpus):
+    """Copy each unmeasured pair's cells from its class representative; flag them ESTIMATED.
+
+    ``extras["estimated_from"][r, c]`` holds the CPU ids (not positions, which reordering the
+    result changes) of the cell that was copied."""
+    n = data.shape[0]
+    source = np.full((n, n, 2), -1, dtype=np.int64)
+    for (i, j), (p, q) in estimates.items():
+        if symmetric or blocks[i] == blocks[p]:
+            pairs = [((i, j), (p, q)), ((j, i), (q, p))]
+        else:  # one-way: keep the direction between the same blocks
+            pairs = [((i, j), (q, p)), ((j, i), (p, q))]
+        for (r, c), (sr, sc) in pairs:
+            data[r, c] = data[sr, sc]
+            flags[r, c] = PairFlag.ESTIMATED
+            source[r, c] = (cpus[sr], cpus[sc])
+    extras["estimated_from"] = source
+
+
+def topology_metadata():
+    """The live machine's topology for the result (a missing or odd sysfs must not stop a sweep)."""
+
+    try:
+        topo = topology()
+    except Exception as e:  # noqa: BLE001 - topology is a label on the result, not a requirement
+        return {"topology": None, "topology_summary": f"unknown ({type(e).__name__}: {e})"}
+    return {"topology": topo.to_dict(), "topology_summary": topo.describe()}

@@ -113,7 +113,8 @@ def _none_to_nan(v):
 
 def refuse_assignment(self, name, value=None):
     """``__setattr__`` / ``__delattr__`` of a result that is not a frozen dataclass but as immutable."""
-    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: a {type(self).__name__} is a value")
+    raise dataclasses.FrozenInstanceError(
+        f"cannot assign to field {name!r}: a {type(self).__name__} is a value")
 
 
 def from_file(path, build):

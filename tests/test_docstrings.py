@@ -85,13 +85,15 @@ def test_docstrings_are_well_formed_numpydoc(name):
     obj = PUBLIC[name]
     doc = inspect.getdoc(obj) or ""
     # napoleon would read these as Google-style sections (last session's failed docs build)
-    google = re.findall(r"^\s*(?:Args|Arguments|Returns|Raises|Attributes|Examples|Yields|Parameters):\s*$", doc, re.MULTILINE)
+    google = re.findall(r"^\s*(?:Args|Arguments|Returns|Raises|Attributes|Examples|Yields|Parameters):\s*$",
+                        doc, re.MULTILINE)
     assert not google, f"{name}: Google-style section headers {google}; use numpydoc's underlined ones"
     wanted = dict(_STRUCTURE)
     if inspect.isfunction(obj) or inspect.ismethod(obj) or (inspect.isclass(obj) and "Parameters" in doc):
         wanted.update(_PARAMETERS)
     if isinstance(obj, property):
-        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in {"GL06", "GL07", "SS01"}]
+        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"]
+                  if c in {"GL06", "GL07", "SS01"}]
     else:
         errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in wanted]
     assert not errors, f"{name}: {errors}"
@@ -109,7 +111,8 @@ def test_raises_sections_name_real_exceptions():
         for line in m.group(1).splitlines():
             if line and not line[0].isspace():
                 exc = line.strip()
-                assert re.fullmatch(r"[A-Za-z]+", exc), f"{name}: Raises entry {exc!r} is not one exception name"
+                assert re.fullmatch(r"[A-Za-z]+", exc), (
+                    f"{name}: Raises entry {exc!r} is not one exception name")
                 cls = getattr(corelat, exc, None) or getattr(builtins, exc, None)
                 assert inspect.isclass(cls) and issubclass(cls, BaseException), f"{name}: Raises {exc!r}"
 
@@ -156,7 +159,8 @@ def test_public_functions_are_annotated():
         if not inspect.isfunction(obj):
             continue
         sig = inspect.signature(obj)
-        missing += [f"{name}({p})" for p, v in sig.parameters.items() if v.annotation is inspect.Parameter.empty]
+        missing += [f"{name}({p})" for p, v in sig.parameters.items()
+                    if v.annotation is inspect.Parameter.empty]
         if sig.return_annotation is inspect.Signature.empty:
             missing.append(f"{name} -> ?")
     assert not missing, f"public functions without type hints: {missing}"

@@ -20,10 +20,9 @@ import corelat.plot
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 
 
-def _public_objects():
-    """Dotted name -> object: every function and class in ``corelat.__all__``, ``corelat.plot``'s
-    functions, and the public methods and properties of the classes (inherited from corelat's own
-    bases included)."""
+def _top_level():
+    """Dotted name -> object: every function and class in ``corelat.__all__`` and ``corelat.plot``'s
+    functions."""
     out = {}
     for name in corelat.__all__:
         obj = getattr(corelat, name)
@@ -32,19 +31,49 @@ def _public_objects():
     for name, obj in vars(corelat.plot).items():
         if inspect.isfunction(obj) and not name.startswith("_") and obj.__module__ == "corelat.plot":
             out[f"corelat.plot.{name}"] = obj
-    for qual, cls in list(out.items()):
-        if not inspect.isclass(cls) or issubclass(cls, BaseException) or issubclass(cls, int):
+    return out
+
+
+def _has_members(obj):
+    """Whether ``obj`` is a class whose methods and properties are checked (not an exception, not an int
+    flag)."""
+    return inspect.isclass(obj) and not issubclass(obj, BaseException) and not issubclass(obj, int)
+
+
+def _as_public_member(member):
+    """The function or property a class attribute holds (classmethods and staticmethods unwrapped), or
+    None when it holds neither."""
+    if isinstance(member, (classmethod, staticmethod)):
+        member = member.__func__
+    if inspect.isfunction(member) or isinstance(member, property):
+        return member
+    return None
+
+
+def _members(cls):
+    """Attribute name -> public method or property of ``cls``, its own and those it inherits from
+    corelat's own bases; the nearest definition in the MRO wins."""
+    out = {}
+    for base in cls.__mro__:
+        if not base.__module__.startswith("corelat"):
             continue
-        for base in cls.__mro__:
-            if not base.__module__.startswith("corelat"):
+        for attr, member in vars(base).items():
+            if attr.startswith("_") or attr in out:
                 continue
-            for attr, member in vars(base).items():
-                if attr.startswith("_") or f"{qual}.{attr}" in out:
-                    continue
-                if isinstance(member, (classmethod, staticmethod)):
-                    member = member.__func__
-                if inspect.isfunction(member) or isinstance(member, property):
-                    out[f"{qual}.{attr}"] = member
+            member = _as_public_member(member)
+            if member is not None:
+                out[attr] = member
+    return out
+
+
+def _public_objects():
+    """Dotted name -> object: every function and class in ``corelat.__all__``, ``corelat.plot``'s
+    functions, and the public methods and properties of the classes (inherited from corelat's own
+    bases included)."""
+    out = _top_level()
+    for qual, cls in list(out.items()):
+        if _has_members(cls):
+            out.update({f"{qual}.{attr}": member for attr, member in _members(cls).items()})
     return out
 
 

@@ -80,7 +80,8 @@ def main():
         print("needs 2 allowed CPUs")
         return 0
     chrt = shutil.which("chrt")
-    fifo_ok = bool(chrt) and subprocess.run([chrt, "-f", "10", "true"], check=False, capture_output=True).returncode == 0
+    fifo_ok = bool(chrt) and (
+        subprocess.run([chrt, "-f", "10", "true"], check=False, capture_output=True).returncode == 0)
     env = user_env(args.blas_threads)
     blas = "unset" if args.blas_threads is None else f"OPENBLAS_NUM_THREADS={args.blas_threads}"
     print(f"exit time after a signal, {args.tries} tries each, signal {args.after} s into the run, BLAS vars "

@@ -166,7 +166,8 @@ _API = r"""
 import corelat
 r = corelat.load(corelat.example_files()[0])
 calls = [lambda: corelat.measure(kernel=["cas"]), lambda: corelat.measure(cpus=b"0,1"),
-         lambda: corelat.measure(strategy="sample", topology=5), lambda: corelat.measure(strategy="sample", topology="x"),
+         lambda: corelat.measure(strategy="sample", topology=5),
+         lambda: corelat.measure(strategy="sample", topology="x"),
          lambda: corelat.measure(strategy="sample", topology=[1, 2]), lambda: corelat.smt(topology=5),
          lambda: corelat.structure(r, topology=5), lambda: corelat.structure(r, topology="x")]
 for c in calls:
@@ -208,7 +209,8 @@ def messages(r, d):
         time.sleep(0.03 + 0.02 * k)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)
-        if "Fatal Python error" in err or "Traceback" in err and "_early.py" not in err and err.count("corelat/") <= 1:
+        if ("Fatal Python error" in err
+                or "Traceback" in err and "_early.py" not in err and err.count("corelat/") <= 1):
             continue  # the interpreter itself was starting (no corelat code had run: nothing can catch it)
         cases += 1
         fails += "Traceback" in err
@@ -275,7 +277,8 @@ def main():
     args = ap.parse_args()
     trees = ([args.before] if args.before else []) + [None]
     rows = table(trees, args.only, args.quick)
-    head = "| category | cases | failures before | failures after |" if args.before else "| category | cases | failures |"
+    head = ("| category | cases | failures before | failures after |" if args.before
+            else "| category | cases | failures |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for name, *runs in rows:

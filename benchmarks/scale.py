@@ -31,8 +31,9 @@ ROUND_TRIPS = 1000
 CALL_OVERHEAD_S = 100e-6
 
 
-def machine(packages=2, l3_per_package=12, cores_per_l3=4, threads=2):
-    """Topology records and the true latency matrix of the simulated machine."""
+def _topology_rows(packages, l3_per_package, cores_per_l3, threads):
+    """One topology record per CPU, numbered package, L3, core and thread in turn; ``_l3_in_pkg`` (the
+    L3's index within its package) is kept for the latencies and dropped by :func:`machine`."""
     rows = []
     cpu = 0
     for p in range(packages):
@@ -43,27 +44,47 @@ def machine(packages=2, l3_per_package=12, cores_per_l3=4, threads=2):
                     rows.append({"cpu": cpu, "package": p, "node": p, "l3": p * l3_per_package + l3,
                                  "l2": core, "core": core, "_l3_in_pkg": l3})
                     cpu += 1
+    return rows
+
+
+def _block_latency(a, b):
+    """The true latency (ns) of the block two CPUs' records put them in, before the per-pair spread."""
+    if a["core"] == b["core"]:
+        return 8.0
+    if a["l3"] == b["l3"]:
+        return 22.0
+    if a["package"] == b["package"]:
+        return 85.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
+    return 190.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
+
+
+def _true_latencies(rows, rng):
+    """The symmetric true latency matrix: each pair's block value, off by a few percent."""
     n = len(rows)
-    rng = np.random.default_rng(1)
     truth = np.zeros((n, n))
     for i in range(n):
         for j in range(i):
-            a, b = rows[i], rows[j]
-            if a["core"] == b["core"]:
-                base = 8.0
-            elif a["l3"] == b["l3"]:
-                base = 22.0
-            elif a["package"] == b["package"]:
-                base = 85.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
-            else:
-                base = 190.0 + 5.0 * abs(a["_l3_in_pkg"] - b["_l3_in_pkg"])
+            base = _block_latency(rows[i], rows[j])
             truth[i, j] = truth[j, i] = base * rng.lognormal(0.0, 0.02)
+    return truth
+
+
+def _pair_kinds(n, rng):
+    """Each pair's noise kind, symmetric: 0 normal, 1 noisy (1 % of pairs), 2 bimodal (1 %)."""
     kind = np.zeros((n, n), dtype=np.int8)  # 0 normal, 1 noisy, 2 bimodal
     pick = rng.random((n, n))
     kind[pick < 0.01] = 1
     kind[(pick >= 0.01) & (pick < 0.02)] = 2
     kind = np.tril(kind, -1)
-    kind = kind + kind.T
+    return kind + kind.T
+
+
+def machine(packages=2, l3_per_package=12, cores_per_l3=4, threads=2):
+    """Topology records and the true latency matrix of the simulated machine."""
+    rows = _topology_rows(packages, l3_per_package, cores_per_l3, threads)
+    rng = np.random.default_rng(1)
+    truth = _true_latencies(rows, rng)  # draws from rng first, then the kinds: the same numbers as ever
+    kind = _pair_kinds(len(rows), rng)
     for r in rows:
         del r["_l3_in_pkg"]
     return rows, truth, kind

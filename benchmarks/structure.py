@@ -49,7 +49,8 @@ def model(sockets, groups, cores, threads, tiles, inverted, noise, seed):
     m = m * (1 + noise * rng.standard_normal((n, n)))
     m = (m + m.T) / 2
     np.fill_diagonal(m, np.nan)
-    smt = [tuple(i + k * (n // threads) for k in range(threads)) for i in range(n // threads)] if threads > 1 else []
+    smt = ([tuple(i + k * (n // threads) for k in range(threads)) for i in range(n // threads)]
+           if threads > 1 else [])
     levels = []
     for key, present in ((tile, tiles and cores > 1), (grp, groups > 1), (sock, sockets > 1)):
         if present:

@@ -27,7 +27,8 @@ from corelat._system.validate import resolve_cpus
 
 def rel_precision(r):
     """Median over measured pairs of (half-width of the median's CI / median)."""
-    low = np.tril(np.ones((r.n, r.n), bool), -1) if r.metadata.get("symmetric", True) else ~np.eye(r.n, dtype=bool)
+    low = (np.tril(np.ones((r.n, r.n), bool), -1) if r.metadata.get("symmetric", True)
+           else ~np.eye(r.n, dtype=bool))
     rel = (r.err / r.median)[low]
     return float(np.nanmedian(rel))
 

@@ -156,7 +156,8 @@ def _installed_package():
         import corelat
 
         where = pathlib.Path(corelat.__file__).resolve()
-        assert REPO / "corelat" not in where.parents, f"testing the source tree ({where}), not the installed package"
+        assert REPO / "corelat" not in where.parents, (
+            f"testing the source tree ({where}), not the installed package")
 
 
 def extract(tar, dest, members=None, filter="data"):
@@ -228,7 +229,8 @@ def interrupt_when_measuring(cmd, timeout=30):
     import subprocess
     import time
 
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # the user's environment
+    # the user's environment
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + timeout
         while not _pinned_threads(p.pid):  # the team is up (NumPy's OpenBLAS threads are not pinned)

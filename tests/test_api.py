@@ -60,10 +60,12 @@ def test_file_layers():
     graph = _internal_imports()
     # bounded reads and atomic writes: below everything but the exceptions (a failed save is a SaveError)
     assert graph["corelat._core.files"] <= {"corelat._core.errors"}
-    assert graph["corelat._core.npz"] <= {"corelat._core.errors", "corelat._core.files"}  # the container is a leaf
+    # the container is a leaf
+    assert graph["corelat._core.npz"] <= {"corelat._core.errors", "corelat._core.files"}
     assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files",
                                                  "corelat._results.latency"}
-    assert "corelat._results.load" not in graph["corelat._results.latency"] | graph["corelat._results.formats"]
+    assert "corelat._results.load" not in (graph["corelat._results.latency"]
+                                           | graph["corelat._results.formats"])
 
 
 def test_docs_api_table_lists_every_public_name():

@@ -20,10 +20,9 @@ import corelat.plot
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
 
 
-def _public_objects():
-    """Dotted name -> object: every function and class in ``corelat.__all__``, ``corelat.plot``'s
-    functions, and the public methods and properties of the classes (inherited from corelat's own
-    bases included)."""
+def _top_level():
+    """Dotted name -> object: every function and class in ``corelat.__all__`` and ``corelat.plot``'s
+    functions."""
     out = {}
     for name in corelat.__all__:
         obj = getattr(corelat, name)
@@ -32,19 +31,49 @@ def _public_objects():
     for name, obj in vars(corelat.plot).items():
         if inspect.isfunction(obj) and not name.startswith("_") and obj.__module__ == "corelat.plot":
             out[f"corelat.plot.{name}"] = obj
-    for qual, cls in list(out.items()):
-        if not inspect.isclass(cls) or issubclass(cls, BaseException) or issubclass(cls, int):
+    return out
+
+
+def _has_members(obj):
+    """Whether ``obj`` is a class whose methods and properties are checked (not an exception, not an int
+    flag)."""
+    return inspect.isclass(obj) and not issubclass(obj, BaseException) and not issubclass(obj, int)
+
+
+def _as_public_member(member):
+    """The function or property a class attribute holds (classmethods and staticmethods unwrapped), or
+    None when it holds neither."""
+    if isinstance(member, (classmethod, staticmethod)):
+        member = member.__func__
+    if inspect.isfunction(member) or isinstance(member, property):
+        return member
+    return None
+
+
+def _members(cls):
+    """Attribute name -> public method or property of ``cls``, its own and those it inherits from
+    corelat's own bases; the nearest definition in the MRO wins."""
+    out = {}
+    for base in cls.__mro__:
+        if not base.__module__.startswith("corelat"):
             continue
-        for base in cls.__mro__:
-            if not base.__module__.startswith("corelat"):
+        for attr, member in vars(base).items():
+            if attr.startswith("_") or attr in out:
                 continue
-            for attr, member in vars(base).items():
-                if attr.startswith("_") or f"{qual}.{attr}" in out:
-                    continue
-                if isinstance(member, (classmethod, staticmethod)):
-                    member = member.__func__
-                if inspect.isfunction(member) or isinstance(member, property):
-                    out[f"{qual}.{attr}"] = member
+            member = _as_public_member(member)
+            if member is not None:
+                out[attr] = member
+    return out
+
+
+def _public_objects():
+    """Dotted name -> object: every function and class in ``corelat.__all__``, ``corelat.plot``'s
+    functions, and the public methods and properties of the classes (inherited from corelat's own
+    bases included)."""
+    out = _top_level()
+    for qual, cls in list(out.items()):
+        if _has_members(cls):
+            out.update({f"{qual}.{attr}": member for attr, member in _members(cls).items()})
     return out
 
 
@@ -85,13 +114,15 @@ def test_docstrings_are_well_formed_numpydoc(name):
     obj = PUBLIC[name]
     doc = inspect.getdoc(obj) or ""
     # napoleon would read these as Google-style sections (last session's failed docs build)
-    google = re.findall(r"^\s*(?:Args|Arguments|Returns|Raises|Attributes|Examples|Yields|Parameters):\s*$", doc, re.MULTILINE)
+    google = re.findall(r"^\s*(?:Args|Arguments|Returns|Raises|Attributes|Examples|Yields|Parameters):\s*$",
+                        doc, re.MULTILINE)
     assert not google, f"{name}: Google-style section headers {google}; use numpydoc's underlined ones"
     wanted = dict(_STRUCTURE)
     if inspect.isfunction(obj) or inspect.ismethod(obj) or (inspect.isclass(obj) and "Parameters" in doc):
         wanted.update(_PARAMETERS)
     if isinstance(obj, property):
-        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in {"GL06", "GL07", "SS01"}]
+        errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"]
+                  if c in {"GL06", "GL07", "SS01"}]
     else:
         errors = [(c, m) for c, m in numpydoc_validate.validate(name)["errors"] if c in wanted]
     assert not errors, f"{name}: {errors}"
@@ -109,7 +140,8 @@ def test_raises_sections_name_real_exceptions():
         for line in m.group(1).splitlines():
             if line and not line[0].isspace():
                 exc = line.strip()
-                assert re.fullmatch(r"[A-Za-z]+", exc), f"{name}: Raises entry {exc!r} is not one exception name"
+                assert re.fullmatch(r"[A-Za-z]+", exc), (
+                    f"{name}: Raises entry {exc!r} is not one exception name")
                 cls = getattr(corelat, exc, None) or getattr(builtins, exc, None)
                 assert inspect.isclass(cls) and issubclass(cls, BaseException), f"{name}: Raises {exc!r}"
 
@@ -156,7 +188,8 @@ def test_public_functions_are_annotated():
         if not inspect.isfunction(obj):
             continue
         sig = inspect.signature(obj)
-        missing += [f"{name}({p})" for p, v in sig.parameters.items() if v.annotation is inspect.Parameter.empty]
+        missing += [f"{name}({p})" for p, v in sig.parameters.items()
+                    if v.annotation is inspect.Parameter.empty]
         if sig.return_annotation is inspect.Signature.empty:
             missing.append(f"{name} -> ?")
     assert not missing, f"public functions without type hints: {missing}"

@@ -322,7 +322,8 @@ def test_a_rank_says_why_it_ends_the_job_and_waits_before_mpi_abort(monkeypatch)
     said = [k for k, e in enumerate(events) if e[1:3] == ("stderr", "write")]
     assert [events[k][3] for k in said] == ["corelat fleet: error: rank 2 did not start\n"]
     flushed = [e for e in events[said[0]:] if e[1:3] == ("stderr", "flush")]
-    assert flushed and ("stdout", "flush", None) in [e[1:] for e in events[:said[0]]]  # a report printed before
+    # stdout flushed before the error is said: a report printed before
+    assert flushed and ("stdout", "flush", None) in [e[1:] for e in events[:said[0]]]
     assert events[-1][1:] == ("comm", "Abort", _fleet_run.EXIT_TIMEOUT)
     assert _fleet_run.ABORT_GRACE >= 0.25
     assert events[-1][0] - flushed[0][0] >= _fleet_run.ABORT_GRACE

@@ -97,7 +97,8 @@ def test_older_files_without_the_median_member_give_the_same_fleet(nodes, tmp_pa
         _save_old_style(r, old / f"{r.name}.npz")
     assert "median" not in _members(old / "node000.npz")
     a, b = corelat.fleet(new), corelat.fleet(old)
-    assert [(o.node, o.cls) for o in a.outliers] == [(o.node, o.cls) for o in b.outliers] == [("node004", "across")]
+    assert ([(o.node, o.cls) for o in a.outliers] == [(o.node, o.cls) for o in b.outliers]
+            == [("node004", "across")])
     np.testing.assert_array_equal(a.groups[0].values, b.groups[0].values)
     np.testing.assert_array_equal(a.groups[0].median_matrix, b.groups[0].median_matrix)
     from_results = corelat.fleet(nodes)
@@ -236,7 +237,8 @@ def test_fleet_report_cli_with_a_device_as_node_list(tmp_path):
 def test_every_result_records_the_microcode_revision(tmp_path):
     from corelat._system import sysinfo as _sysinfo
 
-    assert "microcode" in _sysinfo.collect()  # files from job arrays (corelat -o) carry it too, not only fleet runs
+    # files from job arrays (corelat -o) carry it too, not only fleet runs
+    assert "microcode" in _sysinfo.collect()
     cpu0 = tmp_path / "sys/devices/system/cpu/cpu0/microcode"
     (tmp_path / "proc").mkdir()
     (tmp_path / "proc/cpuinfo").write_text("processor\t: 0\nmicrocode\t: 0xde\n")

@@ -143,7 +143,8 @@ def driver_job(tmp_path, mode, wait=60, join=120):
 
 def test_an_injected_exception_is_reported(tmp_path):
     p, out, _ = driver_job(tmp_path, "raise")
-    assert p.returncode == 0, p.stdout + p.stderr  # the private layer returns; the CLI's status is tested above
+    # the private layer returns; the CLI's status is tested above
+    assert p.returncode == 0, p.stdout + p.stderr
     assert "c: RuntimeError: injected failure" in p.stdout
     assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "c.error.json", "fleet.json"], p.stdout
 
@@ -152,7 +153,8 @@ def test_an_injected_exception_is_reported(tmp_path):
 def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
     p, out, _ = driver_job(tmp_path, "kill")
     assert p.returncode != 0
-    assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == ["a.npz", "b.npz"], p.stdout + p.stderr
+    assert sorted(n for n in os.listdir(out) if not n.startswith(".")) == ["a.npz", "b.npz"], (
+        p.stdout + p.stderr)
     for name in ("a", "b"):
         assert corelat.load(out / f"{name}.npz").name == name
     q = subprocess.run([sys.executable, "-m", "corelat", "fleet-report", str(out), "--expect", "a,b,c"],
@@ -162,7 +164,8 @@ def test_a_killed_rank_leaves_the_saved_files_intact(tmp_path):
 
 
 def test_a_hung_node_ends_the_job_naming_it(tmp_path):
-    p, out, took = driver_job(tmp_path, "hang", wait=10)  # a and b measure first (turns): 30 s for both under load
+    # a and b measure first (turns): 30 s for both under load
+    p, out, took = driver_job(tmp_path, "hang", wait=10)
     assert p.returncode != 0
     assert "did not report within" in p.stderr and "node(s) c" in p.stderr
     assert "Missing:" in p.stdout and "c: no result within" in p.stdout

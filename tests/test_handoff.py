@@ -58,4 +58,5 @@ def test_the_first_sample_holds_no_start_up(kernel):
                               start_delay=start_delay)
     assert ticks.size == 1
     first_s = ticks[0] / tpn / 1e9
-    assert first_s < start_delay / 2, f"the first sample ({first_s:.3f} s) holds the partner's late start ({start_delay} s)"
+    assert first_s < start_delay / 2, (
+        f"the first sample ({first_s:.3f} s) holds the partner's late start ({start_delay} s)")

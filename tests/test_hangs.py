@@ -378,7 +378,8 @@ def test_moved_thread_ends_the_call_at_once():
     # sched_setaffinity from outside (what `taskset -p` does) on the responder, in mid-run
     out, err = _moved_from_outside(
         f"_corelat.pingpong({CPUS[0]}, {CPUS[-1]}, _corelat.KERNEL_RW, 1000000, 1000, 0, 10.0)", 1)
-    assert out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
+    assert (out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}")
+            and "affinity changed" in out), (out, err)
 
 
 # Runs of minutes unless something stops them: smt's loop for 60 s; locks' tests with no spin-wait
@@ -395,7 +396,8 @@ def test_moved_thread_ends_a_busy_or_lock_run_at_once(run):
     # Threads moved onto one CPU would measure each other for the rest of the run: it must end at
     # once, as a ping-pong does, not minutes later with numbers that describe nothing.
     out, err = _moved_from_outside(_LONG_RUNS[run], 1)
-    assert out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}") and "affinity changed" in out, (out, err)
+    assert (out.startswith(f"CAUGHT ThreadMoved {CPUS[-1]} {CPUS[0]}")
+            and "affinity changed" in out), (out, err)
 
 
 _PUBLIC_RUNS = {
@@ -507,7 +509,8 @@ def test_thread_creation_failure_names_the_call_the_pair_and_the_cpu():
             f.write(str(len(os.listdir(f"/proc/{p.pid}/task")) + 1))  # room for one measuring thread
         out, err = p.communicate("go\n", timeout=60)
         assert out.startswith("ERROR"), (out, err)
-        assert "pthread_create" in out and f"CPU {CPUS[-1]}" in out and f"CPUs {CPUS[0]} and {CPUS[-1]}" in out
+        assert ("pthread_create" in out and f"CPU {CPUS[-1]}" in out
+                and f"CPUs {CPUS[0]} and {CPUS[-1]}" in out)
         assert "ran out of threads" in out and "pids.max" in out
     finally:
         if p.poll() is None:

@@ -203,7 +203,8 @@ def test_select_tests_rejects(pattern):
 
 @given(st.lists(st.sampled_from(ALL), unique=True, min_size=1))
 def test_select_exact_names_property(chosen):
-    assert select_tests(",".join(chosen)) == ["baseline"] + [n for n in ALL if n in chosen and n != "baseline"]
+    assert select_tests(",".join(chosen)) == (
+        ["baseline"] + [n for n in ALL if n in chosen and n != "baseline"])
 
 
 # -- arithmetic --------------------------------------------------------------------------------
@@ -212,7 +213,8 @@ def test_select_exact_names_property(chosen):
 def _reference(names, cpus, raw, tpn, overhead):
     """The summary, computed the slow, obvious way."""
     nt, n = len(names), len(cpus)
-    rate = [[raw["calls"][t][i] / (raw["ticks"][t][i] / tpn / 1e9) / 1e6 for i in range(n)] for t in range(nt)]
+    rate = [[raw["calls"][t][i] / (raw["ticks"][t][i] / tpn / 1e9) / 1e6 for i in range(n)]
+            for t in range(nt)]
     avg_raw = [[raw["ticks"][t][i] / raw["calls"][t][i] for i in range(n)] for t in range(nt)]
     ser_raw = [[raw["sermin"][t][i] - overhead for i in range(n)] for t in range(nt)]
     threads, rows = [], []

@@ -101,7 +101,8 @@ def test_documented_defaults_are_the_api_defaults(path):
     sig = inspect.signature(getattr(corelat, API[path.stem]))
     for name, value in claims:
         arg = sig.parameters.get(name.lower())
-        assert arg is not None, f"{path.name}: {name} claims a default, but {API[path.stem]}() has no {name.lower()}"
+        assert arg is not None, (
+            f"{path.name}: {name} claims a default, but {API[path.stem]}() has no {name.lower()}")
         assert ast.literal_eval(value) == arg.default, (
             f"{path.name}: {name} says the default is {value}; {API[path.stem]}() says {arg.default!r}")
 

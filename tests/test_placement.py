@@ -459,7 +459,8 @@ def test_structure_reads_one_home_of_a_placement_result():
     p = _synthetic_placement()
     with pytest.raises(InputError, match="holds 3 homes.*pass home="):
         corelat.structure(p)
-    assert corelat.structure(p, home=1).core_latency == pytest.approx(corelat.structure(p.results[1]).core_latency)
+    assert corelat.structure(p, home=1).core_latency == pytest.approx(
+        corelat.structure(p.results[1]).core_latency)
     assert "176 ns across" in str(corelat.structure(p, home="node:1"))
     with pytest.raises(InputError, match="measured with home node:0, not node:1"):
         corelat.structure(p.results[0], home=1)

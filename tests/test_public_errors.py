@@ -97,7 +97,7 @@ def test_install_command_without_an_extra_installs_corelat_itself():
                            python="/usr/bin/python3") == "/usr/bin/python3 -m pip install corelat"
 
 
-# -- bad arguments: an InputError (or InputTypeError), never a bare TypeError/AttributeError/KeyError ----------
+# -- bad arguments: an InputError (or InputTypeError), never a bare TypeError/AttributeError/KeyError --
 @pytest.mark.parametrize("call", [
     pytest.param(lambda: corelat.placement(no_such_keyword=1), id="placement-keyword"),
     pytest.param(lambda: corelat.fleet(3), id="fleet-int"),

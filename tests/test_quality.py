@@ -205,7 +205,8 @@ def test_warnings_text():
     assert "1 CPU pair is bimodal" in text and "1-0" in text
     assert "1 of 3 CPU pairs did not reach ±2.0% within 0.2 s" in text
     assert "samples dropped" in text and "2-1" in text
-    assert "1 CPU pair looked unstable and was re-measured" in text and "1 of them still looks unstable" in text
+    assert ("1 CPU pair looked unstable and was re-measured" in text
+            and "1 of them still looks unstable" in text)
     assert _quality.sweep_warnings(np.where(f & PairFlag.MEASURED, PairFlag.MEASURED, 0), cpus) == ([], [])
 
 
@@ -229,7 +230,8 @@ def test_one_way_counts_pairs_not_directed_cells():
         f[cell] |= PairFlag.RETESTED | PairFlag.UNSTABLE
     text = "\n".join(_quality.sweep_warnings(f, (0, 1, 2), symmetric=False, retested=2)[0])
     assert "2 CPU pairs are unstable" in text
-    assert "2 CPU pairs looked unstable and were re-measured" in text and "2 of them still look unstable" in text
+    assert ("2 CPU pairs looked unstable and were re-measured" in text
+            and "2 of them still look unstable" in text)
 
 
 def test_cli_words_replace_python_words():
@@ -239,7 +241,8 @@ def test_cli_words_replace_python_words():
     f[2, 1] = PairFlag.ESTIMATED
     w, notes = _quality.sweep_warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1,
                                        estimated=1)
-    w.append("1 more unstable CPU pair was not re-measured (retest limit 1; pass retest=N to re-measure more)")
+    w.append("1 more unstable CPU pair was not re-measured "
+             "(retest limit 1; pass retest=N to re-measure more)")
     python = "\n".join(w + notes)
     for word in ("result.extras", "retest=N", "max_time_per_pair=", "corelat.check()"):
         assert word in python  # the Python API names its own arguments

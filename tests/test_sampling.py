@@ -75,8 +75,10 @@ def per_pair_time(meas):
 def test_sampling_plan_defaults():
     p = _validate.check_sampling()
     assert p.mode == "precision" and p.precision == _validate.DEFAULT_PRECISION
-    assert p.samples == _validate.DEFAULT_MAX_SAMPLES and p.max_time_per_pair == _validate.DEFAULT_MAX_TIME_PER_PAIR
-    assert _validate.check_sampling(samples=300) == _validate.SamplingPlan("fixed", 300)  # explicit samples: fixed
+    assert (p.samples == _validate.DEFAULT_MAX_SAMPLES
+            and p.max_time_per_pair == _validate.DEFAULT_MAX_TIME_PER_PAIR)
+    # explicit samples: fixed
+    assert _validate.check_sampling(samples=300) == _validate.SamplingPlan("fixed", 300)
     p = _validate.check_sampling(max_samples=64, precision=0.05, max_time_per_pair=2)
     assert (p.mode, p.samples, p.precision, p.max_time_per_pair) == ("precision", 64, 0.05, 2.0)
     assert _validate.check_sampling(max_samples=10, precision=0.1).first_chunk == 10

@@ -20,7 +20,8 @@ def test_no_corelat_test_setting_is_read_by_production_code():
     found = []
     for f in _sources():
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "CORELAT_TEST" in node.value:
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and "CORELAT_TEST" in node.value):
                 found.append(f"{f.name}:{node.lineno}")
     assert not found, f"CORELAT_TEST settings in production code: {found}"
 
@@ -100,7 +101,8 @@ def test_every_measuring_keyword_is_a_sweep_option_with_its_default(name):
 
     fields = _option_fields()
     params = _params(name)
-    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), f"{name} passes **kwargs on"
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), (
+        f"{name} passes **kwargs on")
     sweep = [p for p in params.values() if p.name not in OWN_KEYWORDS[name]]
     unknown = [p.name for p in sweep if p.name not in fields]
     assert not unknown, f"corelat.{name}: {unknown} are not SweepOptions fields"

@@ -110,7 +110,8 @@ def test_32intel64_siblings_n_and_n_plus_16(dump):
     assert r.partners.tolist() == expect
     assert r.partner_levels == ("l3",) * 16
     # Each sibling pair and each (cpu, partner) measured once, with the pair's first CPU timing.
-    assert sorted(m.calls) == sorted([(a, b_, 4) for a, b_ in pairs] + [(n, p, 4) for n, p in zip(range(16), expect)])
+    assert sorted(m.calls) == sorted([(a, b_, 4) for a, b_ in pairs]
+                                     + [(n, p, 4) for n, p in zip(range(16), expect)])
     # Each CPU alone once per loop, each pair together once per loop; nothing else.
     alone = {((c,), loop) for c in range(32) for loop in LOOPS}
     together = {(p, loop) for p in pairs for loop in LOOPS}

@@ -54,7 +54,8 @@ def test_plus_minus_belongs_to_the_statistic_shown():
     assert "no ±" in common.showing_text(r, "min")
     assert r.summary("min")["min"]["err"] is None and r.summary("max")["max"]["err"] is None
     assert r.summary("mean")["min"]["err"] == pytest.approx(float(r.sem[r.summary("mean")["min"]["cpus"]]))
-    assert "±" in _text.latency_summary(r, "median") and "95% confidence interval" in common.showing_text(r, "median")
+    assert ("±" in _text.latency_summary(r, "median")
+            and "95% confidence interval" in common.showing_text(r, "median"))
     assert "standard error" in common.showing_text(r, "mean")
     assert "±" not in _text.matrix(r, "min")
 
@@ -112,7 +113,8 @@ def test_warnings_in_cli_words_with_a_shared_cause_said_once(capsys):
     f[1, 0] |= PairFlag.BIMODAL | PairFlag.RETESTED
     f[2, 0] |= PairFlag.UNSTABLE | PairFlag.TARGET_NOT_MET
     w, _ = _quality.sweep_warnings(f, (0, 1, 2), precision=0.02, max_time_per_pair=0.2, retested=1)
-    w.append("1 more unstable CPU pair was not re-measured (retest limit 1; pass retest=N to re-measure more)")
+    w.append("1 more unstable CPU pair was not re-measured "
+             "(retest limit 1; pass retest=N to re-measure more)")
     r = result(warnings=w, warning_cause=_quality.shared_cause(f, "KVM"))
     cmd_measure.print_warnings(r)
     err = capsys.readouterr().err

@@ -32,6 +32,9 @@ _ROLES = {
 class PlacementResult(SavedResult):
     """The latency matrix measured once per home of the line; made by :func:`corelat.placement`.
 
+    A placement result is a value: assigning an attribute raises
+    :class:`dataclasses.FrozenInstanceError`, and its results' arrays are read-only.
+
     Parameters
     ----------
     homes : sequence of str
@@ -53,9 +56,6 @@ class PlacementResult(SavedResult):
         The kernel of the results.
     name : str
         A label.
-
-    A placement result is a value: assigning an attribute raises
-    :class:`dataclasses.FrozenInstanceError`, and its results' arrays are read-only.
 
     Examples
     --------

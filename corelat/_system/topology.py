@@ -380,7 +380,7 @@ class Topology(SavedResult):
         dict
             ``packages``, ``cores``, ``cpus``, ``nodes``, ``l3``, ``offline``, ``allowed``, ``smt``
             (largest number of threads on a core; None if unknown) and ``text``
-            (:meth:`describe`).
+            (:meth:`headline`).
         """
         rows = self._rows
         cores: dict[Any, list[int]] = {}
@@ -393,10 +393,10 @@ class Topology(SavedResult):
 
         return {"packages": count("package"), "cores": len(cores), "cpus": len(rows), "nodes": count("node"),
                 "l3": count("l3"), "offline": len(self._offline), "allowed": len(self.allowed),
-                "smt": max(map(len, cores.values())) if cores else None, "text": self.describe()}
+                "smt": max(map(len, cores.values())) if cores else None, "text": self.headline()}
 
-    def describe(self) -> str:
-        """One line describing the machine.
+    def headline(self) -> str:
+        """One line describing the machine (the first line of :meth:`describe`).
 
         Returns
         -------
@@ -407,26 +407,33 @@ class Topology(SavedResult):
         """
         return _text.headline(self._rows, self._offline)
 
+    def describe(self) -> str:
+        """The text report: the headline, then the machine as a tree (see :meth:`table`).
+
+        Returns
+        -------
+        str
+            What ``print(topology)`` and ``str(topology)`` show.
+        """
+        return self.table()
+
     def table(self) -> str:
         """The machine as an indented tree: package, NUMA node, L3, (shared L2,) core, CPUs.
 
         Returns
         -------
         str
-            What ``str(topology)`` gives; CPUs this process may not run on are in parentheses.
+            The :meth:`headline`, then the tree; CPUs this process may not run on are in parentheses.
         """
-        lines = [f"Topology of {self._root}: {self.describe()}"]
+        lines = [f"Topology of {self._root}: {self.headline()}"]
         ordered, _ = self.order(self.cpus)
         lines.extend(_text.tree(self._rows, self._by_cpu, ordered))
         if len(self.allowed) != len(self._rows):
             lines.append("  (CPUs in parentheses are not allowed for this process)")
         return "\n".join(lines)
 
-    def __str__(self):  # describe() is a one-line summary here (see docs/results.md)
-        return self.table()
-
     def __repr__(self):
-        return self._repr(f"root {self._root!r}, {self.describe()}")
+        return self._repr(f"root {self._root!r}, {self.headline()}")
 
     def __eq__(self, other):
         if not isinstance(other, Topology):

@@ -53,7 +53,7 @@ def write_fleet(folder, nodes, n, samples, seed=0, old_layout=False):
     base = np.zeros((n, n))
     for k, name in enumerate(names):
         base[codes == k] = typical[name]
-    summary = topo.describe()
+    summary = topo.headline()
     md = {"cpu_model": "Synthetic 2-socket CPU", "topology": topo.to_dict(), "topology_summary": summary,
           "governor": "performance"}
     rng = np.random.default_rng(seed)

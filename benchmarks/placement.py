@@ -66,7 +66,7 @@ def main():
         [f"cpu:{free[-1]}"] if free else [])
     kernels = ["cas", "read-modified"] if args.quick else ["cas", "rw", "read-clean", "read-modified"]
     topo = corelat.topology()
-    print(f"machine: {topo.describe()}; CPUs {cpus}; {samples} samples per pair; timer "
+    print(f"machine: {topo.headline()}; CPUs {cpus}; {samples} samples per pair; timer "
           f"{corelat.timer_info()['name']}")
     print(f"{'kernel':<14} {'home':<11} {'median ns':>9}  {'min..max of cells':>18}  pages found on   s")
     for kernel in kernels:

@@ -20,7 +20,7 @@ from corelat._system import sysinfo as _sysinfo
 def machine():
     md = _sysinfo.collect()
     topo = corelat.topology()
-    print(f"CPU: {md['cpu_model']}; topology: {topo.describe()}; hypervisor: {md['hypervisor']}; "
+    print(f"CPU: {md['cpu_model']}; topology: {topo.headline()}; hypervisor: {md['hypervisor']}; "
           f"SMT active: {md['smt_active']}")
     print(f"kernel {md['kernel_release']}, Python {platform.python_version()}, NumPy {np.__version__}, "
           f"timer {corelat.timer_info()['name']}")

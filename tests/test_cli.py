@@ -159,6 +159,24 @@ def test_matrix_text_layout():
     assert lines[3].split() == ["8", "20", "30"]
 
 
+def test_measure_json_prints_the_figures_without_raw_samples(capsys):
+    """`corelat measure --json` prints through common.print_json: the summary and per-pair records,
+    not every raw sample (n² × k numbers on a big machine; `-o` keeps them)."""
+    import json
+
+    from corelat.cli import common
+
+    rng = np.random.default_rng(0)
+    n, k = 3, 500
+    samples = np.where(np.eye(n, dtype=bool)[:, :, None], np.nan, 50 + rng.random((n, n, k)))
+    r = corelat.LatencyResult(cpus=range(n), kernel="cas", samples=samples, name="json")
+    common.print_json(r)
+    d = json.loads(capsys.readouterr().out)
+    assert d == json.loads(json.dumps(r.to_dict(arrays=False)))
+    assert not {"samples", "flags", "extras"} & set(d)
+    assert d["summary"] and len(d["records"]) == n * (n - 1)
+
+
 def test_topology_command():
     p = run_cli("topology")
     assert p.returncode == 0 and "package" in p.stdout

@@ -234,9 +234,9 @@ def test_check_report_is_still_a_sequence_of_items():
 def test_topology_views():
     topo = corelat.topology()
     assert topo.records()[0]["cpu"] == topo.cpus[0]
-    assert topo.table().startswith(f"Topology of {topo.root}: {topo.describe()}")
+    assert topo.table().startswith(f"Topology of {topo.root}: {topo.headline()}")
     s = topo.summary()
-    assert s["cpus"] == len(topo) and s["text"] == topo.describe()
+    assert s["cpus"] == len(topo) and s["text"] == topo.headline()
 
 
 def test_bad_construction_is_a_corelat_error():

@@ -123,7 +123,7 @@ def test_32intel64_siblings_n_and_n_plus_16(dump):
     assert np.all(r.slowdown == 2.0)
     assert isinstance(r, SMTResult)
     assert r.reason is None and not r.empty and len(r) == 16 and r.warnings == ()
-    assert r.metadata["topology_summary"] == topo.describe()
+    assert r.metadata["topology_summary"] == topo.headline()
 
 
 @pytest.mark.slow

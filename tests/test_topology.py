@@ -102,9 +102,12 @@ def test_dump_matches_hwloc(name, shared_dir, hwloc_topology):
 @pytest.mark.parametrize("name", DUMPS)
 def test_dump_summary_and_views(name, hwloc_topology):
     topo = hwloc_topology(name, strict=True)
-    assert topo.describe() == SUMMARIES[name]
+    assert topo.headline() == SUMMARIES[name]
     text = str(topo)
-    assert text.startswith(f"Topology of {topo.root}: {topo.describe()}")
+    # The result protocol: describe() is the text report print() shows; the one line is headline().
+    assert text == topo.describe() == topo.table()
+    assert "\n" not in topo.headline() and repr(topo).endswith(f"{topo.headline()}>")
+    assert text.startswith(f"Topology of {topo.root}: {topo.headline()}")
     assert text.count("core ") >= len({r["core"] for r in topo.records()})
     ordered, boundaries = topo.order(reversed(topo.cpus))
     assert sorted(ordered) == list(topo.cpus)
@@ -214,7 +217,7 @@ def test_json_round_trip(hwloc_topology):
 def test_live_machine():
     topo = topology()
     assert topo.root == "/"
-    assert topo.cpus and topo.describe()
+    assert topo.cpus and topo.headline()
     assert set(topo.allowed) <= set(topo.cpus)
     online = set(topo.cpus)
     try:
@@ -295,7 +298,7 @@ def test_nul_terminated_lists(tmp_path):
     topo = topology(tmp_path)
     assert _core_partition(topo) == {frozenset({0, 2}), frozenset({1, 3})}
     assert [r["siblings"] for r in topo.records()] == [(0, 2), (1, 3), (0, 2), (1, 3)]
-    assert topo.describe() == "1 package × 2 cores × 2 threads, 1 NUMA node, 1 L3"
+    assert topo.headline() == "1 package × 2 cores × 2 threads, 1 NUMA node, 1 L3"
     assert topo.allowed == (0, 1, 2, 3)  # a dump: every online CPU is allowed
 
 
@@ -416,7 +419,7 @@ def test_package_minus_one_and_core_id_not_unique(tmp_path):
     topo = topology(tmp_path)
     assert [r["package"] for r in topo.records()] == [0, 0, 1, 1]
     assert _core_partition(topo) == {frozenset({c}) for c in range(4)}
-    assert topo.describe() == "2 packages × 2 cores × 1 thread, 1 NUMA node, 1 L3"
+    assert topo.headline() == "2 packages × 2 cores × 1 thread, 1 NUMA node, 1 L3"
 
 
 def test_unknown_info_sorts_last(tmp_path):
@@ -431,7 +434,7 @@ def test_unknown_info_sorts_last(tmp_path):
     }  # fmt: skip
     assert topo.order([4, 3, 2, 1, 0])[0] == (0, 2, 1, 3, 4)
     assert topo.describe_cpu(4) == "P? N? L3#? C? T?"
-    assert "1 package, 2 cores × 2 threads, 5 CPUs" in topo.describe()
+    assert "1 package, 2 cores × 2 threads, 5 CPUs" in topo.headline()
     assert Topology.from_dict(json.loads(json.dumps(topo.to_dict()))) == topo
 
 

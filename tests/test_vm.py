@@ -48,7 +48,7 @@ def test_topology():
     assert _groups(rows, "core") == [set(p) for p in SIBLINGS]
     assert all(r["siblings"] == p for p in SIBLINGS for r in rows if r["cpu"] in p)
     assert topo.smt_groups() == SIBLINGS
-    assert topo.describe().startswith(SUMMARY)
+    assert topo.headline().startswith(SUMMARY)
     ordered, boundaries = topo.order([7, 3, 5, 1, 6, 2, 4, 0])
     assert ordered == tuple(range(8))
     assert boundaries["package"] == boundaries["node"] == [4]

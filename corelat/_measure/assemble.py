@@ -163,4 +163,4 @@ def topology_metadata():
         topo = topology()
     except Exception as e:  # noqa: BLE001 - topology is a label on the result, not a requirement
         return {"topology": None, "topology_summary": f"unknown ({type(e).__name__}: {e})"}
-    return {"topology": topo.to_dict(), "topology_summary": topo.describe()}
+    return {"topology": topo.to_dict(), "topology_summary": topo.headline()}

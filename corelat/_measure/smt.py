@@ -361,7 +361,7 @@ def _metadata(options, topo, duration):
     meta = _sysinfo.collect()
     meta.update({
         "topology": topo.to_dict(),
-        "topology_summary": topo.describe(),
+        "topology_summary": topo.headline(),
         "kernel": options.kernel,
         "kernel_description": KERNELS[options.kernel][1],
         "parameters": {"round_trips": options.round_trips, **sampling_parameters(options.plan),

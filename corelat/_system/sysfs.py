@@ -257,71 +257,106 @@ def _read_nodes(reader, cpus, cpu_root, cpu_names):
     return {cpu: tuple(v) for cpu, v in nodes.items()}
 
 
-def _read(reader, live):
-    """Read everything; returns (rows, offline CPU ids)."""
+def _list_cpus(reader, live):
+    """``(cpu_root, {cpu: folder name} or None, online CPU ids)``; None: no cpu folder at all."""
     cpu_root = reader.path(_CPU_DIR)
     names = reader.listdir(cpu_root)
     if names is None:
         if not live:
             raise InputFileNotFoundError(f"{cpu_root} not found: is the root a Linux sysfs dump?")
         reader.problems.append(f"{cpu_root} not found; CPU topology unknown")
-        cpu_names = {}
-        online = set(range(os.cpu_count() or 1))
-    else:
-        cpu_names = reader.numbered(names, _CPU_NAME)
-        online = _read_online(reader, cpu_root, cpu_names)
-    cpus = sorted(online)
-    offline = tuple(sorted(set(cpu_names) - online))
+        return cpu_root, None, set(range(os.cpu_count() or 1))
+    cpu_names = reader.numbered(names, _CPU_NAME)
+    return cpu_root, cpu_names, _read_online(reader, cpu_root, cpu_names)
 
-    raw = {}
-    for cpu in cpus:
-        info = raw[cpu] = {}
-        if cpu not in cpu_names:
-            continue
-        cpu_dir = os.path.join(cpu_root, cpu_names[cpu])
-        topo = os.path.join(cpu_dir, "topology")
-        info["package_id"] = reader.int(topo, "physical_package_id")
-        info["die_id"] = reader.int(topo, "die_id")
-        info["core_id"] = reader.int(topo, "core_id")
-        info["core_set"] = reader.cpuset(topo, "core_cpus_list", "core_cpus")
-        if info["core_set"] is None:
-            info["core_set"] = reader.cpuset(topo, "thread_siblings_list", "thread_siblings")
-        info["cluster_set"] = reader.cpuset(topo, "cluster_cpus_list", "cluster_cpus")
-        # Arm big.LITTLE (and some x86) give each CPU a relative capacity; 1024 is the largest.
-        info["capacity"] = reader.int(cpu_dir, "cpu_capacity")
-        if info["package_id"] is None or info["package_id"] < 0:
-            info["package_set"] = reader.cpuset(topo, "package_cpus_list", "package_cpus")
-            if info["package_set"] is None:
-                info["package_set"] = reader.cpuset(topo, "core_siblings_list", "core_siblings")
-        caches = _caches(reader, cpu_dir)
-        for key, level, types in (("l2", 2, ("Unified", "Data")), ("l3", 3, ("Unified", None))):
-            index_dir = _pick_cache(caches, level, types)
-            if index_dir is not None:
-                members = reader.cpuset(index_dir, "shared_cpu_list", "shared_cpu_map")
-                info[key] = None if members is None else members | {cpu}
 
-    def field(name):
-        return {cpu: raw[cpu].get(name) for cpu in cpus}
+def _read_package_set(reader, topo):
+    """The package's CPU set from the lists, for CPUs whose package id is missing or invalid."""
+    members = reader.cpuset(topo, "package_cpus_list", "package_cpus")
+    if members is None:
+        members = reader.cpuset(topo, "core_siblings_list", "core_siblings")
+    return members
 
+
+def _read_cpu(reader, cpu_dir, cpu):
+    """The raw sysfs facts of one CPU folder, as a dict (None where a file is missing)."""
+    topo = os.path.join(cpu_dir, "topology")
+    info = {
+        "package_id": reader.int(topo, "physical_package_id"),
+        "die_id": reader.int(topo, "die_id"),
+        "core_id": reader.int(topo, "core_id"),
+        "core_set": reader.cpuset(topo, "core_cpus_list", "core_cpus"),
+    }
+    if info["core_set"] is None:
+        info["core_set"] = reader.cpuset(topo, "thread_siblings_list", "thread_siblings")
+    info["cluster_set"] = reader.cpuset(topo, "cluster_cpus_list", "cluster_cpus")
+    # Arm big.LITTLE (and some x86) give each CPU a relative capacity; 1024 is the largest.
+    info["capacity"] = reader.int(cpu_dir, "cpu_capacity")
+    if info["package_id"] is None or info["package_id"] < 0:
+        info["package_set"] = _read_package_set(reader, topo)
+    caches = _caches(reader, cpu_dir)
+    for key, level, types in (("l2", 2, ("Unified", "Data")), ("l3", 3, ("Unified", None))):
+        index_dir = _pick_cache(caches, level, types)
+        if index_dir is not None:
+            members = reader.cpuset(index_dir, "shared_cpu_list", "shared_cpu_map")
+            info[key] = None if members is None else members | {cpu}
+    return info
+
+
+def _read_core_types(reader):
+    """``{cpu: core type}`` from the hybrid-CPU lists (Intel P/E cores); empty when there are none."""
     core_type = {}
     for kind, rel in _CORE_TYPES:
         for cpu in reader.parsed(reader.path(rel), _parse_cpulist) or ():
             core_type[cpu] = kind
+    return core_type
 
-    # Packages: sysfs ids when every CPU that says anything gives a valid one, else group by lists.
-    ids = field("package_id")
-    sets = field("package_set")
+
+def _packages(cpus, ids, sets):
+    """``{cpu: package}``: sysfs ids when every CPU that says anything gives a valid one, else
+    group by the package lists."""
     informed = [c for c in cpus if ids[c] is not None or sets[c] is not None]
     if all(ids[c] is not None and ids[c] >= 0 for c in informed):
-        package = ids
-    else:
-        valid = {c: ids[c] for c in cpus if ids[c] is not None and ids[c] >= 0}
-        groups = _group_by_sets(cpus, sets, valid)
-        rank = {g: i for i, g in enumerate(sorted({g for g in groups.values() if g is not None}))}
-        package = {c: (None if g is None else rank[g]) for c, g in groups.items()}
+        return ids
+    valid = {c: ids[c] for c in cpus if ids[c] is not None and ids[c] >= 0}
+    groups = _group_by_sets(cpus, sets, valid)
+    rank = {g: i for i, g in enumerate(sorted({g for g in groups.values() if g is not None}))}
+    return {c: (None if g is None else rank[g]) for c, g in groups.items()}
 
-    die = {c: (d if d is not None and d >= 0 else None) for c, d in field("die_id").items()}
-    core_id = {c: (v if v is not None and v >= 0 else None) for c, v in field("core_id").items()}
+
+def _non_negative(values):
+    """The same mapping with negative ids (sysfs's "unknown") turned into None."""
+    return {c: (v if v is not None and v >= 0 else None) for c, v in values.items()}
+
+
+def _core_members(cpus, core):
+    """``{core: [cpu, ...]}`` in CPU order, the SMT siblings of each core."""
+    members = {}
+    for cpu in cpus:
+        if core[cpu] is not None:
+            members.setdefault(core[cpu], []).append(cpu)
+    return members
+
+
+def _read(reader, live):
+    """Read everything; returns (rows, offline CPU ids)."""
+    cpu_root, cpu_names, online = _list_cpus(reader, live)
+    found = cpu_names is not None
+    cpu_names = cpu_names or {}
+    cpus = sorted(online)
+    offline = tuple(sorted(set(cpu_names) - online))
+    raw = {
+        cpu: _read_cpu(reader, os.path.join(cpu_root, cpu_names[cpu]), cpu) if cpu in cpu_names else {}
+        for cpu in cpus
+    }
+
+    def field(name):
+        return {cpu: raw[cpu].get(name) for cpu in cpus}
+
+    core_type = _read_core_types(reader)
+    package = _packages(cpus, field("package_id"), field("package_set"))
+    die = _non_negative(field("die_id"))
+    core_id = _non_negative(field("core_id"))
     core_keys = {
         c: (package[c], die[c], core_id[c]) for c in cpus if package[c] is not None and core_id[c] is not None
     }
@@ -329,13 +364,8 @@ def _read(reader, live):
     cluster = _group_by_sets(cpus, field("cluster_set"))
     l2 = _group_by_sets(cpus, field("l2"))
     l3 = _group_by_sets(cpus, field("l3"))
-    nodes = _read_nodes(reader, cpus, cpu_root, cpu_names) if names is not None else {}
-
-    members = {}
-    for cpu in cpus:
-        if core[cpu] is not None:
-            members.setdefault(core[cpu], []).append(cpu)
-
+    nodes = _read_nodes(reader, cpus, cpu_root, cpu_names) if found else {}
+    members = _core_members(cpus, core)
     allowed = set(os.sched_getaffinity(0)) if live and hasattr(os, "sched_getaffinity") else online
 
     rows = []

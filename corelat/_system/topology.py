@@ -35,7 +35,7 @@ from typing import Any
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.protocol import SavedResult, from_file, jsonable
 from corelat._core.types import Path
-from corelat._system import cpulist as _cpulist
+from corelat._system import topotext as _text
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.sysfs import _read, _Reader
 
@@ -133,10 +133,6 @@ def topology(root: Path = "/") -> Topology:
 
 # --------------------------------------------------------------------------------------------
 # The result
-
-
-def _plural(n, word, plural=None):
-    return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
 def _sort_key(row):
@@ -384,7 +380,7 @@ class Topology(SavedResult):
         dict
             ``packages``, ``cores``, ``cpus``, ``nodes``, ``l3``, ``offline``, ``allowed``, ``smt``
             (largest number of threads on a core; None if unknown) and ``text``
-            (:meth:`describe`).
+            (:meth:`headline`).
         """
         rows = self._rows
         cores: dict[Any, list[int]] = {}
@@ -397,10 +393,10 @@ class Topology(SavedResult):
 
         return {"packages": count("package"), "cores": len(cores), "cpus": len(rows), "nodes": count("node"),
                 "l3": count("l3"), "offline": len(self._offline), "allowed": len(self.allowed),
-                "smt": max(map(len, cores.values())) if cores else None, "text": self.describe()}
+                "smt": max(map(len, cores.values())) if cores else None, "text": self.headline()}
 
-    def describe(self) -> str:
-        """One line describing the machine.
+    def headline(self) -> str:
+        """One line describing the machine (the first line of :meth:`describe`).
 
         Returns
         -------
@@ -409,53 +405,17 @@ class Topology(SavedResult):
             heterogeneous machine ``"1 package, 14 cores (6 with 2 threads), 20 CPUs, 1 NUMA
             node, 1 L3"``. Offline CPUs and a restricted affinity are mentioned at the end.
         """
-        rows = self._rows
-        packages: dict[Any, set[Any]] = {}
-        cores: dict[Any, list[int]] = {}
-        for r in rows:
-            if r["package"] is not None:
-                packages.setdefault(r["package"], set())
-                if r["core"] is not None:
-                    packages[r["package"]].add(r["core"])
-            if r["core"] is not None:
-                cores.setdefault(r["core"], []).append(r["cpu"])
-        threads = {len(c) for c in cores.values()}
-        per_package = {len(c) for c in packages.values()}
-        complete = all(r["package"] is not None and r["core"] is not None for r in rows)
-        parts = []
-        if rows and complete and len(threads) == 1 and len(per_package) == 1:
-            (t,) = threads
-            (c,) = per_package
-            parts.append(
-                f"{_plural(len(packages), 'package')} × {_plural(c, 'core')} × {_plural(t, 'thread')}"
-            )
-        else:
-            parts.append(_plural(len(packages), "package") if packages else "packages unknown")
-            if cores:
-                counts: dict[int, int] = {}
-                for members in cores.values():
-                    counts[len(members)] = counts.get(len(members), 0) + 1
-                text = _plural(len(cores), "core")
-                if len(counts) == 1:
-                    (t,) = counts
-                    text += f" × {_plural(t, 'thread')}"
-                else:
-                    detail = ", ".join(
-                        f"{n} with {_plural(t, 'thread')}" for t, n in sorted(counts.items()) if t > 1
-                    )
-                    text += f" ({detail})"
-                parts.append(text)
-            parts.append(_plural(len(rows), "CPU"))
-        node_ids = {r["node"] for r in rows if r["node"] is not None}
-        parts.append(_plural(len(node_ids), "NUMA node") if node_ids else "NUMA nodes unknown")
-        l3s = {r["l3"] for r in rows if r["l3"] is not None}
-        parts.append(f"{len(l3s)} L3" if l3s else "no L3 known")
-        if self._offline:
-            parts.append(f"{len(self._offline)} offline")
-        allowed = sum(1 for r in rows if r["allowed"])
-        if allowed != len(rows):
-            parts.append(f"{allowed} of {len(rows)} CPUs allowed")
-        return ", ".join(parts)
+        return _text.headline(self._rows, self._offline)
+
+    def describe(self) -> str:
+        """The text report: the headline, then the machine as a tree (see :meth:`table`).
+
+        Returns
+        -------
+        str
+            What ``print(topology)`` and ``str(topology)`` show.
+        """
+        return self.table()
 
     def table(self) -> str:
         """The machine as an indented tree: package, NUMA node, L3, (shared L2,) core, CPUs.
@@ -463,59 +423,17 @@ class Topology(SavedResult):
         Returns
         -------
         str
-            What ``str(topology)`` gives; CPUs this process may not run on are in parentheses.
+            The :meth:`headline`, then the tree; CPUs this process may not run on are in parentheses.
         """
-        lines = [f"Topology of {self._root}: {self.describe()}"]
+        lines = [f"Topology of {self._root}: {self.headline()}"]
         ordered, _ = self.order(self.cpus)
-        members: dict[str, dict[Any, list[int]]] = {"l2": {}, "l3": {}}
-        l2_cores: dict[Any, set[Any]] = {}
-        for r in self._rows:
-            for level, groups in members.items():
-                if r[level] is not None:
-                    groups.setdefault(r[level], []).append(r["cpu"])
-            if r["l2"] is not None and r["core"] is not None:
-                l2_cores.setdefault(r["l2"], set()).add(r["core"])
-
-        def label(value):
-            return "?" if value is None else value
-
-        previous: Any = None
-        for cpu in ordered:
-            r = self._by_cpu[cpu]
-            shared_l2 = r["l2"] if len(l2_cores.get(r["l2"], ())) > 1 else None
-            core = r["core"] if r["core"] is not None else -1 - cpu  # unknown: a core of its own
-            path = (r["package"], r["node"], r["l3"], shared_l2, core)
-            changed = previous is None
-            if changed or path[0] != previous[0]:
-                lines.append(f"  package {label(r['package'])}")
-                changed = True
-            if changed or path[1] != previous[1]:
-                lines.append(f"    NUMA node {label(r['node'])}")
-                changed = True
-            if changed or path[2] != previous[2]:
-                cpus = _cpulist.format(members["l3"][r["l3"]]) if r["l3"] is not None else "?"
-                lines.append(f"      L3 (CPUs {cpus})")
-                changed = True
-            indent = "        "
-            if shared_l2 is not None:
-                if changed or path[3] != previous[3]:
-                    lines.append(f"{indent}L2 (CPUs {_cpulist.format(members['l2'][shared_l2])})")
-                    changed = True
-                indent += "  "
-            if changed or path[4] != previous[4]:
-                siblings = r["siblings"] or (cpu,)
-                shown = ", ".join(str(c) if self._by_cpu[c]["allowed"] else f"({c})" for c in siblings)
-                lines.append(f"{indent}core {label(r['core_id'])}: CPU {shown}")
-            previous = path
+        lines.extend(_text.tree(self._rows, self._by_cpu, ordered))
         if len(self.allowed) != len(self._rows):
             lines.append("  (CPUs in parentheses are not allowed for this process)")
         return "\n".join(lines)
 
-    def __str__(self):  # describe() is a one-line summary here (see docs/results.md)
-        return self.table()
-
     def __repr__(self):
-        return self._repr(f"root {self._root!r}, {self.describe()}")
+        return self._repr(f"root {self._root!r}, {self.headline()}")
 
     def __eq__(self, other):
         if not isinstance(other, Topology):

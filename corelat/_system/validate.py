@@ -110,6 +110,75 @@ def possible_cpus():
         return max(os.cpu_count() or 1, max(allowed_cpus(), default=0) + 1)
 
 
+def _listed_cpus(cpus, allowed, limit):
+    """The selection as a list (not yet checked), read no further than ``limit + 1`` items."""
+    if cpus is None:
+        return allowed
+    if isinstance(cpus, str):
+        return _cpulist.parse(cpus, limit=limit)
+    if isinstance(cpus, (bytes, bytearray, memoryview)) or not hasattr(cpus, "__iter__"):
+        raise InputTypeError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not "
+                         f"{type(cpus).__name__} {cpus!r:.60}")
+    listed = list(itertools.islice(cpus, limit + 1))
+    if len(listed) > limit:
+        raise InputError(f"cpus lists more than the {limit:,} CPUs this machine can have "
+                         "(/sys/devices/system/cpu/possible)")
+    return listed
+
+
+def _cpu_ids(cpus):
+    """The listed CPUs as Python ints; bools and non-integers are refused."""
+    out = []
+    for c in cpus:
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+            raise InputTypeError(f"cpus: CPU ids must be integers, got {type(c).__name__} {c!r:.60}")
+        out.append(int(c))
+    return out
+
+
+def _refuse_duplicates(cpus):
+    seen, dup = set(), set()
+    for c in cpus:
+        (dup if c in seen else seen).add(c)
+    if dup:
+        raise InputError(f"CPU {_cpulist.format(dup)} listed more than once")
+
+
+def _offline_among(cpus):
+    """Those of ``cpus`` the kernel does not list as online (none when it says nothing readable):
+    they explain a refusal better than the affinity alone."""
+    online = _sysinfo.read_text("/sys/devices/system/cpu/online")
+    if not online:
+        return []
+    try:
+        online_set = set(_cpulist.parse(online, limit=1 << 22))
+    except InputError:
+        online_set = set()
+    return [c for c in cpus if c not in online_set]
+
+
+def _refuse_unavailable(cpus, allowed):
+    allowed_set = set(allowed)
+    bad = [c for c in cpus if c not in allowed_set]
+    if not bad:
+        return
+    offline = _offline_among(bad)
+    why = f" ({_cpulist.format(offline)} not online or not present)" if offline else ""
+    raise InputError(
+        f"CPU {_cpulist.format(bad)} not available to this process" + why
+        + f"; allowed CPUs: {_cpulist.format(allowed)}"
+    )
+
+
+def _refuse_too_few(cpus, allowed, minimum):
+    if len(cpus) < minimum:
+        raise InputError(
+            f"need at least {minimum} CPUs, got {len(cpus)}"
+            + (f" (this process may only use CPU {_cpulist.format(allowed)})"
+               if len(allowed) < minimum else "")
+        )
+
+
 def resolve_cpus(cpus, minimum=2):
     """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple.
 
@@ -118,52 +187,10 @@ def resolve_cpus(cpus, minimum=2):
     """
     allowed = allowed_cpus()
     limit = max(possible_cpus(), len(allowed))
-    if cpus is None:
-        cpus = allowed
-    elif isinstance(cpus, str):
-        cpus = _cpulist.parse(cpus, limit=limit)
-    elif isinstance(cpus, (bytes, bytearray, memoryview)) or not hasattr(cpus, "__iter__"):
-        raise InputTypeError(f"cpus must be a list of CPU ids or a string like '0,2,4-7', not "
-                         f"{type(cpus).__name__} {cpus!r:.60}")
-    else:
-        cpus = list(itertools.islice(cpus, limit + 1))
-        if len(cpus) > limit:
-            raise InputError(f"cpus lists more than the {limit:,} CPUs this machine can have "
-                             "(/sys/devices/system/cpu/possible)")
-    out = []
-    for c in cpus:
-        if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-            raise InputTypeError(f"cpus: CPU ids must be integers, got {type(c).__name__} {c!r:.60}")
-        out.append(int(c))
-    seen, dup = set(), set()
-    for c in out:
-        (dup if c in seen else seen).add(c)
-    if dup:
-        raise InputError(f"CPU {_cpulist.format(dup)} listed more than once")
-    allowed_set = set(allowed)
-    bad = [c for c in out if c not in allowed_set]
-    if bad:
-        online = _sysinfo.read_text("/sys/devices/system/cpu/online")
-        why = []
-        if online:
-            try:
-                online_set = set(_cpulist.parse(online, limit=1 << 22))
-            except InputError:
-                online_set = set()
-            offline = [c for c in bad if c not in online_set]
-            if offline:
-                why.append(f"{_cpulist.format(offline)} not online or not present")
-        raise InputError(
-            f"CPU {_cpulist.format(bad)} not available to this process"
-            + (f" ({'; '.join(why)})" if why else "")
-            + f"; allowed CPUs: {_cpulist.format(allowed)}"
-        )
-    if len(out) < minimum:
-        raise InputError(
-            f"need at least {minimum} CPUs, got {len(out)}"
-            + (f" (this process may only use CPU {_cpulist.format(allowed)})"
-               if len(allowed) < minimum else "")
-        )
+    out = _cpu_ids(_listed_cpus(cpus, allowed, limit))
+    _refuse_duplicates(out)
+    _refuse_unavailable(out, allowed)
+    _refuse_too_few(out, allowed, minimum)
     return tuple(out)
 
 

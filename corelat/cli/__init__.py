@@ -89,6 +89,15 @@ def _quiet_stdout():
         pass
 
 
+def _exit_status(e):
+    """The status a SystemExit asks for (argparse's --help, --version, usage errors)."""
+    try:  # flush now: a buffered stdout (no PYTHONUNBUFFERED) would fail at exit, out of reach
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+    return e.code if isinstance(e.code, int) else 0
+
+
 def main(argv=None):
     """Entry point of the console script; returns the exit status."""
     try:
@@ -117,11 +126,7 @@ def main(argv=None):
         print(f"corelat: error: {_message(e)}", file=sys.stderr)
         return EXIT_FAILED
     except SystemExit as e:  # argparse --help/--version
-        try:  # flush now: a buffered stdout (no PYTHONUNBUFFERED) would fail at exit, out of reach
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _quiet_stdout()
-        return e.code if isinstance(e.code, int) else 0
+        return _exit_status(e)
     except Exception as e:  # a bug: still one line, unless asked for the traceback
         if os.environ.get("CORELAT_DEBUG"):
             raise

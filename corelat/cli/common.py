@@ -1,6 +1,7 @@
 """Helpers shared by CLI commands: output paths, the terminal."""
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -92,8 +93,12 @@ def add_output_arguments(p, what="the result"):
 
 
 def print_json(result):
-    """``result.to_dict()`` as JSON on stdout."""
-    json.dump(result.to_dict(), sys.stdout, indent=1, allow_nan=False)
+    """``result.to_dict()`` as JSON on stdout: the figures, without the raw arrays where the kind
+    can leave them out (``arrays=False``). ``--json`` is for reading the figures; n² pairs × k
+    samples of text on a big machine would bury them, and ``-o`` keeps the samples."""
+    takes_arrays = "arrays" in inspect.signature(result.to_dict).parameters
+    d = result.to_dict(arrays=False) if takes_arrays else result.to_dict()
+    json.dump(d, sys.stdout, indent=1, allow_nan=False)
     sys.stdout.write("\n")
 
 

@@ -31,12 +31,21 @@ from corelat._core.extras import require
 from corelat._core.text import value_err as _fmt
 from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
 from corelat._results.fleet import FleetResult
-from corelat._results.latency import LatencyResult, PairFlag
+from corelat._results.latency import LatencyResult
 from corelat._results.placement import PlacementResult
-from corelat.plot._axes import _figsize, _log_labels, _mark_clipped, _settle
+from corelat.plot._axes import _cell_points, _figsize, _mark_clipped, _settle
+from corelat.plot._marks import _fleet_table, _group_lines, _histograms, _violins, _write_values
 from corelat.plot._order import _one_home, _ordered
-from corelat.plot._values import _agree_within, _clip, _default_pairs
-from corelat.plot._words import _count_text, _fleet_label, _statistic_words, _value_label
+from corelat.plot._values import (
+    _agree_within,
+    _clip,
+    _colour_range,
+    _default_pairs,
+    _fleet_rows,
+    _pair_indices,
+    _pair_samples,
+)
+from corelat.plot._words import _count_text, _statistic_words, _value_label
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is first called
     from matplotlib.axes import Axes
@@ -130,24 +139,35 @@ def heatmap(
     if ax is None:
         _, ax = plt.subplots(figsize=_figsize(n), layout="constrained")
     fig = ax.figure
-    auto_scale = vmin is None and vmax is None
     cm = plt.get_cmap(cmap).with_extremes(bad=_NAN_COLOUR)
-    finite = m[np.isfinite(m)]
-    if vmin is None:
-        vmin = float(finite.min()) if finite.size else 0.0
-    if vmax is None:
-        vmax = float(finite.max()) if finite.size else 1.0
     flat = _agree_within(ordered, statistic, m)
-    if flat is not None and auto_scale:
-        # Differences smaller than the values' own uncertainty are noise: a scale as wide as the
-        # uncertainty keeps them from being painted as structure.
-        mid = (vmax + vmin) / 2
-        vmin, vmax = min(vmin, mid - flat), max(vmax, mid + flat)
-    if vmax - vmin < 0.02 * max(abs(vmax), 1.0):  # one value (2 CPUs): a readable scale around it
-        mid = (vmax + vmin) / 2
-        vmin, vmax = mid * 0.9, mid * 1.1 if mid > 0 else 1.0
+    vmin, vmax = _colour_range(m, vmin, vmax, flat)
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cm, vmin=vmin, vmax=vmax, interpolation="nearest",
                    origin="upper", aspect="equal")
+    _cpu_axes(ax, ordered, lines)
+    values = np.unique(m[np.isfinite(m)])
+    single = values.size == 1  # e.g. 2 CPUs: a colour bar would carry no information
+    if colorbar and not single:
+        cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
+        cb.set_label(_value_label(ordered, statistic))
+    cell_pt = _cell_points(ax, n)
+    if annotate is None:
+        annotate = cell_pt >= MIN_ANNOTATED_CELL_PT or (single and colorbar)
+    if annotate:
+        _write_values(ax, m, cm, vmin, vmax, cell_pt)
+    if title is None:
+        title = _heatmap_title(ordered, statistic, note, values if single and colorbar else None)
+    if flat is not None:
+        title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
+    ax.set_title(title, fontsize=10)
+    if own_figure:
+        _settle(fig)
+    return ax
+
+
+def _cpu_axes(ax, ordered, lines):
+    """CPU ids on both axes (the sender and receiver of a one-way result) and the group lines."""
+    n = ordered.n
     ticks, fs = _ticks(n, [start for start, _ in lines])
     labels = [str(ordered.cpus[i]) for i in ticks]
     ax.set_xticks(ticks, labels, fontsize=fs, rotation=90 if n > 16 else 0)
@@ -156,40 +176,17 @@ def heatmap(
     ax.set_xlabel("receiving CPU" if one_way else "CPU")
     ax.set_ylabel("sending CPU" if one_way else "CPU")
     ax.tick_params(length=2)
-    for start, width in lines:
-        ax.axhline(start - 0.5, color="white", linewidth=width)
-        ax.axvline(start - 0.5, color="white", linewidth=width)
-    values = np.unique(m[np.isfinite(m)])
-    single = values.size == 1  # e.g. 2 CPUs: a colour bar would carry no information
-    if colorbar and not single:
-        cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
-        cb.set_label(_value_label(ordered, statistic))
-    # Cell size in points (from the axes' size before layout: close enough to decide and to size text).
-    bbox = ax.get_window_extent().transformed(fig.dpi_scale_trans.inverted())
-    cell_pt = min(bbox.width, bbox.height) * 72.0 / max(n, 1)
-    if annotate is None:
-        annotate = cell_pt >= MIN_ANNOTATED_CELL_PT or (single and colorbar)
-    if annotate:
-        size = max(4.0, min(10.0, cell_pt * 0.36))
-        for i in range(n):
-            for j in range(n):
-                v = m[i, j]
-                if np.isfinite(v):
-                    r, g, b, _ = cm((v - vmin) / (vmax - vmin))
-                    colour = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-                    ax.text(j, i, _fmt(v), ha="center", va="center", fontsize=size, color=colour)
-    if title is None:
-        name = ordered.name or "result"
-        title = f"{name}: {ordered.kernel} kernel, {n} CPUs\n{note}"
-        if single and colorbar:
-            shown = (ordered.metadata.get("statistic") or "one value") if ordered.value_only else statistic
-            title += f"\n{shown} {_fmt(float(values[0]))} ns for every pair"
-    if flat is not None:
-        title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
-    ax.set_title(title, fontsize=10)
-    if own_figure:
-        _settle(fig)
-    return ax
+    _group_lines(ax, lines)
+
+
+def _heatmap_title(ordered, statistic, note, single_value):
+    """The default title; ``single_value`` (the values when every pair has the same one, and no
+    colour bar says so) adds that value."""
+    title = f"{ordered.name or 'result'}: {ordered.kernel} kernel, {ordered.n} CPUs\n{note}"
+    if single_value is not None:
+        shown = (ordered.metadata.get("statistic") or "one value") if ordered.value_only else statistic
+        title += f"\n{shown} {_fmt(float(single_value[0]))} ns for every pair"
+    return title
 
 
 def _ticks(n, starts):
@@ -257,32 +254,8 @@ def distribution(
                          "there is no distribution to draw; measure with corelat to keep raw samples")
     if kind not in ("violin", "hist"):
         raise InputError(f"unknown kind {kind!r}: use 'violin' or 'hist'")
-    pos = {c: i for i, c in enumerate(result.cpus)}
-    if pairs is None:
-        idx = _default_pairs(result, limit)
-    else:
-        idx = []
-        for p in pairs:
-            try:
-                a, b = p
-                idx.append((pos[a], pos[b]))
-            except (KeyError, TypeError, ValueError):
-                raise InputError(f"pair {p!r} is not two CPUs of this result {result.cpus}") from None
-    data, labels, counts = [], [], []
-    flags = np.asarray(result.flags)
-    for i, j in idx:
-        s = result.samples[i, j]
-        s = s[~np.isnan(s)]
-        if s.size == 0 and result.metadata.get("symmetric", True):
-            s = result.samples[j, i]
-            s = s[~np.isnan(s)]
-        if s.size == 0:
-            continue
-        flag = flags[i, j] | flags[j, i]
-        mark = " bimodal" if flag & PairFlag.BIMODAL else (" unstable" if flag & PairFlag.UNSTABLE else "")
-        data.append(s)
-        counts.append(s.size)
-        labels.append(f"{result.cpus[i]}↔{result.cpus[j]}{mark}")
+    idx = _default_pairs(result, limit) if pairs is None else _pair_indices(result, pairs)
+    data, labels, counts = _pair_samples(result, idx)
     if not data:
         raise InputError("no measured samples for the requested pairs")
     plt = _plt()
@@ -298,44 +271,11 @@ def distribution(
     everything = np.concatenate(data)
     log = float(everything.max()) > LOG_SCALE_RATIO * float(np.median(everything)) and everything.min() > 0
     if kind == "violin":
-        shown = [np.log10(s) for s in data] if log else data
-        spread = [k for k, s in enumerate(shown) if np.ptp(s) > 0]
-        if spread:
-            ax.violinplot([shown[k] for k in spread], positions=spread, showmedians=True, showextrema=True,
-                          widths=0.8)
-        for k, s in enumerate(shown):
-            ax.scatter(np.full(s.size, k) + np.linspace(-0.12, 0.12, s.size), s, s=3, alpha=0.35,
-                       color="black", linewidths=0)
-        ax.set_xticks(range(len(data)), labels, rotation=45 if len(data) > 4 else 0, ha="right"
-                      if len(data) > 4 else "center", fontsize=8)
-        ax.set_xlabel("CPU pair")
-        if log:
-            lo, hi = math.floor(np.log10(everything.min())), math.ceil(np.log10(everything.max()))
-            ticks = [(math.log10(m * 10.0**e), _fmt(m * 10.0**e))
-                     for e in range(lo, hi + 1) for m in (1, 2, 5)]
-            bottom, top = math.log10(everything.min()) - 0.05, math.log10(everything.max()) + 0.05
-            ticks = [(t, lab) for t, lab in ticks if bottom <= t <= top]
-            ax.set_ylim(bottom, top)
-            ax.set_yticks([t for t, _ in ticks], [lab for _, lab in ticks])
-            ax.set_ylabel("one-way latency (ns, log scale)")
-        else:
-            ax.set_ylabel("one-way latency (ns)")
+        _violins(ax, data, labels, log, everything)
         if any(below.size or above.size for below, above in clipped):
             _mark_clipped(ax, clipped, clip)
     else:
-        lo = float(everything.min())
-        hi = float(everything.max())
-        if log:
-            bins = np.geomspace(lo, hi, 60)
-            ax.set_xscale("log")
-            _log_labels(ax.xaxis, lo, hi)
-        else:
-            bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
-        for s, label in zip(data, labels):
-            ax.hist(s, bins=bins.tolist(), histtype="step", linewidth=1.3, label=label)
-        ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
-        ax.set_ylabel("samples")
-        ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
+        _histograms(ax, data, labels, log, everything)
     ax.set_title(f"{result.name or 'result'}: {result.kernel} kernel, {_count_text(counts)}", fontsize=10)
     if own_figure:
         _settle(ax.figure)
@@ -466,40 +406,14 @@ def fleet(
     if not groups:
         raise InputError("no group to draw" if group is None else f"no group {group} in this fleet")
     flagged = {(o.node, o.cls) for o in result.outliers}
-    shown = []
-    for g in groups:
-        dev = np.asarray(g.values) / np.array([g.class_medians[c] for c in g.classes]) - 1.0
-        rows = np.arange(len(g.nodes))
-        if len(rows) > max_nodes:
-            worst = np.nan_to_num(np.abs(dev), nan=0.0).max(axis=1) if dev.size else np.zeros(len(rows))
-            rows = np.sort(np.argsort(-worst, kind="stable")[:max_nodes])
-        shown.append((g, dev, rows))
+    shown = [_fleet_rows(g, max_nodes) for g in groups]
     heights = [max(2.5, 0.22 * len(rows) + 1.8) for _, _, rows in shown]
     width = max(5.0, 1.1 * max(len(g.classes) for g in groups) + 3.0)
     fig, axes = plt.subplots(len(shown), 1, figsize=(width, min(sum(heights), 60.0)), layout="constrained",
                              squeeze=False, height_ratios=heights)
-    r = FLEET_DEVIATION_RANGE
     cm = plt.get_cmap("RdBu_r").with_extremes(bad=_NAN_COLOUR)
-    for ax, (g, dev, rows) in zip(axes[:, 0], shown):
-        d = dev[rows] if dev.size else np.zeros((len(rows), 0))
-        im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto",
-                       interpolation="nearest")
-        ax.set_xticks(range(len(g.classes)), [_fleet_label(c) for c in g.classes], fontsize=8)
-        ax.set_yticks(range(len(rows)), [g.nodes[i] for i in rows], fontsize=7 if len(rows) > 30 else 8)
-        annotate = len(rows) <= 60
-        for y, i in enumerate(rows):
-            for x, c in enumerate(g.classes):
-                v = g.values[i, x]
-                if annotate and np.isfinite(v):
-                    ax.text(x, y, _fmt(v), ha="center", va="center", fontsize=7)
-                if (g.nodes[i], c) in flagged:
-                    ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
-        more = f", {len(rows)} of {len(g.nodes)} nodes (most deviating)" if len(rows) < len(g.nodes) else ""
-        ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}",
-                     fontsize=9)
-        cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
-        cb.set_label("vs group median", fontsize=8)
-        cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.0%}")
+    for ax, one in zip(axes[:, 0], shown):
+        _fleet_table(plt, fig, ax, one, flagged, cm, FLEET_DEVIATION_RANGE)
     fig.suptitle(f"{result.name}: class median per node (ns); boxed = outlier", fontsize=10)
     _settle(fig)
     return fig

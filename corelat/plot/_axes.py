@@ -50,3 +50,10 @@ def _log_labels(axis, lo, hi):
     axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0) if decades <= 4 else (3.0,)))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: _short(v)) if decades <= 6 else NullFormatter())
     axis.set_tick_params(which="minor", labelsize=7)
+
+
+def _cell_points(ax, n):
+    """The side of one of ``n`` × ``n`` cells in points, from the axes' size before layout (close
+    enough to decide whether values fit and to size their text)."""
+    bbox = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
+    return min(bbox.width, bbox.height) * 72.0 / max(n, 1)

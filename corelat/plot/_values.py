@@ -67,3 +67,69 @@ def _clip(data, clip):
         kept.append(s[inside])
         out.append((s[s < lo], s[s > hi]))
     return kept, out
+
+
+def _colour_range(m, vmin, vmax, flat):
+    """The heatmap's colour limits: the data's range where the caller gave none, widened to the
+    values' uncertainty ``flat`` when the caller gave neither (differences smaller than that are
+    noise, and a scale as wide as the uncertainty keeps them from being painted as structure)."""
+    auto_scale = vmin is None and vmax is None
+    finite = m[np.isfinite(m)]
+    if vmin is None:
+        vmin = float(finite.min()) if finite.size else 0.0
+    if vmax is None:
+        vmax = float(finite.max()) if finite.size else 1.0
+    if flat is not None and auto_scale:
+        mid = (vmax + vmin) / 2
+        vmin, vmax = min(vmin, mid - flat), max(vmax, mid + flat)
+    if vmax - vmin < 0.02 * max(abs(vmax), 1.0):  # one value (2 CPUs): a readable scale around it
+        mid = (vmax + vmin) / 2
+        vmin, vmax = mid * 0.9, mid * 1.1 if mid > 0 else 1.0
+    return vmin, vmax
+
+
+def _pair_indices(result, pairs):
+    """CPU-id pairs as index pairs of ``result``; anything but two of its CPUs is refused."""
+    pos = {c: i for i, c in enumerate(result.cpus)}
+    idx = []
+    for p in pairs:
+        try:
+            a, b = p
+            idx.append((pos[a], pos[b]))
+        except (KeyError, TypeError, ValueError):
+            raise InputError(f"pair {p!r} is not two CPUs of this result {result.cpus}") from None
+    return idx
+
+
+def _pair_flag_word(flag):
+    return " bimodal" if flag & PairFlag.BIMODAL else (" unstable" if flag & PairFlag.UNSTABLE else "")
+
+
+def _pair_samples(result, idx):
+    """``(samples, labels, counts)`` of the index pairs that hold samples; a symmetric result
+    measured only one direction of a pair lends the other."""
+    data, labels, counts = [], [], []
+    flags = np.asarray(result.flags)
+    for i, j in idx:
+        s = result.samples[i, j]
+        s = s[~np.isnan(s)]
+        if s.size == 0 and result.metadata.get("symmetric", True):
+            s = result.samples[j, i]
+            s = s[~np.isnan(s)]
+        if s.size == 0:
+            continue
+        data.append(s)
+        counts.append(s.size)
+        labels.append(f"{result.cpus[i]}↔{result.cpus[j]}{_pair_flag_word(flags[i, j] | flags[j, i])}")
+    return data, labels, counts
+
+
+def _fleet_rows(group, max_nodes):
+    """``(group, deviation from the class medians, the node rows drawn)``: a group of more than
+    ``max_nodes`` nodes keeps those that deviate most, in their order."""
+    dev = np.asarray(group.values) / np.array([group.class_medians[c] for c in group.classes]) - 1.0
+    rows = np.arange(len(group.nodes))
+    if len(rows) > max_nodes:
+        worst = np.nan_to_num(np.abs(dev), nan=0.0).max(axis=1) if dev.size else np.zeros(len(rows))
+        rows = np.sort(np.argsort(-worst, kind="stable")[:max_nodes])
+    return group, dev, rows

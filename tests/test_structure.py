@@ -448,7 +448,14 @@ def test_structure_is_a_result():
     core = np.arange(24)
     m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
     s = structure(LatencyResult.from_matrix(m, name="x"))
-    assert s == structure(LatencyResult.from_matrix(m, name="x")) and s.table() == str(s)
+    assert s == structure(LatencyResult.from_matrix(m, name="x"))
+    # print() shows describe(): the one-line reading (summary's), then the nested levels' outline.
+    assert str(s) == s.describe() == (f"{s.summary()['reading']}\nLevels, coarsest first:\n  "
+                                      + s.table().replace("\n", "\n  "))
+    assert len(s.table().splitlines()) == len(s.levels) == 2
+    assert s.table().splitlines()[1].startswith("  ⊃ ")
+    flat = structure(LatencyResult.from_matrix(np.full((4, 4), 50.0)))
+    assert flat.table() == "" and str(flat) == flat.describe() == flat.summary()["reading"]
     assert s.warnings == () and s.notes == ()
     recs = s.records()
     assert len(recs) == 6 + 2 and recs[0]["parent_level"] == 1 and recs[0]["parent_group"] == 0

@@ -592,8 +592,7 @@ class LatencyResult(SavedResult):
         ([[nan, 50.0], [50.0, nan]], True)
         """
         cpus, samples, flags = _matrix.value_only(matrix, cpus, symmetric)
-        md = {"value_only": True, "symmetric": bool(symmetric)}
-        md.update(metadata or {})
+        md = {"value_only": True, "symmetric": bool(symmetric), **(metadata or {})}
         return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=samples, metadata=md, name=name,
                    flags=flags)
 

@@ -49,12 +49,16 @@ def test_records_and_ratios():
 
 def test_table_is_side_by_side():
     c = compare(two_groups(20.0, 80.0, name="first"), two_groups(40.0, 160.0, name="second"))
-    text = c.table()
-    lines = text.splitlines()
+    table = c.table()
+    lines = table.splitlines()
     assert "ratios to first" in lines[0]
     assert lines[1].split() == ["first", "second"]
     across = next(ln for ln in lines if ln.startswith("across groups (ns)"))
     assert re.search(r"\(×(1\.9[5-9]|2\.0[0-5])\)", across)  # the ratio to the first result
+    assert "2 groups of 8 CPUs" not in table  # the readings are the report's, not the table's
+    # The report: the table, then each result's structure reading; what print() shows.
+    text = c.describe()
+    assert text.startswith(table + "\n\n")
     assert text.splitlines()[-1].startswith("second: 2 groups of 8 CPUs")
     assert str(c) == text
 

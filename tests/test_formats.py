@@ -63,7 +63,8 @@ def test_c2clat_gnuplot_output(tmp_path):
 
 def test_core_to_core_latency_csv_and_labelled_csv(tmp_path):
     r = load(write(tmp_path, "box.csv", ",,\n7.5,,\n30.25,40,\n"))
-    assert r.name == "box" and r.kernel == "unknown"  # the CSV does not say which kernel and r.cpus == (0, 1, 2)
+    # The CSV does not say which kernel.
+    assert r.name == "box" and r.kernel == "unknown" and r.cpus == (0, 1, 2)
     assert r.median[2, 0] == r.median[0, 2] == 30.25
     r = load(write(tmp_path, "lab.csv", "cpu,4,6\n4,,12.5\n6,12.5,\n"))
     assert r.cpus == (4, 6) and r.median[0, 1] == 12.5

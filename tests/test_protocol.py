@@ -171,9 +171,21 @@ def comparison():
     return corelat.compare(LatencyResult.from_matrix(m, name="a"), LatencyResult.from_matrix(m * 2, name="b"))
 
 
-@pytest.mark.parametrize("kind", sorted(MEASURED) + ["comparison"])
+DERIVED = {"comparison": comparison, "structure": lambda: corelat.structure(nested_matrix())}
+
+
+def nested_matrix():
+    """Two packages of two groups of two CPUs: a structure with nested levels."""
+    cpu = np.arange(8)
+    apart = cpu[:, None] // 2 != cpu[None, :] // 2, cpu[:, None] // 4 != cpu[None, :] // 4
+    m = 15.0 + 45.0 * apart[0] + 90.0 * apart[1]
+    np.fill_diagonal(m, np.nan)
+    return LatencyResult.from_matrix(m, name="s")
+
+
+@pytest.mark.parametrize("kind", sorted(MEASURED) + sorted(DERIVED))
 def test_protocol_shape(kind):
-    r = comparison() if kind == "comparison" else MEASURED[kind]()
+    r = DERIVED[kind]() if kind in DERIVED else MEASURED[kind]()
     assert isinstance(r.name, str) and r.name
     assert isinstance(r.warnings, tuple) and isinstance(r.notes, tuple)
     assert hasattr(r.metadata, "get")
@@ -182,7 +194,13 @@ def test_protocol_shape(kind):
     assert isinstance(r.summary(), dict)
     recs = r.records()
     assert isinstance(recs, list) and all(isinstance(x, dict) for x in recs)
-    assert str(r) == r.table() and r.table()
+    # describe() is what print() shows, for a derived view too (the base class's __str__);
+    # Topology's describe() is its one-line summary and print() its tree (docs/results.md).
+    if kind == "topology":
+        assert str(r) == r.table()
+    else:
+        assert str(r) == r.describe() and "__str__" not in vars(type(r))
+    assert isinstance(r.table(), str) and r.table()
     d = r.to_dict()
     back = json.loads(json.dumps(d, allow_nan=False))  # strict JSON: NaN became null
     assert back["name"] == r.name and back["warnings"] == list(r.warnings)

@@ -205,7 +205,8 @@ def test_public_api_complete_and_light():
 
     for name in corelat.__all__:
         assert hasattr(corelat, name), name
-    code = "import sys, corelat; print(sorted(m for m in ('scipy', 'matplotlib', 'tqdm') if m in sys.modules))"
+    code = ("import sys, corelat; "
+            "print(sorted(m for m in ('scipy', 'matplotlib', 'tqdm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", "import corelat must not load heavy optional libraries"
 

@@ -228,7 +228,8 @@ def test_topology_that_matches(shared_dir):
     s = structure(peer(shared_dir, "AMD Ryzen 9 5950X @ 3.40 GHz"), topology=records_5950x())
     assert s.topology.agrees
     assert s.topology.matches == {"l3": 0, "core": "smt"}
-    assert s.topology.sentence == "Latency groups match the OS's 2 L3 caches; SMT siblings match the OS's cores."
+    assert s.topology.sentence == ("Latency groups match the OS's 2 L3 caches; "
+                                   "SMT siblings match the OS's cores.")
     assert s.topology.sentence in str(s)
 
 
@@ -303,7 +304,8 @@ def test_i9_12900k_p_cores_and_two_slower_inside_e_clusters(shared_dir):
     assert "8 cores × 2 threads (CPUs 0-15) and 8 cores × 1 thread (CPUs 16-23)" in text
     assert "CPUs 16-23 in 2 groups of 4 CPUs: 50 ns within, 44 ns across (slower within than across)" in text
     # The P-cores among themselves (publisher: 35 ns; the data 28-37 ns), which v2 left out.
-    assert "39 ns between classes, 35 ns between the cores of CPUs 0-15 (28–37 ns), 44 ns inside CPUs 16-23" in text
+    assert ("39 ns between classes, 35 ns between the cores of CPUs 0-15 (28–37 ns), "
+            "44 ns inside CPUs 16-23") in text
     assert top.group_cores[0][0] == pytest.approx(35, abs=1)
 
 
@@ -446,7 +448,14 @@ def test_structure_is_a_result():
     core = np.arange(24)
     m = block_model([core // 4, core // 12], (15, 60, 150), 0.02, seed=9)
     s = structure(LatencyResult.from_matrix(m, name="x"))
-    assert s == structure(LatencyResult.from_matrix(m, name="x")) and s.table() == str(s)
+    assert s == structure(LatencyResult.from_matrix(m, name="x"))
+    # print() shows describe(): the one-line reading (summary's), then the nested levels' outline.
+    assert str(s) == s.describe() == (f"{s.summary()['reading']}\nLevels, coarsest first:\n  "
+                                      + s.table().replace("\n", "\n  "))
+    assert len(s.table().splitlines()) == len(s.levels) == 2
+    assert s.table().splitlines()[1].startswith("  ⊃ ")
+    flat = structure(LatencyResult.from_matrix(np.full((4, 4), 50.0)))
+    assert flat.table() == "" and str(flat) == flat.describe() == flat.summary()["reading"]
     assert s.warnings == () and s.notes == ()
     recs = s.records()
     assert len(recs) == 6 + 2 and recs[0]["parent_level"] == 1 and recs[0]["parent_group"] == 0
@@ -525,7 +534,8 @@ def test_fast_pairs_with_no_numbering_rule_are_a_level_not_smt():
     assert [as_sets(lv.groups) for lv in s.levels] == [pairs]
     assert "follow no numbering rule" in s.smt_note and s.smt_note in s.notes and s.smt_note in str(s)
     # The OS saying they are cores settles it.
-    recs = [{"cpu": c, "package": 0, "core": int(pair[c]), "l2": int(pair[c]), "l3": 0, "node": 0} for c in range(16)]
+    recs = [{"cpu": c, "package": 0, "core": int(pair[c]), "l2": int(pair[c]), "l3": 0, "node": 0}
+            for c in range(16)]
     s = structure(LatencyResult.from_matrix(m), topology=recs)
     assert {frozenset(p) for p in s.smt_pairs} == pairs and s.smt_note == ""
     assert s.topology.matches["core"] == "smt"

@@ -237,37 +237,43 @@ def nested_levels(cd):
     # 9 % noise otherwise read as "2 groups, 72 ns within, 67 across" now and then.
     min_rel = MIN_REL if m >= NOISE_MIN_CORES else CLASS_REL
     levels = []
-    while True:
-        u = int(fine.max()) + 1
-        if u < 3:
-            break
-        unit, _ = group_means(np.where(fine[:, None] != fine[None, :], x, np.nan), fine, u)
-        np.fill_diagonal(unit, np.nan)
-        if np.isnan(unit).all():
-            break
-        dist = profile_distance(unit)
-        found = None
-        seen = set()
-        for cut in _cuts(dist):
-            if not levels:
-                if (np.bincount(cut) == 1).sum() > MAX_LONE * u:
-                    continue
-                cut = _absorb_singletons(cut, dist)
-                if cut is None:
-                    continue
-            lab = _relabel(cut[fine])
-            key = lab.tobytes()
-            if key in seen or lab.max() < 1 or lab.max() + 1 >= u:
-                continue
-            seen.add(key)
-            if distinguishable(x, fine, lab, first=not levels, noise=noise, dist=dist, min_rel=min_rel):
-                found = lab
-                break
-        if found is None:
-            break
+    while (found := _coarser_level(x, fine, first=not levels, noise=noise, min_rel=min_rel)) is not None:
         levels.append(found)
         fine = found
     return levels
+
+
+def _coarser_level(x, fine, *, first, noise, min_rel):
+    """The first cut of ``fine``'s groups into fewer that the data tell apart, or None."""
+    u = int(fine.max()) + 1
+    if u < 3:
+        return None
+    unit, _ = group_means(np.where(fine[:, None] != fine[None, :], x, np.nan), fine, u)
+    np.fill_diagonal(unit, np.nan)
+    if np.isnan(unit).all():
+        return None
+    dist = profile_distance(unit)
+    seen = set()
+    for cut in _cuts(dist):
+        if first:
+            cut = _first_cut(cut, dist, u)
+            if cut is None:
+                continue
+        lab = _relabel(cut[fine])
+        key = lab.tobytes()
+        if key in seen or lab.max() < 1 or lab.max() + 1 >= u:
+            continue
+        seen.add(key)
+        if distinguishable(x, fine, lab, first=first, noise=noise, dist=dist, min_rel=min_rel):
+            return lab
+    return None
+
+
+def _first_cut(cut, dist, u):
+    """``cut`` with its lone cores absorbed, or None when too many cores are alone to group cores."""
+    if (np.bincount(cut) == 1).sum() > MAX_LONE * u:
+        return None
+    return _absorb_singletons(cut, dist)
 
 
 def _nearest_row(x):

@@ -213,7 +213,7 @@ class Comparison(Result):
                 rec["across"] = None
                 rec["groups"] = "none"
             rec["levels"] = len(st.levels)
-            rec["structure"] = str(st)
+            rec["structure"] = st.summary()["reading"]
             rows.append(rec)
         first = rows[0] if rows else {}
         for rec in rows:
@@ -232,20 +232,29 @@ class Comparison(Result):
                          "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes)})
 
-    def table(self, structure: bool = True) -> str:
+    def table(self) -> str:
         """Results as columns, measures as rows; ratios to the first result in parentheses.
-
-        Parameters
-        ----------
-        structure : bool
-            Follow the table with each result's plain structure reading.
 
         Returns
         -------
         str
-            What ``str(comparison)`` gives.
+            A line saying what the figures are, then the table.
+        """
+        return self._table(self.records())
+
+    def describe(self) -> str:
+        """The report: what ``print(comparison)`` shows.
+
+        Returns
+        -------
+        str
+            :meth:`table`, then each result's structure reading (one line each).
         """
         recs = self.records()
+        readings = [f"{name}: {rec['structure']}" for name, rec in zip(self.names, recs)]
+        return "\n".join([self._table(recs), "", *readings])
+
+    def _table(self, recs):
         header = [""] + list(self.names)
         lines = [header]
         for key, label, ratio in _ROWS:
@@ -271,13 +280,7 @@ class Comparison(Result):
         what = "; ".join([f"{self.statistic} per pair", *held])
         note = f"one-way latency in ns ({what}; ratios to {self.names[0]})"
         out.insert(0, note)
-        if structure:
-            out.append("")
-            out.extend(f"{name}: {rec['structure']}" for name, rec in zip(self.names, recs))
         return "\n".join(out)
-
-    def __str__(self):
-        return self.table()
 
 
 def _groups_short(sizes):

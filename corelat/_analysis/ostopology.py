@@ -109,71 +109,22 @@ def _relation(lat, topo):
 
 def compare_topology(st, records):
     """Compare a :class:`Structure` with OS topology records (``Topology.records()``)."""
-    cpus = st.cpus
-    whole = frozenset([frozenset(cpus)])
-    singles = frozenset(frozenset([c]) for c in cpus)
+    singles = frozenset(frozenset([c]) for c in st.cpus)
     lat_parts = [frozenset(frozenset(g) for g in lv.groups) for lv in st.levels]
-    matches, mismatches, used = {}, {}, set()
-    per_level = {}  # level index -> ["2 L3 caches", ...]
-    said_miss = []
-    core_part = _partition(records, "core", cpus)
-    for key, label in TOPOLOGY_KEYS:
-        part = _partition(records, key, cpus)
-        if part is None or part in (whole, singles, core_part):
-            continue  # unknown, one group for all measured CPUs, or per core: nothing to compare
-        k = next((i for i, lv in enumerate(st.levels) if key in lv.os), None)
-        count = len(part)
-        if k is not None:
-            matches[key] = k
-            used.add(k)
-            lv = st.levels[k]
-            idx = lv.named()
-            if len(idx) < len(lv.groups):
-                count = len(idx)
-                label += f" in CPUs {_cpus(sorted(c for i in idx for c in lv.groups[i]))}"
-            per_level.setdefault(k, []).append(f"{count} {label}")
-            continue
-        if not lat_parts:
-            why = f"the OS reports {count} {label} but the latency shows no grouping"
-        else:
-            rel = _relation(lat_parts[0], part)
-            if rel == "finer":
-                why = f"latency groups split the OS's {count} {label} further"
-            elif rel == "coarser":
-                why = f"latency groups span several of the OS's {count} {label}"
-            else:
-                why = f"latency groups cut across the OS's {count} {label}"
-        mismatches[key] = why
-        said_miss.append(why)
-    for k, lv in enumerate(st.levels):
-        if "classes" in lv.os:
-            matches.setdefault("classes", k)
-            used.add(k)
-            per_level.setdefault(k, []).append("core types (" + _join(list(lv.names)) + ")")
-    sentences = []
-    for k, what in sorted(per_level.items()):
-        who = "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
-        sentences.append(f"{who} match the OS's {_join(what)}")
-    unmatched = tuple(k for k in range(len(lat_parts)) if k not in used)
-    for k in unmatched:
-        who = "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
-        sentences.append(f"{who} ({len(lat_parts[k])}) match no OS grouping (L2, cluster, L3, die, NUMA "
-                         "node, "
-                         "package)")
-    # SMT siblings against the OS's cores.
-    smt_part = frozenset(frozenset(c) for c in st.cores)
-    if core_part is not None and core_part != singles:
-        if smt_part == core_part:
+    core_part = _partition(records, "core", st.cpus)
+    matches, mismatches, per_level = _compare_os_keys(st, records, lat_parts, core_part)
+    said_miss = list(mismatches.values())
+    _add_class_levels(st, matches, per_level)
+    unmatched = tuple(k for k in range(len(lat_parts)) if k not in per_level)
+    sentences = _level_sentences(per_level, unmatched, lat_parts)
+    verdict = _compare_cores(st, core_part, singles)
+    if verdict is not None:
+        agrees, said = verdict
+        if agrees:
             matches["core"] = "smt"
-            sentences.append("SMT siblings match the OS's cores")
         else:
-            why = ("the OS reports SMT siblings the latency does not show" if not st.smt_pairs
-                   else "SMT siblings differ from the OS's cores")
-            mismatches["core"] = why
-            sentences.append(why)
-    elif core_part is not None and st.smt_pairs:
-        mismatches["core"] = "latency shows SMT siblings the OS does not report"
-        sentences.append(mismatches["core"])
+            mismatches["core"] = said
+        sentences.append(said)
     sentences.extend(said_miss)
     if not sentences:
         sentences.append("the OS topology has no grouping to compare with")
@@ -181,3 +132,79 @@ def compare_topology(st, records):
     text = text[0].upper() + text[1:] + "."
     return TopologyComparison(matches=matches, mismatches=mismatches,
                               unmatched_levels=unmatched, sentence=text)
+
+
+def _compare_os_keys(st, records, lat_parts, core_part):
+    """``(matches, mismatches, per_level)`` for the OS groupings of TOPOLOGY_KEYS.
+
+    ``per_level`` maps a level index to what it matches, in words (``["2 L3 caches"]``).
+    """
+    cpus = st.cpus
+    whole = frozenset([frozenset(cpus)])
+    singles = frozenset(frozenset([c]) for c in cpus)
+    matches, mismatches, per_level = {}, {}, {}
+    for key, label in TOPOLOGY_KEYS:
+        part = _partition(records, key, cpus)
+        if part is None or part in (whole, singles, core_part):
+            continue  # unknown, one group for all measured CPUs, or per core: nothing to compare
+        k = next((i for i, lv in enumerate(st.levels) if key in lv.os), None)
+        if k is None:
+            mismatches[key] = _mismatch(lat_parts, part, label)
+        else:
+            matches[key] = k
+            per_level.setdefault(k, []).append(_matched_words(st.levels[k], len(part), label))
+    return matches, mismatches, per_level
+
+
+def _matched_words(lv, count, label):
+    """Words like "2 L3 caches", naming the CPUs when the level matches on part of them only."""
+    idx = lv.named()
+    if len(idx) < len(lv.groups):
+        count = len(idx)
+        label += f" in CPUs {_cpus(sorted(c for i in idx for c in lv.groups[i]))}"
+    return f"{count} {label}"
+
+
+def _mismatch(lat_parts, part, label):
+    """Why no latency level matches the OS's ``part``, in words."""
+    count = len(part)
+    if not lat_parts:
+        return f"the OS reports {count} {label} but the latency shows no grouping"
+    rel = _relation(lat_parts[0], part)
+    if rel == "finer":
+        return f"latency groups split the OS's {count} {label} further"
+    if rel == "coarser":
+        return f"latency groups span several of the OS's {count} {label}"
+    return f"latency groups cut across the OS's {count} {label}"
+
+
+def _add_class_levels(st, matches, per_level):
+    """Note the levels that split the CPUs by core type (the first one is the "classes" match)."""
+    for k, lv in enumerate(st.levels):
+        if "classes" in lv.os:
+            matches.setdefault("classes", k)
+            per_level.setdefault(k, []).append("core types (" + _join(list(lv.names)) + ")")
+
+
+def _level_sentences(per_level, unmatched, lat_parts):
+    """What each level matches, then the levels that match nothing."""
+    def who(k):
+        return "latency groups" if len(lat_parts) == 1 else f"latency level {k + 1}"
+
+    sentences = [f"{who(k)} match the OS's {_join(what)}" for k, what in sorted(per_level.items())]
+    sentences += [f"{who(k)} ({len(lat_parts[k])}) match no OS grouping (L2, cluster, L3, die, NUMA "
+                  "node, package)" for k in unmatched]
+    return sentences
+
+
+def _compare_cores(st, core_part, singles):
+    """SMT siblings against the OS's cores: None (nothing to compare) or (agrees, sentence)."""
+    smt_part = frozenset(frozenset(c) for c in st.cores)
+    if core_part is not None and core_part != singles:
+        if smt_part == core_part:
+            return True, "SMT siblings match the OS's cores"
+        return False, ("the OS reports SMT siblings the latency does not show" if not st.smt_pairs
+                       else "SMT siblings differ from the OS's cores")
+    if core_part is not None and st.smt_pairs:
+        return False, "latency shows SMT siblings the OS does not report"
+    return None

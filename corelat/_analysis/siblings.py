@@ -25,23 +25,7 @@ SMT_MAX_THREADS = 8
 
 def _smt_groups(d):
     """Index groups of SMT siblings (mutual, clearly faster than the rest, fast in absolute terms)."""
-    n = d.shape[0]
-    claim = {}
-    for i in range(n):
-        row = d[i]
-        idx = np.flatnonzero(~np.isnan(row))
-        if idx.size < 2:
-            continue  # nothing to compare the nearest partner with
-        order = idx[np.argsort(row[idx], kind="stable")]
-        vals = row[order]
-        for s in range(1, min(SMT_MAX_THREADS, vals.size)):
-            # s siblings, then a clear gap to the fastest non-sibling
-            if vals[s - 1] <= 0:
-                break
-            if vals[s] / vals[s - 1] >= SMT_RATIO:
-                claim[i] = frozenset([i, *order[:s].tolist()])
-                break
-    groups = {g for i, g in claim.items() if all(claim.get(j) == g for j in g)}
+    groups = set(_mutual(_gap_claims(d)))
     if not groups:
         return []
     # Relative speed alone cannot tell siblings from a cluster of separate cores (a Zen CCX with
@@ -52,28 +36,59 @@ def _smt_groups(d):
     if typical > SMT_MAX_NS:
         return []
     groups = {g for g in groups if lat[g] <= SMT_GROUP_SPREAD * typical}
-    # Second pass, now that the machine has SMT: CPUs whose sibling gap noise narrowed below
-    # SMT_RATIO still join when they and their nearest partners name each other, are as fast as the
-    # other siblings and clearly (SMT_RATIO_WEAK) faster than the rest.
+    groups.update(_mutual(_weak_claims(d, groups, typical)))
+    return [tuple(sorted(g)) for g in groups]
+
+
+def _mutual(claim):
+    """The claimed groups whose every member claims that same group (in claim order)."""
+    return [g for g in claim.values() if all(claim.get(j) == g for j in g)]
+
+
+def _sorted_row(row):
+    """Indices of ``row``'s measured partners, nearest first, and their latencies."""
+    idx = np.flatnonzero(~np.isnan(row))
+    order = idx[np.argsort(row[idx], kind="stable")]
+    return order, row[order]
+
+
+def _gap_claims(d):
+    """Per CPU, the group it claims: itself and the partners before a clear gap (SMT_RATIO)."""
+    claim = {}
+    for i in range(d.shape[0]):
+        order, vals = _sorted_row(d[i])
+        if order.size < 2:
+            continue  # nothing to compare the nearest partner with
+        for s in range(1, min(SMT_MAX_THREADS, vals.size)):
+            # s siblings, then a clear gap to the fastest non-sibling
+            if vals[s - 1] <= 0:
+                break
+            if vals[s] / vals[s - 1] >= SMT_RATIO:
+                claim[i] = frozenset([i, *order[:s].tolist()])
+                break
+    return claim
+
+
+def _weak_claims(d, groups, typical):
+    """Second pass, now that the machine has SMT: the claims of the CPUs left over.
+
+    CPUs whose sibling gap noise narrowed below SMT_RATIO still join when they and their nearest
+    partners name each other, are as fast as the other siblings and clearly (SMT_RATIO_WEAK)
+    faster than the rest.
+    """
     size = int(np.median([len(g) for g in groups]))
     taken = {i for g in groups for i in g}
     nearest = {}
-    for i in range(n):
+    for i in range(d.shape[0]):
         if i in taken:
             continue
-        row = d[i]
-        idx = np.flatnonzero(~np.isnan(row))
-        if idx.size < size:
+        order, vals = _sorted_row(d[i])
+        if order.size < size:
             continue
-        order = idx[np.argsort(row[idx], kind="stable")]
-        vals = row[order]
         if vals[size - 2] > SMT_GROUP_SPREAD * typical or vals[size - 1] < SMT_RATIO_WEAK * vals[size - 2]:
             continue
         nearest[i] = frozenset([i, *order[: size - 1].tolist()])
-    for g in nearest.values():
-        if all(nearest.get(j) == g for j in g):
-            groups.add(g)
-    return [tuple(sorted(g)) for g in groups]
+    return nearest
 
 
 def _rule_of(group):

@@ -184,7 +184,8 @@ class Structure(Result):
         dict
             ``name``, ``cpus`` (how many), ``nesting``, ``smt_pairs`` (how many),
             ``smt_latency_ns``, ``levels`` (groups, within and across ns per level),
-            ``core_latency_ns``, ``reliable`` and ``artifacts`` (how many).
+            ``core_latency_ns``, ``reliable``, ``artifacts`` (how many) and ``reading`` (the
+            first line of :meth:`describe`).
         """
         return {
             "name": self.name,
@@ -198,20 +199,35 @@ class Structure(Result):
             "core_latency_ns": _jsonable(self.core_latency),
             "reliable": self.reliable,
             "artifacts": len(self.artifacts),
+            "reading": self._reading(),
         }
 
     def table(self) -> str:
-        """The reading as text.
+        """The levels as an indented outline, coarsest first, one line per level.
 
         Returns
         -------
         str
-            What ``str(structure)`` gives, e.g. ``"2 groups of 4 CPUs ...; SMT siblings 8.0 ns"``.
+            E.g. ``"2 groups ...\n  ⊃ 4 groups ..."``; ``""`` on a flat matrix.
         """
-        return self._text()
+        depth = len(self.levels)
+        return "\n".join(f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"
+                         for k, lv in reversed(list(enumerate(self.levels))))
 
-    def __str__(self):
-        return self._text()
+    def describe(self) -> str:
+        """The reading as text: what ``print(structure)`` shows.
+
+        Returns
+        -------
+        str
+            One line, e.g. ``"2 groups of 4 CPUs ...; SMT siblings 8.0 ns"``; nested levels add
+            their outline (:meth:`table`) under ``"Levels, coarsest first:"``.
+        """
+        text = self._reading()
+        if len(self.levels) > 1:  # one per line, finer ones indented under coarser ones
+            outline = self.table().replace("\n", "\n  ")
+            text += f"\nLevels, coarsest first:\n  {outline}"
+        return text
 
     def __repr__(self):
         return self._repr(self.nesting() or f"{len(self.cpus)} CPUs, no grouping")
@@ -271,18 +287,6 @@ class Structure(Result):
             parts.append("SMT pairs" if sizes == {2} else "SMT siblings")
         return " ⊃ ".join(parts)
 
-    def level_lines(self) -> list[str]:
-        """The levels as an indented outline, coarsest first.
-
-        Returns
-        -------
-        list of str
-            One line per level (empty if flat).
-        """
-        depth = len(self.levels)
-        return [f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"
-                for k, lv in reversed(list(enumerate(self.levels)))]
-
     def to_dict(self) -> dict[str, Any]:
         """The reading as plain, strict-JSON data (NaN becomes None).
 
@@ -309,36 +313,9 @@ class Structure(Result):
             "text": str(self),
         })
 
-    def _text(self):
-        n = len(self.cpus)
-        threads = _uniform_threads(self._cores)
-        parts = []
-        if len(self.levels) > 1:
-            parts.append(self.nesting() + ": " + "; ".join(lv.describe() for lv in reversed(self.levels)))
-        elif self.levels:
-            parts.append(self.levels[0].describe())
-        else:
-            whole = _group_phrase((tuple(self.cpus),), (len(self._cores),), threads, whole=True)
-            between = "cores" if self.smt_pairs else "CPUs"
-            lo, hi = self.core_range
-            spread = f" ({_num(lo)}–{_ns(hi)})" if _num(lo) != _num(hi) else ""
-            if math.isnan(self.core_latency):
-                parts.append(f"{whole}, no latency between {between}")
-            elif self.reliable is False:
-                parts.append(f"no reliable structure: the differences between pairs are within their spread "
-                             f"({whole}, {_ns(self.core_latency)} between {between}{spread})")
-            elif len(self._cores) > 2:
-                parts.append(f"no grouping: {whole}, {_ns(self.core_latency)} between {between}{spread}")
-            else:
-                parts.append(f"{whole}: {_ns(self.core_latency)} between {between}")
-        if self.smt_pairs:
-            partial = ""
-            in_smt = sum(len(p) for p in self.smt_pairs)
-            if in_smt < n:
-                partial = f" ({in_smt} of {n} CPUs)"
-            parts.append(f"SMT siblings {_ns(self.smt_latency)}{partial}")
-        elif n > 2:
-            parts.append("no SMT siblings")
+    def _reading(self):
+        """The structure in one line: the levels (or their absence), siblings, then the notes."""
+        parts = [self._levels_phrase(), *self._smt_phrases()]
         text = "; ".join(parts)
         for a in (*self.artifacts, *([self.smt_note] if self.smt_note else [])):
             text += ". " + a
@@ -347,6 +324,37 @@ class Structure(Result):
         elif self.note:
             text += ". " + self.note
         return text
+
+    def _levels_phrase(self):
+        if len(self.levels) > 1:
+            return self.nesting() + ": " + "; ".join(lv.describe() for lv in reversed(self.levels))
+        if self.levels:
+            return self.levels[0].describe()
+        return self._flat_phrase()
+
+    def _flat_phrase(self):
+        """No grouping: why, with the latency between all cores."""
+        threads = _uniform_threads(self._cores)
+        whole = _group_phrase((tuple(self.cpus),), (len(self._cores),), threads, whole=True)
+        between = "cores" if self.smt_pairs else "CPUs"
+        lo, hi = self.core_range
+        spread = f" ({_num(lo)}–{_ns(hi)})" if _num(lo) != _num(hi) else ""
+        if math.isnan(self.core_latency):
+            return f"{whole}, no latency between {between}"
+        if self.reliable is False:
+            return (f"no reliable structure: the differences between pairs are within their spread "
+                    f"({whole}, {_ns(self.core_latency)} between {between}{spread})")
+        if len(self._cores) > 2:
+            return f"no grouping: {whole}, {_ns(self.core_latency)} between {between}{spread}"
+        return f"{whole}: {_ns(self.core_latency)} between {between}"
+
+    def _smt_phrases(self):
+        n = len(self.cpus)
+        if self.smt_pairs:
+            in_smt = sum(len(p) for p in self.smt_pairs)
+            partial = f" ({in_smt} of {n} CPUs)" if in_smt < n else ""
+            return [f"SMT siblings {_ns(self.smt_latency)}{partial}"]
+        return ["no SMT siblings"] if n > 2 else []
 
 
 # -- the analysis ----------------------------------------------------------------------------------

@@ -240,26 +240,33 @@ def _check_tree(obj, path):
 
 
 def _tree_ok(obj):
-    limit, stack = MAX_STRING_CHARS, [(obj, 1)]
+    if isinstance(obj, str):
+        return len(obj) <= MAX_STRING_CHARS
+    # Only containers go on the stack: string members are checked where they are met.
+    stack = [(obj, 1)]
     while stack:
         v, depth = stack.pop()
-        if isinstance(v, str):
-            if len(v) > limit:
-                return False
-            continue
-        if isinstance(v, dict):
-            if v and max(map(len, v)) > limit:
-                return False
-            v = v.values()
-        elif not isinstance(v, list):
-            continue
-        if v and depth >= MAX_DEPTH:  # its members would be one level too deep
+        if not _container_ok(v, depth, stack):
             return False
-        for x in v:
-            if isinstance(x, (dict, list)):
-                stack.append((x, depth + 1))
-            elif isinstance(x, str) and len(x) > limit:
-                return False
+    return True
+
+
+def _container_ok(v, depth, stack):
+    """Whether ``v``'s keys and string members are within the limits; pushes its containers."""
+    limit = MAX_STRING_CHARS
+    if isinstance(v, dict):
+        if v and max(map(len, v)) > limit:
+            return False
+        v = v.values()
+    elif not isinstance(v, list):
+        return True
+    if v and depth >= MAX_DEPTH:  # its members would be one level too deep
+        return False
+    for x in v:
+        if isinstance(x, (dict, list)):
+            stack.append((x, depth + 1))
+        elif isinstance(x, str) and len(x) > limit:
+            return False
     return True
 
 

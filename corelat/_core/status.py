@@ -42,8 +42,8 @@ def once_more_if_moved(call, what):
             return call()
         except MeasurementError as again:
             raise MeasurementError(
-                f"{what}: the CPU affinity changed during the measurement and measuring again failed: {again} "
-                f"(first: {first})") from again
+                f"{what}: the CPU affinity changed during the measurement and measuring again failed: "
+                f"{again} (first: {first})") from again
 
 
 def _errno_text(err):
@@ -77,8 +77,9 @@ def _not_pinned(what, cpu, err, secs, grace, waited_for):
     except OSError:
         allowed = None
     if allowed is not None and cpu not in allowed:
-        hint = (f"; CPU {cpu} is no longer among the CPUs this process may use ({','.join(map(str, allowed))}): "
-                "the affinity changed during the measurement (taskset -p, a cgroup cpuset, or a CPU taken offline)")
+        hint = (f"; CPU {cpu} is no longer among the CPUs this process may use "
+                f"({','.join(map(str, allowed))}): the affinity changed during the measurement "
+                "(taskset -p, a cgroup cpuset, or a CPU taken offline)")
     return MeasurementError(
         f"{what}: cannot pin a thread to CPU {cpu} (sched_setaffinity: {_errno_text(err)}){hint}")
 
@@ -89,13 +90,14 @@ def _no_thread(what, cpu, err, secs, grace, waited_for):
         hint = ("; the process ran out of threads: see `ulimit -u` (RLIMIT_NPROC), the cgroup's pids.max "
                 "and /proc/sys/kernel/threads-max")
     return MeasurementError(
-        f"{what}: cannot create the measuring thread for CPU {cpu} (pthread_create: {_errno_text(err)}){hint}")
+        f"{what}: cannot create the measuring thread for CPU {cpu} "
+        f"(pthread_create: {_errno_text(err)}){hint}")
 
 
 def _no_memory(what, cpu, err, secs, grace, waited_for):
     return MeasurementError(
-        f"{what}: out of memory for the thread on CPU {cpu} (mmap or pthread init: {_errno_text(err or 12)}); "
-        "free memory or measure fewer CPUs at once")
+        f"{what}: out of memory for the thread on CPU {cpu} "
+        f"(mmap or pthread init: {_errno_text(err or 12)}); free memory or measure fewer CPUs at once")
 
 
 def _aborted(what, cpu, err, secs, grace, waited_for):

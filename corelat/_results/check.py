@@ -103,7 +103,8 @@ class CheckReport(SavedResult):
             A count per status (``ok``, ``info``, ``warn``, ``unknown``), and ``matters``: the
             names of the items to fix first.
         """
-        out: dict[str, Any] = {st: sum(i.status == st for i in self.items) for st in (OK, INFO, WARN, UNKNOWN)}
+        out: dict[str, Any] = {st: sum(i.status == st for i in self.items)
+                               for st in (OK, INFO, WARN, UNKNOWN)}
         out["matters"] = [i.name for i in self.items if i.matters]
         return out
 
@@ -150,8 +151,9 @@ class CheckReport(SavedResult):
         dict
             ``kind``, ``name``, ``summary``, ``records``, ``warnings``, ``notes``, ``metadata``.
         """
-        return jsonable({"kind": self._KIND, "name": self.name, "summary": self.summary(), "records": self.records(),
-                         "warnings": list(self.warnings), "notes": list(self.notes), "metadata": self.metadata})
+        return jsonable({"kind": self._KIND, "name": self.name, "summary": self.summary(),
+                         "records": self.records(), "warnings": list(self.warnings),
+                         "notes": list(self.notes), "metadata": self.metadata})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CheckReport:
@@ -180,8 +182,10 @@ class CheckReport(SavedResult):
         return self._repr(f"{len(self)} items, {s[WARN]} likely to distort results")
 
     def _to_npz(self):
-        return {"name": self.name, "metadata": jsonable(self.metadata), "records": jsonable(self.records())}, {}
+        header = {"name": self.name, "metadata": jsonable(self.metadata), "records": jsonable(self.records())}
+        return header, {}
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
-        return from_file(path, lambda: cls(header["records"], metadata=header.get("metadata"), name=header["name"]))
+        return from_file(path, lambda: cls(header["records"], metadata=header.get("metadata"),
+                                           name=header["name"]))

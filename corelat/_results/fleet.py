@@ -133,8 +133,8 @@ class Outlier:
     @classmethod
     def from_dict(cls, d):
         return cls(node=d["node"], group=int(d["group"]), cls=d["class"], value=float(d["value"]),
-                   median=float(d["median"]), deviation=float(d["deviation"]), threshold=float(d["threshold"]),
-                   differs=tuple(tuple(x) for x in d.get("differs", ())))
+                   median=float(d["median"]), deviation=float(d["deviation"]),
+                   threshold=float(d["threshold"]), differs=tuple(tuple(x) for x in d.get("differs", ())))
 
 
 def _ns(v):
@@ -246,8 +246,9 @@ class FleetResult(SavedResult):
             out.append({"node": e["node"], "status": "error", "group": None, "classes": {},
                         "outlier_classes": [], "differs": {}, "error": e["error"], "file": e.get("file", "")})
         for name in self.missing:
-            out.append({"node": name, "status": "missing", "group": None, "classes": {}, "outlier_classes": [],
-                        "differs": {}, "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
+            out.append({"node": name, "status": "missing", "group": None, "classes": {},
+                        "outlier_classes": [], "differs": {},
+                        "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -289,7 +290,8 @@ class FleetResult(SavedResult):
         })
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], group_arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
+    def from_dict(cls, d: Mapping[str, Any],
+                  group_arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
         """Rebuild a fleet result from :meth:`to_dict` output.
 
         Parameters
@@ -309,7 +311,8 @@ class FleetResult(SavedResult):
             When ``d`` is not a fleet result, or one of a newer layout.
         """
         if not isinstance(d, Mapping) or d.get("kind") != KIND:
-            what = f"a {_npz.short(d.get('kind'))} result" if isinstance(d, Mapping) else f"a JSON {type(d).__name__}"
+            what = (f"a {_npz.short(d.get('kind'))} result" if isinstance(d, Mapping)
+                    else f"a JSON {type(d).__name__}")
             raise InputError(f"{what}, not a fleet report (corelat reads its other results from .npz files)")
         if int(d.get("fleet_version", 0)) > FORMAT_VERSION:
             raise InputError(f"a fleet result of layout {d.get('fleet_version')}: upgrade corelat")
@@ -488,7 +491,8 @@ class FleetResult(SavedResult):
         if self.missing:
             reasons = self.metadata.get("missing_reasons", {})
             lines.append("Missing:")
-            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}" for n in self.missing)
+            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}"
+                         for n in self.missing)
         return lines
 
     def __repr__(self):

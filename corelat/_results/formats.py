@@ -146,6 +146,14 @@ def _c2clat_metadata(path):
 
 # -- CSV: core-to-core-latency and corelat's labelled matrix -------------------------------------
 def _csv(text, path, name):
+    rows = _csv_rows(text, path)
+    first = rows[0][0].strip().lower() if rows[0] else ""
+    if first == "cpu":
+        return _labelled_csv(rows, path, name)
+    return _triangle_csv(rows, path, name)
+
+
+def _csv_rows(text, path):
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as e:
@@ -155,19 +163,24 @@ def _csv(text, path, name):
         rows.pop()
     if not rows:
         raise InputError(f"{path}: empty file")
-    first = rows[0][0].strip().lower() if rows[0] else ""
-    if first == "cpu":
-        cpus = _labels(rows[0][1:], path, 0)
-        n = len(cpus)
-        if len(rows) - 1 != n:
-            raise InputError(f"{path}: {n} CPU labels but {len(rows) - 1} rows")
-        m = np.full((n, n), np.nan)
-        for r, row in enumerate(rows[1:], start=1):
-            if len(row) != n + 1 or _label(row[0], path, r) != cpus[r - 1]:
-                raise InputError(f"{path}: row {r + 1} does not match the header")
-            m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
-        return LatencyResult.from_matrix(m, cpus, kernel="unknown", name=name,
-                           metadata={"source": "corelat labelled csv", "path": path})
+    return rows
+
+
+def _labelled_csv(rows, path, name):
+    cpus = _labels(rows[0][1:], path, 0)
+    n = len(cpus)
+    if len(rows) - 1 != n:
+        raise InputError(f"{path}: {n} CPU labels but {len(rows) - 1} rows")
+    m = np.full((n, n), np.nan)
+    for r, row in enumerate(rows[1:], start=1):
+        if len(row) != n + 1 or _label(row[0], path, r) != cpus[r - 1]:
+            raise InputError(f"{path}: row {r + 1} does not match the header")
+        m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
+    return LatencyResult.from_matrix(m, cpus, kernel="unknown", name=name,
+                                     metadata={"source": "corelat labelled csv", "path": path})
+
+
+def _triangle_csv(rows, path, name):
     n = len(rows)
     if n < 2:
         raise InputError(f"{path}: one row only; a latency matrix needs at least 2 CPUs")
@@ -182,5 +195,5 @@ def _csv(text, path, name):
     if not np.tril(~np.isnan(m), -1).any():
         raise InputError(f"{path}: no values below the diagonal")
     # The CSV does not record which of core-to-core-latency's kernels (cas, rw, one-way) made it.
-    return LatencyResult.from_matrix(m, None, kernel="unknown", name=name,
-                       metadata={"source": "core-to-core-latency csv", "statistic": "mean", "path": path})
+    metadata = {"source": "core-to-core-latency csv", "statistic": "mean", "path": path}
+    return LatencyResult.from_matrix(m, None, kernel="unknown", name=name, metadata=metadata)

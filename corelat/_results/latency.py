@@ -370,7 +370,8 @@ class LatencyResult(SavedResult):
         return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
 
     # -- output ----------------------------------------------------------------------------------
-    def to_csv(self, path: Path | None = None, *, statistic: Statistic = "median", labelled: bool = False) -> str:
+    def to_csv(self, path: Path | None = None, *, statistic: Statistic = "median",
+               labelled: bool = False) -> str:
         """The matrix as CSV text, also written to ``path`` when given.
 
         Parameters
@@ -531,7 +532,8 @@ class LatencyResult(SavedResult):
             raise InputError("not the dict of a latency result with its arrays (LatencyResult.to_dict())")
         n = len(d["cpus"])
         samples = array_from_json(d["samples"]).reshape(n, n, -1)
-        extras = {k: array_from_json(e["values"], np.dtype(e["dtype"])) for k, e in d.get("extras", {}).items()}
+        extras = {k: array_from_json(e["values"], np.dtype(e["dtype"]))
+                  for k, e in d.get("extras", {}).items()}
         return cls(cpus=tuple(d["cpus"]), kernel=d["kernel"], samples=samples, metadata=d.get("metadata", {}),
                    name=d.get("name", ""), flags=array_from_json(d["flags"], np.uint32), extras=extras)
 
@@ -552,8 +554,9 @@ class LatencyResult(SavedResult):
         return from_file(path, build)
 
     @classmethod
-    def from_matrix(cls, matrix: npt.ArrayLike, cpus: Sequence[int] | None = None, *, kernel: str = "unknown",
-                    name: str = "", metadata: Mapping[str, Any] | None = None, symmetric: bool = True) -> LatencyResult:
+    def from_matrix(cls, matrix: npt.ArrayLike, cpus: Sequence[int] | None = None, *,
+                    kernel: str = "unknown", name: str = "", metadata: Mapping[str, Any] | None = None,
+                    symmetric: bool = True) -> LatencyResult:
         """A result from a plain ``(n, n)`` matrix of one value per pair.
 
         Parameters
@@ -589,8 +592,7 @@ class LatencyResult(SavedResult):
         ([[nan, 50.0], [50.0, nan]], True)
         """
         cpus, samples, flags = _matrix.value_only(matrix, cpus, symmetric)
-        md = {"value_only": True, "symmetric": bool(symmetric)}
-        md.update(metadata or {})
+        md = {"value_only": True, "symmetric": bool(symmetric), **(metadata or {})}
         return cls(cpus=cast("tuple[int, ...]", cpus), kernel=kernel, samples=samples, metadata=md, name=name,
                    flags=flags)
 

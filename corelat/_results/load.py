@@ -80,5 +80,6 @@ def load(path: Path) -> Any:
     header, arrays = _npz.read(path)
     cls = KINDS.get(header["kind"])
     if cls is None:
-        raise InputError(f"{path}: holds a {header['kind']!r} result, which this corelat cannot read; upgrade corelat")
+        raise InputError(f"{path}: holds a {header['kind']!r} result, which this corelat cannot read; "
+                         "upgrade corelat")
     return cls._from_npz(header, arrays, path)

@@ -1,4 +1,5 @@
-"""The lock result: what locks and atomics cost on a set of CPUs, per test and per thread (cpuperf's figures)."""
+"""The lock result: what locks and atomics cost on a set of CPUs, per test and per thread
+(cpuperf's figures)."""
 
 from __future__ import annotations
 
@@ -198,10 +199,11 @@ class LockResult(SavedResult):
             ``kind``, ``name``, ``cpus``, ``shared``, ``duration``, ``summary``, ``records`` (one
             per test), ``threads`` (one per test and CPU), ``warnings``, ``notes``, ``metadata``.
         """
-        return jsonable({"kind": self._KIND, "name": self.name, "cpus": list(self.cpus), "shared": self.shared,
-                         "duration": self.duration, "summary": self.summary(), "records": self.records(),
-                         "threads": self.records(per_thread=True), "warnings": list(self.warnings),
-                         "notes": list(self.notes), "metadata": self.metadata})
+        return jsonable({"kind": self._KIND, "name": self.name, "cpus": list(self.cpus),
+                         "shared": self.shared, "duration": self.duration, "summary": self.summary(),
+                         "records": self.records(), "threads": self.records(per_thread=True),
+                         "warnings": list(self.warnings), "notes": list(self.notes),
+                         "metadata": self.metadata})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LockResult:
@@ -311,13 +313,13 @@ class LockResult(SavedResult):
         if untested:
             why = ("each thread had its own lock" if not self.shared else
                    "one thread" if len(self.cpus) < 2 else "readers share the lock by design")
-            lines.insert(1, f"# mutual exclusion: {'checked for ' + ', '.join(tested) + '; ' if tested else ''}"
-                            f"not tested for {', '.join(untested)} ({why})")
+            checked = "checked for " + ", ".join(tested) + "; " if tested else ""
+            lines.insert(1, f"# mutual exclusion: {checked}not tested for {', '.join(untested)} ({why})")
         for r in self.data:
             name = str(r["name"])
             cells = [fmt(r["mhz"], 6, 0), fmt(r["calls"] / 1e6, 10, 2), fmt(r["mcalls_per_s"], 9, 2),
-                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2), ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1),
-                     ser(r, "sermin_ns", 1.0, 8, 2)]
+                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2),
+                     ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1), ser(r, "sermin_ns", 1.0, 8, 2)]
             flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
             lines.append((f"{'-':>{cpuw}}  " if per_thread else "") + " ".join(cells)
                          + f"  {name:<{namew}}  {_describe(name)}{flag}")

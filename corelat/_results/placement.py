@@ -172,11 +172,12 @@ class PlacementResult(SavedResult):
         Returns
         -------
         list of dict
-            ``home``, ``row`` and ``col`` (CPU ids), the statistic (keyed by its name, ns), ``home_node`` (where the page
-            was found), ``pair`` ("within a node", "across nodes of a package", "across packages"
-            or None) and ``relation`` of the home to the cell's two CPUs ("with the initiator",
-            "with the responder", "with both", "on a third node" or None; the roles are
-            "sender"/"receiver" for oneway, "owner"/"reader" for read-clean/read-modified).
+            ``home``, ``row`` and ``col`` (CPU ids), the statistic (keyed by its name, ns),
+            ``home_node`` (where the page was found), ``pair`` ("within a node", "across nodes
+            of a package", "across packages" or None) and ``relation`` of the home to the cell's
+            two CPUs ("with the initiator", "with the responder", "with both", "on a third node"
+            or None; the roles are "sender"/"receiver" for oneway, "owner"/"reader" for
+            read-clean/read-modified).
         """
         places = self._cpu_places()
         which, first_word, second_word = _ROLES.get(self.kernel, ("c", "initiator", "responder"))
@@ -241,7 +242,8 @@ class PlacementResult(SavedResult):
         if not s:
             words = "where the line lives: unknown (no topology or no verified homes)"
         else:
-            words = "\n".join(f"{pair}: " + ", ".join(f"{v['median']:.0f} ns homed {rel}" for rel, v in rels.items())
+            words = "\n".join(f"{pair}: " + ", ".join(f"{v['median']:.0f} ns homed {rel}"
+                                                      for rel, v in rels.items())
                               for pair, rels in s.items())
         return self.table() + "\n" + words
 
@@ -313,7 +315,8 @@ class PlacementResult(SavedResult):
             When ``d`` is not a placement result's dict, or lacks the results.
         """
         if not isinstance(d, Mapping) or d.get("kind") != cls._KIND or "results" not in d:
-            raise InputError("not the dict of a placement result with its results (PlacementResult.to_dict())")
+            raise InputError("not the dict of a placement result with its results "
+                             "(PlacementResult.to_dict())")
         return cls(d["homes"], [LatencyResult.from_dict(r) for r in d["results"]], name=d.get("name"))
 
     # -- files (SavedResult.save / corelat.load) -----------------------------------------------------------
@@ -328,7 +331,8 @@ class PlacementResult(SavedResult):
     @classmethod
     def _from_npz(cls, header, arrays, path):
         homes, parts = header.get("homes"), header.get("results")
-        if not isinstance(homes, list) or not isinstance(parts, list) or len(homes) != len(parts) or not homes:
+        if (not isinstance(homes, list) or not isinstance(parts, list) or len(homes) != len(parts)
+                or not homes):
             raise InputError(f"{path}: inconsistent corelat placement file (homes and results differ)")
         results = []
         for k, part in enumerate(parts):

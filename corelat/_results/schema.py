@@ -30,7 +30,8 @@ def npz_parts(result):
         "metadata": thaw(result.metadata),
         "extras": sorted(result.extras),
     }
-    arrays = {"cpus": np.asarray(result.cpus, dtype=np.int64), "samples": result.samples, "flags": result.flags}
+    arrays = {"cpus": np.asarray(result.cpus, dtype=np.int64), "samples": result.samples,
+              "flags": result.flags}
     if result.samples.shape[2] > 1:
         # Derived, for readers that need no samples: a fleet's analysis reads this small member
         # and leaves the samples compressed. Loading ignores it (the samples say the median).
@@ -80,13 +81,24 @@ def _typed(value, want, path, at):
 
 def check_header(header, path):
     """The header of a latency result, its fields checked against the schema."""
+    _check_names(header, path)
+    metadata = _typed(header.get("metadata", {}), dict, path, "metadata")
+    _check_metadata(metadata, path)
+    _check_extras(header, path)
+    _check_topology(metadata, path)
+    return header
+
+
+def _check_names(header, path):
     kernel = _typed(header.get("kernel", "?"), str, path, "kernel")
     if not kernel or len(kernel) > 64:
         raise _bad(path, f"kernel name of {len(kernel):,} characters; 1 to 64 allowed")
     name = _typed(header.get("name", ""), str, path, "name")
     if len(name) > MAX_NAME_CHARS:
         raise _bad(path, f"name of {len(name):,} characters; at most {MAX_NAME_CHARS:,}")
-    metadata = _typed(header.get("metadata", {}), dict, path, "metadata")
+
+
+def _check_metadata(metadata, path):
     for key, want in _METADATA_TYPES.items():
         if metadata.get(key) is not None:
             _typed(metadata[key], want, path, f"metadata.{key}")
@@ -98,23 +110,32 @@ def check_header(header, path):
             value = (metadata.get(key) or {}).get(field)
             if value is not None:
                 _typed(value, want, path, f"metadata.{key}.{field}")
+    _check_boundaries(metadata, path)
+
+
+def _check_boundaries(metadata, path):
     for level, starts in ((metadata.get("order") or {}).get("boundaries") or {}).items():
         _typed(starts, list, path, f"metadata.order.boundaries.{level}")
         for i, v in enumerate(starts):
             _typed(v, int, path, f"metadata.order.boundaries.{level}[{i}]")
+
+
+def _check_extras(header, path):
     extras = _typed(header.get("extras", []), list, path, "extras")
     if len(extras) > MAX_EXTRAS or len(set(map(str, extras))) != len(extras):
         raise _bad(path, f"extras must be at most {MAX_EXTRAS} distinct names")
     for e in extras:
         if not isinstance(e, str) or not _EXTRA_NAME.match(e):
             raise _bad(path, f"extra array name {short(e)} is not a plain identifier")
-    if metadata.get("topology"):
 
-        try:
-            Topology.from_dict(metadata["topology"])
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
-            raise _bad(path, f"metadata.topology is not a topology ({short(e, 120)})") from None
-    return header
+
+def _check_topology(metadata, path):
+    if not metadata.get("topology"):
+        return
+    try:
+        Topology.from_dict(metadata["topology"])
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        raise _bad(path, f"metadata.topology is not a topology ({short(e, 120)})") from None
 
 
 def _numeric(arrays, name, kinds, path):

@@ -107,8 +107,8 @@ class SMTResult(SavedResult):
     name: str = ""
 
     _KIND = "smt"
-    _FIELDS = ("cpus", "kernel", "pairs", "partners", "partner_levels", "sibling_samples", "nonsibling_samples",
-               "loops", "alone", "together", "metadata", "reason", "name")
+    _FIELDS = ("cpus", "kernel", "pairs", "partners", "partner_levels", "sibling_samples",
+               "nonsibling_samples", "loops", "alone", "together", "metadata", "reason", "name")
     _ARRAYS = ("pairs", "partners", "sibling_samples", "nonsibling_samples", "alone", "together")
 
     def __post_init__(self):
@@ -247,8 +247,9 @@ class SMTResult(SavedResult):
         dict
             ``kind``, ``name``, ``kernel``, ``cpus``, ``loops``, ``summary``, ``records`` (one per
             pair), ``reason``, ``warnings``, ``notes``, ``metadata`` and, with ``arrays``,
-            ``partner_levels``, ``samples_per_pair`` and the arrays by their attribute names (``pairs``, ``partners``,
-            ``sibling_samples``, ``nonsibling_samples``, ``alone``, ``together``).
+            ``partner_levels``, ``samples_per_pair`` and the arrays by their attribute names
+            (``pairs``, ``partners``, ``sibling_samples``, ``nonsibling_samples``, ``alone``,
+            ``together``).
         """
         d = {"kind": self._KIND, "name": self.name, "kernel": self.kernel, "cpus": list(self.cpus),
              "loops": list(self.loops), "summary": self.summary(), "records": self.records(),
@@ -330,7 +331,8 @@ class SMTResult(SavedResult):
         if self.empty:
             return "\n".join([f"Hyper-threads: none to measure: {self.reason}"] + self._topology_lines())
         lines = [f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",
-                 *self._topology_lines(), *self._method_lines(statistic), "", _pair_table(rows, self.loops), ""]
+                 *self._topology_lines(), *self._method_lines(statistic), "",
+                 _pair_table(rows, self.loops), ""]
 
         def median(key):
             return _median([r[key] for r in rows], None)
@@ -350,15 +352,16 @@ class SMTResult(SavedResult):
         params = md.get("parameters", {})
         lines = [
             f"Kernel: {self.kernel}: {md.get('kernel_description', '')}",
-            (f"Latency: one-way = round-trip time / 2, {statistic} ns ({params.get('round_trips')} round trips"
-             f" per sample, {sampling_text(params)})"),
+            (f"Latency: one-way = round-trip time / 2, {statistic} ns "
+             f"({params.get('round_trips')} round trips per sample, {sampling_text(params)})"),
             (f"Throughput: M iterations/s per thread, each loop {params.get('duration')} s: the CPU alone"
              " (sibling idle), then both siblings running it; slowdown = alone / both"),
         ]
         return lines + [f"  {loop}: {LOOPS.get(loop, '')}" for loop in self.loops]
 
     def __repr__(self):
-        what = f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty else f"empty: {self.reason}"
+        what = (f"{len(self)} pair{'s' if len(self) != 1 else ''}" if not self.empty
+                else f"empty: {self.reason}")
         return self._repr(f"kernel {self.kernel}, {what}")
 
 

@@ -22,5 +22,5 @@ def run(args):
     if args.json:
         print(json.dumps(cmp_.to_dict(), indent=2))
     else:
-        print(cmp_.table())
+        print(cmp_.describe())
     return 0

@@ -105,10 +105,7 @@ def report_text(result, st, statistic="median", matrix=False, pairs=False):
     lines.append("")
     lines.append(_text.latency_summary(result, statistic))
     lines.append("")
-    lines.append("Structure: " + str(st))
-    if len(st.levels) > 1:  # nested levels: one per line, finer ones indented under coarser ones
-        lines.append("Levels, coarsest first:")
-        lines.extend("  " + line for line in st.level_lines())
+    lines.append("Structure: " + st.describe())
     lines += _flag_counts(result)
     lines += common.warnings_lines(result)
     if pairs:

@@ -194,12 +194,8 @@ def test_protocol_shape(kind):
     assert isinstance(r.summary(), dict)
     recs = r.records()
     assert isinstance(recs, list) and all(isinstance(x, dict) for x in recs)
-    # describe() is what print() shows, for a derived view too (the base class's __str__);
-    # Topology's describe() is its one-line summary and print() its tree (docs/results.md).
-    if kind == "topology":
-        assert str(r) == r.table()
-    else:
-        assert str(r) == r.describe() and "__str__" not in vars(type(r))
+    # describe() is what print() shows, for a derived view too (the base class's __str__)
+    assert str(r) == r.describe() and "__str__" not in vars(type(r))
     assert isinstance(r.table(), str) and r.table()
     d = r.to_dict()
     back = json.loads(json.dumps(d, allow_nan=False))  # strict JSON: NaN became null

@@ -208,7 +208,8 @@ class Structure(Result):
         Returns
         -------
         str
-            E.g. ``"2 groups ...\n  ⊃ 4 groups ..."``; ``""`` on a flat matrix.
+            One line per level, each finer level indented under the coarser one and marked
+            ``⊃``; ``""`` on a flat matrix.
         """
         depth = len(self.levels)
         return "\n".join(f"{'  ' * (depth - 1 - k)}{'⊃ ' if k < depth - 1 else ''}{lv.describe()}"

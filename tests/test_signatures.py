@@ -92,7 +92,8 @@ def _option_fields():
     from corelat._measure.options import SweepOptions
 
     return {f.name: f.default for f in dataclasses.fields(SweepOptions) if f.init and f.name not in ("plan",
-                                                                                                     "resolved")}
+                                                                                                     "resolved",
+                                                                                                     "selection")}
 
 
 @pytest.mark.parametrize("name", sorted(OWN_KEYWORDS))

@@ -37,6 +37,7 @@ from corelat._system.validate import (
     check_order,
     check_params,
     check_sampling,
+    allowed_cpus,
     check_topology,
     resolve_cpus,
 )
@@ -87,6 +88,9 @@ class SweepOptions:
     plan: SamplingPlan | None = dataclasses.field(default=None, repr=False, compare=False)
     #: True once :meth:`resolve` has read ``cpus`` and ``home`` on this machine
     resolved: bool = dataclasses.field(default=False, repr=False, compare=False)
+    #: how the CPUs were chosen (set by :meth:`resolve`): ``{"selector": the text given for
+    #: ``cpus`` (None for a list or the default), "of": the CPUs this process could use}``
+    selection: dict[str, Any] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def request(cls, cpus: CPUs = None, **keywords: Any) -> SweepOptions:
@@ -116,7 +120,16 @@ class SweepOptions:
         and ``home`` checked against them (a node that exists, a third CPU not among them)."""
         chosen = tuple(resolve_cpus(self.cpus)) if cpus is None else tuple(cpus)
         home = check_home(self.home, chosen, self.kernel)
-        return dataclasses.replace(self, cpus=chosen, home=home, resolved=True)
+        return dataclasses.replace(self, cpus=chosen, home=home, resolved=True,
+                                   selection=self._selection())
+
+    def _selection(self):
+        """What :attr:`selection` records: the selector as written (kept when resolved again)."""
+        if isinstance(self.cpus, str):
+            selector: str | None = self.cpus
+        else:
+            selector = (self.selection or {}).get("selector")
+        return {"selector": selector, "of": list(allowed_cpus())}
 
     @classmethod
     def build(cls, cpus: CPUs = None, **keywords: Any) -> SweepOptions:

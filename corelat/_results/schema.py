@@ -55,6 +55,7 @@ _METADATA_TYPES = {
     "order": dict, "topology": dict, "symmetric": bool, "value_only": bool,
     "topology_summary": str, "cpu_model": str, "hostname": str, "date": str, "source": str,
     "kernel_description": str, "statistic": str, "note": str, "path": str,
+    "cpu_selection": dict,
 }
 #: ... and inside those mappings, values that are printed as numbers or strings.
 _NESTED_TYPES = {
@@ -63,6 +64,7 @@ _NESTED_TYPES = {
                    "precision": _NUMBER, "max_time_per_pair": _NUMBER},
     "sampling": {"mode": str, "samples_taken": int},
     "order": {"by": str, "boundaries": dict},
+    "cpu_selection": {"selector": str, "cpus": list, "of": list},  # the --cpus text as written
 }
 _JSON_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "true or false", int: "an integer",
                _NUMBER: "a number"}

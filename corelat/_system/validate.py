@@ -15,8 +15,9 @@ from corelat._core.binding import extension
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import ORDERS, STATISTICS
 from corelat._system import cpulist as _cpulist
+from corelat._system import selectors as _selectors
 from corelat._system import sysinfo as _sysinfo
-from corelat._system.topology import Topology
+from corelat._system.topology import Topology, topology
 
 #: Ping-pong kernels: name -> (C kernel code attribute, description).
 KERNELS = {
@@ -179,13 +180,27 @@ def _refuse_too_few(cpus, allowed, minimum):
         )
 
 
+def _selected(text, allowed, minimum):
+    """A selection with words or ``+`` (see :mod:`corelat._system.selectors`) on this machine: the
+    topology is read only when a word needs it."""
+    words = any(t.word for t in _selectors.parse(text))
+    out = _selectors.select(text, topology() if words else None, allowed=allowed, minimum=minimum)
+    _refuse_unavailable(out, allowed)
+    _refuse_too_few(out, allowed, minimum)
+    return out
+
+
 def resolve_cpus(cpus, minimum=2):
-    """Validate a CPU selection (None, a list of ints, or a string like ``"0,2,4-7"``) → tuple.
+    """Validate a CPU selection → tuple: None (every allowed CPU), a list of ints, a CPU list like
+    ``"0,2,4-7"``, or a topology selection like ``"cores"`` or ``"node:0+node:1-smt"`` (the grammar
+    of :mod:`corelat._system.selectors`; its CPUs come in topology order).
 
     Linear in the length of the selection, and a selection longer than the machine's possible CPU
     count (:func:`possible_cpus`) is refused before it is read to the end (``range(10**9)`` too).
     """
     allowed = allowed_cpus()
+    if _selectors.is_selection(cpus):
+        return _selected(cpus, allowed, minimum)
     limit = max(possible_cpus(), len(allowed))
     out = _cpu_ids(_listed_cpus(cpus, allowed, limit))
     _refuse_duplicates(out)

@@ -15,8 +15,8 @@ def add_arguments(p):
                    help="how long to watch /proc/stat for busy CPUs (default 0.2)")
     p.add_argument("--no-skew", dest="skew", action="store_false",
                    help="do not measure the timer offset between CPUs")
-    p.add_argument("--cpus", "-c", metavar="LIST",
-                   help="CPUs for the timer offset check (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="SELECTION",
+                   help=f"CPUs for the timer offset check: {common.CPUS_HELP} (default: all allowed)")
     p.add_argument("--root", default="/",
                    help="read sys/ and proc/ below this folder (another machine's copy)")
 

@@ -22,7 +22,8 @@ def add_arguments(p):
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.description = __doc__
     p.add_argument("cpus", nargs="*", metavar="CPU",
-                   help="CPUs, one thread each: lists and ranges like 0,1 or 0-3 (default: all allowed)")
+                   help=f"CPUs, one thread each: {common.CPUS_HELP}; several arguments are joined by ',' "
+                        "(a removal stays inside its argument: node:0-smt) (default: all allowed)")
     p.add_argument("-k", "--kernel", action="append", metavar="PATTERN",
                    help="kernels to test: names, substrings, globs or words in order (lock-mutex); "
                         "-PATTERN or !PATTERN excludes; comma-separated or repeated (default: all)")

@@ -7,6 +7,7 @@ from corelat._core import text as _text
 from corelat._core.errors import InputError
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions
+from corelat._system import cpulist as _cpulist
 from corelat._system.validate import (
     ALL_KERNELS,
     DEFAULT_MAX_SAMPLES,
@@ -41,8 +42,8 @@ def add_measure_options(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair (fixed-size); default: sample each pair "
                         f"until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="LIST",
-                   help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="SELECTION",
+                   help=f"CPUs to measure: {common.CPUS_HELP} (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
                         "oneway: timestamped messages, both directions (needs synchronized timers); "
@@ -116,6 +117,7 @@ def header_text(result, statistic):
     lines = [
         f"CPU: {md.get('cpu_model') or 'unknown'}",
         f"Num cores: {result.n}",
+        cpus_text(result),
         f"Num round trips per samples: {params.get('round_trips')}",
         f"Num samples: {common.samples_text(result)}{_sampling_text(md)}",
         f"Kernel: {result.kernel}: {md.get('kernel_description', '')}",
@@ -128,6 +130,18 @@ def header_text(result, statistic):
         lines.append(f"Home of the line: {home['requested']}: {home.get('method', '')}")
     lines.append(common.showing_text(result, statistic))
     return "\n".join(lines)
+
+
+def cpus_text(result):
+    """``CPUs: cores (0-15 of 0-31)``: the selection as written, the CPUs it chose and those it chose
+    from (``metadata["cpu_selection"]``; files before it say only the CPUs)."""
+    selection = result.metadata.get("cpu_selection") or {}
+    chosen, of = _cpulist.format(result.cpus), selection.get("of")
+    if selection.get("selector"):
+        return f"CPUs: {selection['selector']} ({chosen}" + (f" of {_cpulist.format(of)})" if of else ")")
+    if of and sorted(of) == sorted(result.cpus):
+        return f"CPUs: {chosen} (every allowed CPU)"
+    return f"CPUs: {chosen}" + (f" (of {_cpulist.format(of)})" if of else "")
 
 
 def _sampling_text(md):

@@ -32,8 +32,8 @@ def add_arguments(p):
                    help="round trips per sample (default 1000)")
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair and home (default: precision-driven)")
-    p.add_argument("--cpus", "-c", metavar="LIST",
-                   help="CPUs to measure, e.g. 0,2,4-7 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="SELECTION",
+                   help=f"CPUs to measure: {common.CPUS_HELP} (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="the kernel (default cas)")
     p.add_argument("--homes", default="nodes", metavar="LIST",

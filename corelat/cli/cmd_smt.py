@@ -31,8 +31,8 @@ def add_arguments(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many latency samples per pair (fixed-size); default: sample each "
                         f"pair until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="LIST",
-                   help="CPUs to consider, e.g. 0-3,16-19 (default: all allowed)")
+    p.add_argument("--cpus", "-c", metavar="SELECTION",
+                   help=f"CPUs to consider: {common.CPUS_HELP} (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(SMT_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines")
     p.add_argument("--duration", "-d", type=float, default=0.1, metavar="SECONDS",

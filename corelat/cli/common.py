@@ -18,6 +18,16 @@ from corelat._results.latency import PairFlag
 from corelat._system.validate import DEFAULT_TIMEOUT
 
 
+#: ``--cpus`` help (measure, smt, placement, check; the CPU arguments of locks): the grammar of
+#: :mod:`corelat._system.selectors` in one breath. Written out in the README's "Choosing CPUs".
+CPUS_HELP = ("a CPU list (0,2,4-7; strides 0-15:2) or a topology selection: all; cores (first thread of "
+             "each core); smt (the other threads); package, die, node, l3, l2 (first CPU of each); "
+             "GROUP:K (every CPU of group K; package:K and node:K are the kernel's numbers, the others "
+             "count from 0); joined left to right by + or , (union) and - (removal), e.g. "
+             "node:0+node:1-smt; '-' between two numbers is a range. A selection with a word keeps "
+             "topology order")
+
+
 def output_file(text):
     """argparse ``type=`` for ``-o``: an empty name would save nothing, silently."""
     if not text.strip():

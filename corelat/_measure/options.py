@@ -123,7 +123,7 @@ class SweepOptions:
         return dataclasses.replace(self, cpus=chosen, home=home, resolved=True,
                                    selection=self._selection())
 
-    def _selection(self):
+    def _selection(self) -> dict[str, Any]:
         """What :attr:`selection` records: the selector as written (kept when resolved again)."""
         if isinstance(self.cpus, str):
             selector: str | None = self.cpus

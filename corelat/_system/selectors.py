@@ -13,12 +13,14 @@ The grammar (the README's "Choosing CPUs" and ``--help`` say the same)::
                | GROUP ":" K          every CPU of group K
     GROUP     := "package" | "die" | "node" | "l3" | "l2"
 
-Operators bind left to right, with no precedence: ``a+b-c`` is ``(a+b)-c``. A ``-`` between two
-numbers of a CPU list is a range (``0-7``); anywhere else it removes (``cores-0``, ``node:0-3`` is
-node 0 without CPU 3). ``package:K`` and ``node:K`` are the kernel's numbers (as ``numactl`` shows
-them); ``die:K``, ``l3:K`` and ``l2:K`` count those groups from 0 in topology order (the ``L3#K``
-of :meth:`~corelat._system.topology.Topology.describe_cpu`). Words are case-insensitive and spaces
-are ignored.
+Operators bind left to right, with no precedence: ``a+b-c`` is ``(a+b)-c``. A CPU list runs as far
+as its numbers do: a ``-`` between two of its numbers is a range (``0-7``) and a ``,`` before a
+number is part of it (``all-0,1`` removes CPUs 0 and 1); anywhere else ``-`` removes (``cores-0``;
+``node:0-3`` is node 0 without CPU 3, as a group's K is one number). ``package:K`` and ``node:K``
+are the kernel's numbers (as ``numactl`` shows them); ``die:K``, ``l3:K`` and ``l2:K`` count those
+groups from 0 in topology order (the ``L3#K`` of
+:meth:`~corelat._system.topology.Topology.describe_cpu`). Words are case-insensitive; spaces are
+ignored beside operators.
 
 A selection with a word in it yields its CPUs in topology order (package, node, L3, core), so a
 heatmap of ``l3`` reads as the map of the L3 groups; one made of CPU lists only keeps the order it
@@ -115,7 +117,12 @@ def parse(text: str) -> list[Term]:
         raise InputError(f"empty CPU selection {text!r:.60}")
     if len(text) > _MAX_TEXT:
         raise InputError(f"CPU selection of {len(text):,} characters: too long")
-    flat = re.sub(r"\s+", "", text).lower()
+    lowered = text.lower()
+    apart = re.search(r"[a-z0-9]\s+[a-z0-9]", lowered, re.ASCII)
+    if apart:
+        raise InputError(f"bad CPU selection {_shown(text)}: {apart.group()!r} has no '+', ',' or '-' "
+                         "between its terms")
+    flat = re.sub(r"\s+", "", lowered)
     terms: list[Term] = []
     op: str | None = "+"
     for token in _TOKEN.findall(flat):
@@ -126,16 +133,13 @@ def parse(text: str) -> list[Term]:
                                  "list or a word before each '+', ',' or '-'")
             op = "-" if token == "-" else "+"
             continue
+        if not (token[0].isascii() and token[0].isalnum()):
+            raise InputError(f"bad CPU selection {_shown(text)}: unexpected {token!r}; use CPU numbers, "
+                             "words, ':', '+', ',' and '-'")
         if op is None:
             raise InputError(f"bad CPU selection {_shown(text)}: {token!r} follows "
                              f"{terms[-1].text!r} without '+', ',' or '-' between them")
-        if token[0].isalpha():
-            terms.append(_word_term(op, token, text))
-        elif token[0].isdigit():
-            terms.append(_list_term(op, token, text))
-        else:
-            raise InputError(f"bad CPU selection {_shown(text)}: unexpected {token!r}; use CPU numbers, "
-                             "words, ':', '+', ',' and '-'")
+        terms.append((_list_term if token[0].isdigit() else _word_term)(op, token, text))
         op = None
     if op is not None:
         raise InputError(f"bad CPU selection {_shown(text)}: it ends with an operator; a CPU list or a "
@@ -168,7 +172,7 @@ class _Machine:
         """The CPUs that may be chosen whose group at ``level`` sysfs does not say."""
         return [r["cpu"] for r in self.rows if self.key(level, r) is None]
 
-    def groups(self, level):
+    def groups(self, level: str) -> dict[Any, list[int]]:
         """``{key: [cpu, ...]}`` over every online CPU, in topology order of the groups."""
         out: dict[Any, list[int]] = {}
         for r in self.all_rows:

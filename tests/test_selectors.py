@@ -260,7 +260,7 @@ HIDDEN = Topology(_rows(core=False, l3=False, die=False), root="/container")
     ("node:99999999999", "node 9+ does not exist"),
     ("cores+8", "CPU 8 of '8' may not be chosen"),
     ("cores-42", "CPU 42 of '42' may not be chosen"),
-    ("package", "chose only CPU 0; need at least 2 CPUs"),
+    ("package", r"chose only CPU 0; need at least 2 CPUs \(one CPU per group; groups here: package 1\)"),
     ("l3-all", "chose no CPU"),
     ("node:0-0,1,2", "chose only CPU 3"),
     ("x" * 20_000, "too long"),
@@ -379,3 +379,23 @@ def test_old_files_without_a_selection_still_load():
     from corelat.cli.cmd_measure import cpus_text
 
     assert cpus_text(r) == f"CPUs: {cpulist.format(r.cpus)}"
+
+
+def test_options_check_the_grammar_before_any_machine_is_read():
+    from corelat._measure.options import SweepOptions
+
+    with pytest.raises(InputError, match="unknown word 'node7'"):
+        SweepOptions.request("node7")  # a fleet's ranks refuse it before one node reads its topology
+    assert SweepOptions.request("node:7").cpus == "node:7"  # which groups exist: each node says
+
+
+@pytest.mark.hw
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+def test_locks_and_smt_take_selections():
+    p = run_cli("locks", "cores", "-k", "inc-atomic-relaxed", "-d", "0.01", "--json")
+    assert p.returncode == 0, p.stderr
+    assert '"cpus"' in p.stdout and "Traceback" not in p.stderr
+    p = run_cli("smt", "--cpus", "cores", 10, 3)  # one thread per core: no sibling pairs, said, exit 0
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    p = run_cli("smt", "--cpus", "node:4096", 10, 3)
+    assert p.returncode == 2 and "no node 4096" in p.stderr, p.stderr

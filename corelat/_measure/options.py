@@ -25,6 +25,7 @@ import numpy as np
 
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import RESULT_ORDERS, CPUs, Progress
+from corelat._system import selectors as _selectors
 from corelat._system.home import check_home, parse_home
 from corelat._system.validate import (
     DEFAULT_MAX_SAMPLES,
@@ -97,6 +98,8 @@ class SweepOptions:
         """Check the options that do not depend on the machine; ``cpus`` and ``home`` are kept as
         given (their form is checked). Raises InputError as :func:`corelat.measure` does."""
         opts = cls(cpus, **keywords)
+        if isinstance(cpus, str) and _selectors.is_selection(cpus):
+            _selectors.parse(cpus)  # its grammar, before a fleet starts: the words are read per node
         kernel, round_trips, samples, warmup, timeout = check_params(
             opts.kernel, opts.round_trips, opts.samples, opts.warmup, opts.timeout)
         plan = check_sampling(samples, opts.precision, opts.max_samples, opts.max_time_per_pair)

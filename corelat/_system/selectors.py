@@ -312,6 +312,7 @@ def select(text: str, topology: Any = None, allowed: Iterable[int] | None = None
     """
     terms = parse(text)
     words = any(t.word for t in terms)
+    machine = None
     if topology is None:
         if words:
             raise InputError(f"CPU selection {_shown(text)} needs the machine's topology")
@@ -324,9 +325,17 @@ def select(text: str, topology: Any = None, allowed: Iterable[int] | None = None
             rank = {c: i for i, c in enumerate(machine.cpus)}
             out.sort(key=rank.__getitem__)
     if len(out) < minimum:
-        chose = f"only CPU {_cpulist.format(out)}" if out else "no CPU"
-        raise InputError(f"CPU selection {_shown(text)} chose {chose}; need at least {minimum} CPUs")
+        _refuse_too_few(text, out, minimum, machine, terms)
     return tuple(out)
+
+
+def _refuse_too_few(text, out, minimum, machine, terms):
+    chose = f"only CPU {_cpulist.format(out)}" if out else "no CPU"
+    counts = [] if machine is None else [
+        f"{w} {len([k for k in machine.groups(w) if k is not None])}"
+        for w in dict.fromkeys(t.word for t in terms if t.word in GROUPS and t.k is None)]
+    have = f" (one CPU per group; groups here: {', '.join(counts)})" if counts else ""
+    raise InputError(f"CPU selection {_shown(text)} chose {chose}; need at least {minimum} CPUs{have}")
 
 
 __all__ = ["GROUPS", "WORDS", "Term", "combine", "is_selection", "parse", "select"]

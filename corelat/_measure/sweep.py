@@ -191,6 +191,8 @@ def measure(
     cpus : CPUs
         CPU ids to measure (list, or a string like ``"0,2,4-7"``); None for every CPU this
         process may run on (``os.sched_getaffinity(0)``: taskset and cgroup cpusets apply).
+        A string may choose by topology: ``"cores"``, ``"l3"``, ``"node:0+node:1-smt"`` (the
+        grammar: :mod:`corelat._system.selectors`); ``metadata["cpu_selection"]`` keeps it.
     kernel : Kernel
         ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines),
         ``"oneway"`` (timestamped messages, both directions; needs synchronized timers),

@@ -83,17 +83,17 @@ def is_selection(text: Any) -> bool:
 def _word_term(op, token, text):
     word, colon, k_text = token.partition(":")
     if word not in WORDS and word not in GROUPS:
-        raise InputError(f"bad CPU selection {_shown(text)}: unknown word {word!r}; use a CPU list, "
+        raise InputError(f"bad CPU list {_shown(text)}: unknown word {word!r}; use a CPU list, "
                          f"{', '.join(WORDS)}, a group ({', '.join(GROUPS)}) or GROUP:K")
     if not colon:
         return Term(op, token, word)
     if word in WORDS:
-        raise InputError(f"bad CPU selection {_shown(text)}: {word!r} takes no ':K' (only "
+        raise InputError(f"bad CPU list {_shown(text)}: {word!r} takes no ':K' (only "
                          f"{', '.join(GROUPS)} do)")
     if not k_text:
-        raise InputError(f"bad CPU selection {_shown(text)}: {token!r} needs a group number, like {word}:0")
+        raise InputError(f"bad CPU list {_shown(text)}: {token!r} needs a group number, like {word}:0")
     if len(k_text) > 9:
-        raise InputError(f"bad CPU selection {_shown(text)}: {word} {k_text[:12]} does not exist")
+        raise InputError(f"bad CPU list {_shown(text)}: {word} {k_text[:12]} does not exist")
     return Term(op, token, word, int(k_text))
 
 
@@ -101,7 +101,7 @@ def _list_term(op, token, text):
     try:
         cpus = _cpulist.parse(token, limit=1 << 22)
     except InputError as exc:
-        raise InputError(f"bad CPU selection {_shown(text)}: {exc}") from None
+        raise InputError(f"bad CPU list {_shown(text)}: {exc}") from None
     return Term(op, token, cpus=tuple(cpus))
 
 
@@ -120,7 +120,7 @@ def parse(text: str) -> list[Term]:
     lowered = text.lower()
     apart = re.search(r"[a-z0-9]\s+[a-z0-9]", lowered, re.ASCII)
     if apart:
-        raise InputError(f"bad CPU selection {_shown(text)}: {apart.group()!r} has no '+', ',' or '-' "
+        raise InputError(f"bad CPU list {_shown(text)}: {apart.group()!r} has no '+', ',' or '-' "
                          "between its terms")
     flat = re.sub(r"\s+", "", lowered)
     terms: list[Term] = []
@@ -129,20 +129,20 @@ def parse(text: str) -> list[Term]:
         if token in "+,-":
             if op is not None:
                 where = "starts" if not terms else "has two operators in a row"
-                raise InputError(f"bad CPU selection {_shown(text)}: it {where} ({token!r}); write a CPU "
+                raise InputError(f"bad CPU list {_shown(text)}: it {where} ({token!r}); write a CPU "
                                  "list or a word before each '+', ',' or '-'")
             op = "-" if token == "-" else "+"
             continue
         if not (token[0].isascii() and token[0].isalnum()):
-            raise InputError(f"bad CPU selection {_shown(text)}: unexpected {token!r}; use CPU numbers, "
+            raise InputError(f"bad CPU list {_shown(text)}: unexpected {token!r}; use CPU numbers, "
                              "words, ':', '+', ',' and '-'")
         if op is None:
-            raise InputError(f"bad CPU selection {_shown(text)}: {token!r} follows "
+            raise InputError(f"bad CPU list {_shown(text)}: {token!r} follows "
                              f"{terms[-1].text!r} without '+', ',' or '-' between them")
         terms.append((_list_term if token[0].isdigit() else _word_term)(op, token, text))
         op = None
     if op is not None:
-        raise InputError(f"bad CPU selection {_shown(text)}: it ends with an operator; a CPU list or a "
+        raise InputError(f"bad CPU list {_shown(text)}: it ends with an operator; a CPU list or a "
                          "word must follow")
     return terms
 

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import inspect
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -132,7 +133,9 @@ class SweepOptions:
             selector: str | None = self.cpus
         else:
             selector = (self.selection or {}).get("selector")
-        return {"selector": selector, "of": list(allowed_cpus())}
+        # of: what the selection chose from (no affinity to read off Linux, where nothing is measured)
+        of = list(allowed_cpus()) if hasattr(os, "sched_getaffinity") else None
+        return {"selector": selector, "of": of}
 
     @classmethod
     def build(cls, cpus: CPUs = None, **keywords: Any) -> SweepOptions:

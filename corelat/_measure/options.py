@@ -36,10 +36,10 @@ from corelat._system.validate import (
     RETEST_FRACTION,
     STRATEGIES,
     SamplingPlan,
+    allowed_cpus,
     check_order,
     check_params,
     check_sampling,
-    allowed_cpus,
     check_topology,
     resolve_cpus,
 )

@@ -403,3 +403,18 @@ def test_locks_and_smt_take_selections():
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     p = run_cli("smt", "--cpus", "node:4096", 10, 3)
     assert p.returncode == 2 and "no node 4096" in p.stderr, p.stderr
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 allowed CPUs")
+def test_the_sweep_records_the_selection_with_a_stand_in_measurer():
+    import numpy as np
+
+    from corelat._measure import sweep as _sweep
+
+    want = _live("all")
+    r = _sweep.measure_with(lambda a, b, k: np.full(k, 10.0), "all", samples=6)
+    assert r.cpus == want
+    sel = r.metadata["cpu_selection"]
+    assert (sel["selector"], list(sel["cpus"]), list(sel["of"])) == ("all", list(want), CPUS)
+    r = _sweep.measure_with(lambda a, b, k: np.full(k, 10.0), CPUS[:2], samples=6)
+    assert r.metadata["cpu_selection"]["selector"] is None

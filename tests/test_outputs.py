@@ -482,3 +482,18 @@ def test_escaping_keeps_layout_and_is_fast():
     t = time.perf_counter()
     assert printable(big) is big or printable(big) == big
     assert time.perf_counter() - t < 5
+
+
+def test_a_failed_save_is_said_even_when_stdout_is_gone(tmp_path, monkeypatch, canned, capsys):
+    from corelat.cli import cmd_measure
+
+    def full(self, path):
+        raise SaveError(28, "No space left on device", str(path))
+
+    def gone(result, args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(LatencyResult, "save", full)
+    monkeypatch.setattr(cmd_measure, "_print", gone)
+    assert main(["50", "20", "-o", str(tmp_path / "r.npz")]) == 1  # not 0, as for a broken pipe alone
+    assert "r.npz: No space left on device" in capsys.readouterr().err

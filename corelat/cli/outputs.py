@@ -218,7 +218,8 @@ def write_report(result, path):
 class Saved:
     """What :func:`save` wrote and what failed. As a context manager around the printing of the text:
     says ``saved to FILE`` on stderr when the block ends (also when printing failed), then raises
-    the first failure to save (every other one said on a line of its own)."""
+    the first failure to save (every other one said on a line of its own), also in place of an
+    error of the printing."""
 
     def __init__(self):
         self.paths, self.errors = [], []
@@ -229,7 +230,8 @@ class Saved:
     def __exit__(self, kind, value, tb):
         for path in self.paths:
             print(f"saved to {shown(path)}", file=sys.stderr)
-        if self.errors and kind is None:
+        # A file that was not saved outweighs a failure to print (a broken pipe would even exit 0).
+        if self.errors and (kind is None or issubclass(kind, Exception)):
             for e in self.errors[1:]:
                 print(f"corelat: error: {message(e)}", file=sys.stderr)
             raise self.errors[0]

@@ -14,7 +14,8 @@ loads and, before OpenBLAS 0.3.30 (NumPy < 2.3, the newest NumPy on Python 3.9 a
 failed allocation forever (OpenMathLib/OpenBLAS#5289). A limit too small is refused in one line
 instead of hanging. The command needs no BLAS threads, so unless the user chose a number it runs
 OpenBLAS with one thread: each thread would cost address space, and under ``chrt`` an OpenBLAS thread
-spins at the caller's real-time priority, above the measuring threads.
+spins at the caller's real-time priority, above the measuring threads. A number the user chose is cut
+to the threads the limits (``ulimit -u``, pids.max) let start: OpenBLAS raises SIGINT when one fails.
 
 Only modules the interpreter has already loaded are used before the handler is in place (``_signal``
 is the C half of ``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to
@@ -147,6 +148,10 @@ def _threads_startable(wanted):
     at once, as OpenBLAS's are; afterwards the probes are waited for until the kernel has let them go
     (bounded), since a thread still exiting still counts against the limit."""
     gate, started = _thread.allocate_lock(), 0
+    try:
+        before = len(os.listdir("/proc/self/task"))
+    except OSError:
+        before = 1
     gate.acquire()
     done = [_thread.allocate_lock() for _ in range(wanted)]
 
@@ -169,7 +174,7 @@ def _threads_startable(wanted):
     deadline = time.monotonic() + 0.2
     while started and time.monotonic() < deadline:
         try:
-            if len(os.listdir("/proc/self/task")) <= 1:
+            if len(os.listdir("/proc/self/task")) <= before:
                 break
         except OSError:
             break

@@ -69,8 +69,8 @@ class _Parser(argparse.ArgumentParser):
             action = self._equals_action(word)
             if action is not None and not after.startswith("-"):
                 name = action.option_strings[0]
-                self.error(f"{word} {after}: ambiguous; write {name}={after} for the value of {name}, or "
-                           f"put {name} after the positional arguments ({name} alone takes no value)")
+                self.error(f"{word} {after}: ambiguous ({after} could be its value or a positional "
+                           f"argument); write {name}={after} for its value ({name} alone takes none)")
 
     def _equals_action(self, word):
         if not word.startswith("--") or "=" in word:

@@ -1,4 +1,4 @@
-"""Adversarial cases of issue 15 (items 4-10), run as subprocesses; prints the reliability table.
+"""Adversarial cases of issues 15 (items 4-10) and 24, run as subprocesses; prints the reliability table.
 
     python benchmarks/reliability.py                       # the installed corelat
     python benchmarks/reliability.py --before OLD_CHECKOUT # also a checkout of older code (with its
@@ -11,6 +11,7 @@ The hang cases of items 1-3 (frozen partner, SCHED_FIFO, shrinking cpusets) are 
 
 import argparse
 import os
+import pathlib
 import resource
 import signal
 import subprocess
@@ -286,6 +287,260 @@ def main():
         print(f"| {name} | " + " | ".join(cells) + " |")
     total = [sum(r[k + 1][1] for r in rows) for k in range(len(trees))]
     print(f"| **all** | {sum(r[-1][0] for r in rows)} | " + " | ".join(map(str, total)) + " |")
+
+
+# -- issue 24 (h24a): what the command writes, and its messages ----------------------------------
+#: ``python tests/fake_cli.py ARGS`` (CORELAT_FAKE_RESULT=FILE): the command with measuring replaced.
+FAKE_CLI = os.path.join(HERE, "..", "tests", "fake_cli.py")
+_CANNED = r"""
+import sys, numpy as np, corelat
+from corelat._measure.locks import summarise
+s = np.random.default_rng(1).lognormal(3, 0.3, size=(3, 3, 8)); s[np.arange(3), np.arange(3)] = np.nan
+lat = corelat.LatencyResult(cpus=(0, 1, 2), kernel="cas", samples=s, name="lat",
+                            metadata={"parameters": {"samples": 8, "round_trips": 50}, "cpu_model": "x"})
+raw = {"calls": [[100, 100], [20, 20]], "ticks": [[2000] * 2, [2000] * 2], "sermin": [[60, 60], [90, 90]],
+       "sercalls": [[5, 5], [7, 7]], "counter": [0, 54]}
+data, threads = summarise(["baseline", "lock-pthread-mutex"], [0, 1], raw, 2.0, 50.0)
+lat.save(sys.argv[1] + "/latency.npz")
+corelat.LockResult(cpus=(0, 1), shared=True, duration=1.0, data=data, threads=threads,
+                   metadata={"timer": {"name": "tsc"}, "timer_mhz": 2000.0}).save(sys.argv[1] + "/locks.npz")
+corelat.PlacementResult(["initiator", "responder"], [lat, lat]).save(sys.argv[1] + "/placement.npz")
+"""
+_STDOUT_COMMANDS = {"measure": ("latency", ["50", "20"]), "--csv": ("latency", ["--csv", "50", "20"]),
+                    "locks": ("locks", ["locks"]), "placement": ("placement", ["placement", "10", "3"])}
+
+
+def _fake(r, d, canned, args, out, stdout, shell="", extra_env=None):
+    env = {**r.env, "CORELAT_FAKE_RESULT": os.path.join(d, canned + ".npz"), **(extra_env or {})}
+    cmd = [sys.executable, FAKE_CLI, *args, "-o", out]
+    if shell:
+        cmd = ["bash", "-c", " ".join(f"'{a}'" for a in cmd) + " " + shell]
+    try:
+        return subprocess.run(cmd, check=False, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60,
+                              env=env, cwd=d, preexec_fn=_cap)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def stdout_losses(r, d):
+    """Item 1: the -o file with stdout a pipe whose reader left, closed, on a full disk, in ASCII."""
+    r.run(["-c", _CANNED, d], python=True)
+    cases, fails = 0, 0
+    for name, (canned, args) in _STDOUT_COMMANDS.items():
+        for how in ("broken", "closed", "full", "ascii"):
+            out = os.path.join(d, f"{name.strip('-')}-{how}." + ("csv" if name == "--csv" else "npz"))
+            rd, w = os.pipe()
+            os.close(rd)
+            with open("/dev/full", "w") as full:
+                stdout = {"broken": w, "closed": None, "full": full, "ascii": subprocess.DEVNULL}[how]
+                p = _fake(r, d, canned, args, out, stdout, shell=">&-" if how == "closed" else "",
+                          extra_env={"PYTHONIOENCODING": "ascii"} if how == "ascii" else None)
+            os.close(w)
+            cases += 1
+            fails += not (p is not None and os.path.isfile(out) and "Traceback" not in p.stderr
+                          and "internal error" not in p.stderr
+                          and (how != "full" or "standard output" in p.stderr))
+    return cases, fails
+
+
+_PLOT_FSIZE = r"""
+import resource, signal, sys
+from corelat.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))
+sys.exit(main(["plot", sys.argv[1], "-o", sys.argv[2]]))
+"""
+
+
+def plot_saves(r, d):
+    """Item 2: plot -o over an old image under file size limits of 2, 4 and 16 KiB and on a full disk."""
+    r.run(["-c", _CANNED, d], python=True)
+    cases, fails = 0, 0
+    targets = [(os.path.join(d, f"old{k}.png"), limit) for k, limit in enumerate((2048, 4096, 16384))]
+    mnt = os.path.join(d, "tiny")
+    os.makedirs(mnt)
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt],
+                                                   check=False, capture_output=True).returncode == 0
+    if mounted:
+        targets.append((os.path.join(mnt, "old.png"), 1 << 30))
+    try:
+        for path, limit in targets:
+            before = b"old image " * (5000 if mounted and path.startswith(mnt) else 100)  # no room for both
+            pathlib.Path(path).write_bytes(before)
+            p = r.run(["-c", _PLOT_FSIZE, os.path.join(d, "latency.npz"), path, str(limit)], python=True,
+                      timeout=120)
+            cases += 1
+            fails += not (p is not None and pathlib.Path(path).read_bytes() == before and p.returncode == 1
+                          and not [n for n in os.listdir(os.path.dirname(path)) if n.endswith(".tmp")])
+    finally:
+        if mounted:
+            subprocess.run(["umount", mnt], check=False)
+    return cases, fails
+
+
+_SAVE = "import sys, corelat\ncorelat.load(sys.argv[1]).save(sys.argv[2])\n"
+
+
+def links_and_modes(r, d):
+    """Items 3-4: links another user planted in a sticky world-writable folder; set-id bits of an old file."""
+    if os.geteuid() != 0:
+        return 0, 0
+    r.run(["-c", _CANNED, d], python=True)
+    src = os.path.join(d, "latency.npz")
+    r.env["CORELAT_FAKE_RESULT"] = src
+    sticky, victim = os.path.join(d, "sticky"), os.path.join(d, "victim")
+    os.makedirs(sticky)
+    os.chmod(sticky, 0o1777)
+    os.makedirs(victim)
+    cases, fails = 0, 0
+    for k, target in enumerate(("important.conf", "newfile", "important.conf")):
+        pathlib.Path(victim, "important.conf").write_text("keep me")
+        link = os.path.join(sticky, f"result{k}.npz")
+        os.symlink(os.path.join(victim, target), link)
+        os.lchown(link, 65534, 65534)
+        r.run(["-c", _SAVE, src, link] if k < 2 else [FAKE_CLI, "50", "5", "-o", link], python=True)
+        cases += 1
+        fails += not (pathlib.Path(victim, "important.conf").read_bytes() == b"keep me"
+                      and not os.path.exists(os.path.join(victim, "newfile")))
+    for mode in (0o4755, 0o2755, 0o6755):
+        path = os.path.join(d, f"owned{mode:o}.npz")
+        with open(path, "wb") as f:
+            f.write(b"old")
+        os.chown(path, 65534, 65534)
+        os.chmod(path, mode)
+        r.run(["-c", _SAVE, src, path], python=True)
+        cases += 1
+        fails += bool(os.stat(path).st_mode & (0o6000))
+    return cases, fails
+
+
+def term_saves(r, d):
+    """Item 9: SIGTERM and SIGHUP at 8 points inside a save over an existing file: no .tmp left."""
+    cases, fails = 0, 0
+    for k in range(8):
+        path = os.path.join(d, f"t{k}", "out.npz")
+        os.makedirs(os.path.dirname(path))
+        _old_file(r, path)
+        p = subprocess.Popen([sys.executable, "-c", hostile.SAVE_LOOP, path], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=r.env)
+        p.stdout.readline()
+        time.sleep(0.2 + 0.13 * k)
+        p.send_signal(signal.SIGTERM if k % 2 == 0 else signal.SIGHUP)
+        p.communicate(timeout=60)
+        cases += 1
+        fails += not _intact(r, path)
+    return cases, fails
+
+
+_ESC = "\x1b]0;owned\x07\x1b[2J\r\x1b[31m"
+_CRAFTED = r"""
+import sys, numpy as np, corelat
+esc = sys.argv[2]
+s = np.full((2, 2, 3), 50.0); s[0, 0] = s[1, 1] = np.nan
+corelat.LatencyResult(cpus=(0, 1), kernel="cas", samples=s, name="n" + esc,
+                      metadata={"cpu_model": "cpu" + esc, "hostname": "host" + esc,
+                                "warnings": ["warn" + esc], "notes": ["note" + esc]}).save(sys.argv[1])
+"""
+
+
+def escapes(r, d):
+    """Item 5: ESC, OSC, BEL and CR in a file's fields and in file names, through report, compare, plot,
+    and error messages: none reaches the terminal raw."""
+    crafted = os.path.join(d, "crafted.npz")
+    named = os.path.join(d, f"x{_ESC}.npz")
+    r.run(["-c", _CRAFTED, crafted, _ESC], python=True)
+    r.run(["-c", _CRAFTED, named, _ESC], python=True)
+    runs = [["report", crafted], ["report", named], ["report", "--json", crafted],
+            ["compare", crafted, named], ["compare", crafted, crafted, "--names", f"a{_ESC}", "b"],
+            ["report", os.path.join(d, f"no{_ESC}")],
+            ["plot", named, "-o", os.path.join(d, f"p{_ESC}.png")], ["topology", "--root", f"/no{_ESC}"],
+            ["-o", os.path.join(d, f"no{_ESC}", "x.npz")], ["--cpus", f"0{_ESC}"]]
+    fails = 0
+    for args in runs:
+        p = r.run(args, timeout=120)
+        fails += p is None or any(c in p.stdout + p.stderr for c in "\x1b\x07\r")
+    return len(runs), fails
+
+
+_NO_ROOM = r"""
+import sys
+class NoRoom:
+    def find_spec(self, name, path=None, target=None):
+        if name == "corelat._corelat":
+            raise ImportError("_corelat.so: failed to map segment from shared object")
+sys.meta_path.insert(0, NoRoom())
+import corelat
+try:
+    corelat.measure()
+except corelat.CorelatError as e:
+    print(e)
+"""
+_NO_EXT = ("import sys; sys.modules['corelat._corelat'] = None\nimport corelat\n"
+           "try:\n    corelat.measure()\nexcept corelat.CorelatError as e:\n    print(e)\n")
+
+
+#: ``corelat compare FILE`` with a bug planted: an internal error, a traceback only when asked for.
+_A_BUG = ("import sys\nfrom corelat.cli import cmd_compare, main\n"
+          "cmd_compare.compare = lambda *a, **k: 1 / 0\nsys.exit(main(['compare', sys.argv[1]]))\n")
+
+
+def _nproc_one():
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+
+
+def cli_messages(r, d):
+    """The command-line items and items 12-13: each a message that must (not) say something."""
+    r.run(["-c", _CANNED, d], python=True)
+    lat, locks = os.path.join(d, "latency.npz"), os.path.join(d, "locks.npz")
+    checks = [
+        (["--retest", "1000", "300", "--cpus", "0,1"],
+         lambda p: p.returncode == 2 and "--retest=" in p.stderr),
+        (["compare", locks, lat], lambda p: "locks result" in p.stderr and "latency matrix" in p.stderr),
+        (["-c", _NO_EXT], lambda p: "reinstall" in p.stdout and "needs Linux" not in p.stdout),
+        (["-c", _NO_ROOM], lambda p: "ulimit -v" in p.stdout and "needs Linux" not in p.stdout),
+        ([FAKE_CLI, "50", "5", "-o", f"{d}/a\nb.npz"],
+         lambda p: [ln for ln in p.stderr.splitlines() if "saved to" in ln] == [f"saved to {d}/a\\x0ab.npz"]),
+    ]
+    cases, fails = 0, 0
+    for args, ok in checks:
+        r.env["CORELAT_FAKE_RESULT"] = lat
+        p = r.run(args, python=args[0] in ("-c", FAKE_CLI))
+        cases += 1
+        fails += not (p is not None and ok(p))
+    for value in ("0", "false", "off"):
+        env = {**r.env, "CORELAT_DEBUG": value}
+        p = subprocess.run([sys.executable, "-c", _A_BUG, lat], capture_output=True, text=True,
+                           env=env, timeout=60, check=False)
+        cases += 1
+        fails += "Traceback" in p.stderr
+    env = {**r.env, "CORELAT_TIMER": "x" * 10_000}
+    p = subprocess.run([sys.executable, "-m", "corelat", "5", "2"], capture_output=True, text=True, env=env,
+                       timeout=60, check=False)
+    cases += 1
+    fails += len(p.stderr) > 300
+    if os.geteuid() == 0 and subprocess.run(["which", "setpriv"], capture_output=True).returncode == 0:
+        caps = "+dac_override,+dac_read_search"
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", f"--inh-caps={caps}",
+                  f"--ambient-caps={caps}"]
+        for threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env = {**r.env, threads: "2"}
+            p = subprocess.run([*nobody, sys.executable, "-m", "corelat", "report", lat], capture_output=True,
+                               text=True, env=env, timeout=60, check=False, preexec_fn=_nproc_one, cwd="/")
+            cases += 1
+            fails += p.returncode != 0 or "interrupted" in p.stderr
+    return cases, fails
+
+
+CATEGORIES += [
+    ("stdout broken/closed/full/ASCII: -o of measure, --csv, locks, placement (issue 24.1)", stdout_losses),
+    ("plot -o over an old image: ulimit -f 2/4/16 KiB, 64 KB tmpfs (24.2)", plot_saves),
+    ("a stranger's link in a sticky folder (3), set-id bits of an old file (3) (24.3-4)", links_and_modes),
+    ("SIGTERM/SIGHUP at 8 points inside a save: .tmp left (24.9)", term_saves),
+    ("ESC/OSC/BEL/CR in fields and file names: report, compare, plot, errors (24.5)", escapes),
+    ("messages: --retest N, compare kinds, no extension, mmap failure, CORELAT_DEBUG=0, long "
+     "CORELAT_TIMER, -o name with a newline, OMP_NUM_THREADS=2 under ulimit -u 1 (24.CLI, 12, 13)",
+     cli_messages),
+]
 
 
 if __name__ == "__main__":

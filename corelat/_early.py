@@ -14,7 +14,8 @@ loads and, before OpenBLAS 0.3.30 (NumPy < 2.3, the newest NumPy on Python 3.9 a
 failed allocation forever (OpenMathLib/OpenBLAS#5289). A limit too small is refused in one line
 instead of hanging. The command needs no BLAS threads, so unless the user chose a number it runs
 OpenBLAS with one thread: each thread would cost address space, and under ``chrt`` an OpenBLAS thread
-spins at the caller's real-time priority, above the measuring threads.
+spins at the caller's real-time priority, above the measuring threads. A number the user chose is cut
+to the threads the limits (``ulimit -u``, pids.max) let start: OpenBLAS raises SIGINT when one fails.
 
 Only modules the interpreter has already loaded are used before the handler is in place (``_signal``
 is the C half of ``signal``: importing ``signal`` itself builds enums, long enough for a Ctrl-C to
@@ -22,8 +23,10 @@ land in it).
 """
 
 import _signal as signal
+import _thread
 import os
 import sys
+import time
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 _COMMAND_MODULES = ("corelat", "corelat.__main__")
@@ -100,10 +103,15 @@ def _fail(text):
         os._exit(EXIT_FAILED)
 
 
+def debug():
+    """CORELAT_DEBUG asks for tracebacks: 1, yes, true, on (not 0, no, false, off or empty)."""
+    return os.environ.get("CORELAT_DEBUG", "").strip().lower() not in ("", "0", "no", "false", "off", "n")
+
+
 def _startup_failed(kind, value, tb):
     if issubclass(kind, KeyboardInterrupt):
         _interrupted(None, None)
-    if os.environ.get("CORELAT_DEBUG"):
+    if debug():
         return sys.__excepthook__(kind, value, tb)
     hint = ""
     if issubclass(kind, (MemoryError, ImportError)) or "memory" in str(value).lower():
@@ -133,15 +141,76 @@ def _numpy_libraries():
     return total or _UNKNOWN_LIBRARIES
 
 
+def _threads_startable(wanted):
+    """How many of ``wanted`` more threads this process can start now (``ulimit -u``, pids.max).
+
+    Each probe thread waits on a lock until all are started, so that the count is of threads alive
+    at once, as OpenBLAS's are; afterwards the probes are waited for until the kernel has let them go
+    (bounded), since a thread still exiting still counts against the limit."""
+    gate, started = _thread.allocate_lock(), 0
+    try:
+        before = len(os.listdir("/proc/self/task"))
+    except OSError:
+        before = 1
+    gate.acquire()
+    done = [_thread.allocate_lock() for _ in range(wanted)]
+
+    def probe(lock):
+        with gate:
+            pass
+        lock.release()
+
+    for lock in done:
+        lock.acquire()
+        try:
+            _thread.start_new_thread(probe, (lock,))
+        except RuntimeError:  # "can't start new thread": the limit
+            lock.release()
+            break
+        started += 1
+    gate.release()
+    for lock in done[:started]:
+        lock.acquire(timeout=1)
+    deadline = time.monotonic() + 0.2
+    while started and time.monotonic() < deadline:
+        try:
+            if len(os.listdir("/proc/self/task")) <= before:
+                break
+        except OSError:
+            break
+        time.sleep(0.001)
+    return started
+
+
 def _blas_threads():
-    """OpenBLAS's thread count as it will read it; 1 set for it when the user chose none."""
+    """OpenBLAS's thread count as it will read it; 1 set for it when the user chose none.
+
+    A number the user chose is kept where the limits on threads let OpenBLAS start that many: it
+    does not cope with fewer (it raises SIGINT as it loads: the command would say "interrupted"
+    before doing anything), so under ``ulimit -u`` or a cgroup's pids.max it gets what can start."""
+    if _blas_chosen:
+        return _blas_chosen[0]
+    _blas_chosen.append(_choose_blas_threads())
+    return _blas_chosen[0]
+
+
+_blas_chosen: list = []
+
+
+def _choose_blas_threads():
     for name in _BLAS_THREADS:
         try:
             n = int(os.environ.get(name, "0"))
         except ValueError:
             continue
         if n > 0:
-            return min(n, os.cpu_count() or n)
+            n = min(n, os.cpu_count() or n)
+            if n > 1:
+                can = _threads_startable(n - 1) + 1
+                if can < n:
+                    os.environ["OPENBLAS_NUM_THREADS"] = str(can)
+                    n = can
+            return n
     os.environ["OPENBLAS_NUM_THREADS"] = "1"  # takes precedence over the other two
     return 1
 

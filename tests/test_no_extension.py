@@ -1,6 +1,7 @@
 """Without the C extension (a platform other than Linux, or built with CORELAT_NO_EXTENSION=1) the
 analysis side works and every measuring entry point raises a CorelatError that says measuring needs
-Linux (CI also installs such a build and runs the analysis tests against it: .ci/steps/60-wheels.sh)."""
+Linux, or on Linux how to reinstall (CI also installs such a build and runs the analysis tests against
+it: .ci/steps/60-wheels.sh)."""
 
 import subprocess
 import sys
@@ -32,7 +33,9 @@ except corelat.CorelatError as e:
     print("CorelatError:", e)
 """)
     assert p.returncode == 0, p.stderr
-    assert "CorelatError: measuring needs Linux" in p.stdout, p.stdout
+    # elsewhere "measuring needs Linux"; on Linux x86-64 and aarch64, how to reinstall (issue 24)
+    assert ("CorelatError: measuring needs Linux" in p.stdout
+            or "CorelatError: this corelat was installed without its measuring core" in p.stdout), p.stdout
 
 
 def test_analysis_works_without_the_extension():

@@ -66,4 +66,6 @@ def test_the_module_imports_without_the_extension():
             "    print('CorelatError:', e)\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert p.returncode == 0, p.stderr
-    assert "CorelatError: measuring needs Linux" in p.stdout, p.stdout
+    # elsewhere "measuring needs Linux"; on Linux x86-64 and aarch64, how to reinstall (issue 24)
+    assert ("CorelatError: measuring needs Linux" in p.stdout
+            or "CorelatError: this corelat was installed without its measuring core" in p.stdout), p.stdout

@@ -95,9 +95,11 @@ def test_retest_takes_a_number_of_pairs_on_the_command_line():
     p = _parser("measure", cmd_measure)
     assert p.parse_args([]).retest is True
     assert p.parse_args(["--retest"]).retest is True
-    assert p.parse_args(["--retest", "5"]).retest == 5
+    assert p.parse_args(["--retest=5"]).retest == 5
     assert p.parse_args(["--no-retest"]).retest is False
-    assert p.parse_args(["1000", "300", "--retest", "2"]).round_trips == 1000
+    assert p.parse_args(["1000", "300", "--retest=2"]).round_trips == 1000
+    with pytest.raises(Exception, match="--retest=5"):  # the value after a space: ambiguous (issue 24)
+        p.parse_args(["--retest", "5"])
     with pytest.raises((SystemExit, Exception)):
         p.parse_args(["--retest", "-1"])
     assert isinstance(cmd_measure._retest_count("3"), int)

@@ -65,16 +65,37 @@ def example_files() -> list[str]:
     return [str(folder.joinpath(n)) for n in names]
 
 
-def _as_result(obj):
-    if isinstance(obj, (str, os.PathLike)):
+#: What a file of each kind holds, for a message naming files that do not compare.
+_KIND_TEXT = {"latency": "a latency matrix", "placement": "a placement result (a latency matrix per home)",
+              "locks": "a locks result (corelat locks)", "smt": "an SMT result (corelat smt)",
+              "fleet": "a fleet result", "topology": "a topology", "check": "a check report (corelat check)"}
 
-        obj = load(obj)
 
-    if isinstance(obj, PlacementResult):
-        return obj
-    if not hasattr(obj, "statistic") or not hasattr(obj, "cpus"):
-        raise InputError(f"cannot compare {type(obj).__name__!r}: pass results or paths to result files")
-    return obj
+def _comparable(obj):
+    return isinstance(obj, PlacementResult) or (hasattr(obj, "statistic") and hasattr(obj, "cpus"))
+
+
+def _kind_text(obj):
+    kind = getattr(type(obj), "_KIND", None)
+    return _KIND_TEXT.get(kind, f"a {type(obj).__name__!r}")
+
+
+def _as_results(items):
+    """The results of ``items`` (paths loaded); an InputError naming what each file holds where some
+    are not latency matrices."""
+    loaded = [load(x) if isinstance(x, (str, os.PathLike)) else x for x in items]
+    if all(_comparable(r) for r in loaded):
+        return loaded
+    paths = [isinstance(x, (str, os.PathLike)) for x in items]
+    passed = [r for r, path in zip(loaded, paths) if not path and not _comparable(r)]
+    if passed:
+        raise InputError(f"cannot compare {type(passed[0]).__name__!r}: pass results or paths to result "
+                         "files")
+    said = [f"{os.fspath(x)!r} holds {_kind_text(r)}" if isinstance(x, (str, os.PathLike))
+            else f"{_kind_text(r)} is passed" for x, r in zip(items, loaded)]
+    odd = sorted({_kind_text(r) for r in loaded if not _comparable(r)})
+    raise InputError(f"cannot compare: {'; '.join(said)}. compare reads latency matrices (and placement "
+                     f"results), and {' or '.join(odd)} does not compare with them")
 
 
 def _pair_values(result, statistic):
@@ -317,7 +338,7 @@ def labels_for(items, names=None):
     """
 
     # A placement result (one matrix per home of the line) is compared home by home.
-    entries = [(x, r, suffix) for x in items for r, suffix in per_home([_as_result(x)])]
+    entries = [(x, r, suffix) for x, one in zip(items, _as_results(items)) for r, suffix in per_home([one])]
     results = [r for _, r, _ in entries]
     if names is not None:
         names = [str(n) for n in names]

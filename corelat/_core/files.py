@@ -6,15 +6,20 @@ stop at a stated size, reading in chunks so that Ctrl-C is honoured between them
 
 Writes go to a temporary file beside the target, are flushed to disk, then renamed over the target:
 an interrupted or failed write (Ctrl-C, full disk, file size limit) leaves the old file as it was and
-no temporary file behind. A symlink as target is followed: its target is replaced, never the link.
+no temporary file behind, also when ended by SIGTERM or SIGHUP. A symlink as target is followed: its
+target is replaced, never the link; not one that another user planted in a world-writable sticky
+folder (refused, as the kernel's ``protected_symlinks`` would). A new file gets the umask's mode, a
+replaced one keeps its permission bits but never set-user-ID or set-group-ID.
 Every error names the path.
 """
 
 import contextlib
 import errno
 import os
+import signal
 import stat
 import tempfile
+import threading
 
 from corelat._core.errors import SaveError
 
@@ -91,30 +96,59 @@ def read_bytes(path, limit):
 
 
 # -- writing ------------------------------------------------------------------------------------
+#: Symlinks followed before a save gives up, as the kernel's ELOOP limit.
+_MAX_LINKS = 40
+
+
+def _check_link(link, st):
+    """Refuse, as the kernel's ``fs.protected_symlinks`` does, to follow a symlink that another user
+    planted in a world-writable sticky folder (``/tmp``): a save must not replace their pick of file."""
+    folder = os.path.dirname(link) or os.curdir
+    try:
+        fst = os.stat(folder)
+    except OSError:
+        return
+    shared = fst.st_mode & stat.S_ISVTX and fst.st_mode & stat.S_IWOTH
+    if shared and st.st_uid not in (os.geteuid(), fst.st_uid):
+        raise SaveError(errno.EPERM, f"a symbolic link of another user (uid {st.st_uid}) in the "
+                                     f"world-writable folder {folder}: not written through (remove it, or "
+                                     "save elsewhere)", link)
+
+
 def write_target(path):
     """Where writing ``path`` really goes: symlinks followed (a dangling one to the file it names).
 
-    Raises ``OSError`` naming ``path`` when the name is empty or names an existing file that is not
-    a regular one (a folder, ``/dev/null``, a FIFO: renaming over those would replace them).
+    The links of the last component are followed here, one at a time, each checked by
+    :func:`_check_link`; the folders are left to the kernel to resolve (with its protections) when
+    the file is made. Raises ``OSError`` naming ``path`` when the name is empty, names an existing
+    file that is not a regular one (a folder, ``/dev/null``, a FIFO: renaming over those would
+    replace them), or a symlink that :func:`_check_link` refuses.
     """
     path = os.fspath(path)
     if not path:
         raise SaveError(errno.ENOENT, "empty file name", path)
-    target = os.path.realpath(path)
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        return target
-    except OSError as e:
-        raise SaveError(e.errno, e.strerror, path) from None
+    target = path
+    for _ in range(_MAX_LINKS):
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            return target
+        except OSError as e:
+            raise SaveError(e.errno, e.strerror, path) from None
+        if not stat.S_ISLNK(st.st_mode):
+            break
+        _check_link(target, st)
+        target = os.path.join(os.path.dirname(target), os.readlink(target))
+    else:
+        raise SaveError(errno.ELOOP, "too many levels of symbolic links", path)
     if not stat.S_ISREG(st.st_mode):
         raise SaveError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
-                      f"{_kind(st.st_mode)}, not a regular file", path)
+                        f"{_kind(st.st_mode)}, not a regular file", path)
     return target
 
 
 def _temp_beside(target, path):
-    folder = os.path.dirname(target)
+    folder = os.path.dirname(target) or os.curdir
     try:
         return tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
     except OSError as e:
@@ -146,18 +180,70 @@ def _new_file_mode():
     return 0o644
 
 
+class _Ended(BaseException):
+    """A termination signal that arrived while a temporary file existed (see :func:`_ending_cleans_up`)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_ended(signum, frame):
+    raise _Ended(signum)
+
+
+@contextlib.contextmanager
+def _ending_cleans_up():
+    """While the block runs, SIGTERM and SIGHUP (when nothing else handles them) raise, so that the
+    temporary file is removed; the signal is then delivered again and ends the process as it would
+    have. Only the main thread can set handlers: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = {}
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            taken[signum] = signal.signal(signum, _raise_ended)
+    try:
+        yield
+    except _Ended as e:
+        for signum, old in taken.items():
+            signal.signal(signum, old)
+        taken.clear()
+        os.kill(os.getpid(), e.signum)
+        raise  # the default action ended the process; if the signal is blocked, still end the save
+    finally:
+        for signum, old in taken.items():
+            signal.signal(signum, old)
+
+
 def atomic_write(path, write):
     """Write ``path`` by calling ``write(binary_file)`` on a temporary file, then renaming it over.
 
-    On any failure or interrupt the temporary file is removed and ``path`` is left untouched;
-    ``OSError`` from the write names ``path``. An existing file keeps its permission bits.
+    On any failure or interrupt (also SIGTERM and SIGHUP) the temporary file is removed and ``path``
+    is left untouched; ``OSError`` from the write names ``path``. An existing file keeps its
+    permission bits, less set-user-ID and set-group-ID: the new file is the writer's, not the old
+    owner's, and a set-id program of theirs must not become one of ours.
     """
     path = os.fspath(path)
     target = write_target(path)
+    with _ending_cleans_up():
+        _write_beside(target, path, write)
+    try:  # make the rename itself durable; not all filesystems allow syncing a folder
+        dfd = os.open(os.path.dirname(target) or os.curdir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _write_beside(target, path, write):
     fd, tmp = _temp_beside(target, path)
     try:
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+            mode = stat.S_IMODE(os.stat(target).st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
         except FileNotFoundError:
             mode = _new_file_mode()
         with os.fdopen(fd, "wb") as f:
@@ -172,11 +258,3 @@ def atomic_write(path, write):
         if isinstance(e, OSError) and not isinstance(e, Refused):
             raise SaveError(e.errno, e.strerror or str(e), path) from None
         raise
-    try:  # make the rename itself durable; not all filesystems allow syncing a folder
-        dfd = os.open(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 
 from corelat._core.binding import extension
 from corelat._core.errors import MeasurementError, MeasurementTimeout
@@ -84,9 +85,30 @@ def _not_pinned(what, cpu, err, secs, grace, waited_for):
         f"{what}: cannot pin a thread to CPU {cpu} (sched_setaffinity: {_errno_text(err)}){hint}")
 
 
+def _address_space_short():
+    """The address-space limit (``ulimit -v``) in MiB when it leaves too little for one more thread's
+    stack (pthread_create then fails with EAGAIN too, as for a limit on threads), else None."""
+
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+        with open("/proc/self/statm", encoding="ascii") as f:
+            in_use = int(f.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return None
+    if limit == resource.RLIM_INFINITY:
+        return None
+    stack = 8 << 20 if stack == resource.RLIM_INFINITY else stack
+    return limit >> 20 if in_use + 2 * stack > limit else None
+
+
 def _no_thread(what, cpu, err, secs, grace, waited_for):
     hint = ""
-    if err == 11:  # EAGAIN
+    short = _address_space_short() if err == 11 else None
+    if short is not None:
+        hint = (f"; the address-space limit (ulimit -v) of {short} MiB leaves no room for a thread's stack: "
+                "raise the limit")
+    elif err == 11:  # EAGAIN
         hint = ("; the process ran out of threads: see `ulimit -u` (RLIMIT_NPROC), the cgroup's pids.max "
                 "and /proc/sys/kernel/threads-max")
     return MeasurementError(

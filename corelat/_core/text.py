@@ -114,3 +114,39 @@ def latency_summary(result, statistic="median"):
         out.append(f"{label}: {value}ns{err} cores: ({d['cpus'][0]},{d['cpus'][1]})")
     out.append(f"Mean latency: {s['mean']:.1f}ns")
     return "\n".join(out)
+
+
+#: Characters shown as they are although ``str.isprintable`` says no: line breaks and tabs lay text out.
+_LAYOUT = frozenset("\n\t")
+
+
+def _escape(c):
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else (f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+
+
+def _fast_printable(text, keep):
+    for c in keep:
+        text = text.replace(c, "")
+    return text.isprintable()
+
+
+def printable(text, keep=_LAYOUT):
+    """``text`` with every character a terminal could act on written as an escape (``\\x1b``).
+
+    Control characters (ESC, CR, BEL, ...), other unprintable ones (bidirectional overrides, ...) and
+    lone surrogates are escaped; newline and tab are kept (``keep``). What a file or the system says
+    (a CPU model, a host name, a file name) reaches a terminal only through here, so that a crafted
+    name cannot move the cursor, retitle the window or hide text.
+    """
+    if _fast_printable(text, keep):
+        return text
+    return "".join(c if c.isprintable() or c in keep else _escape(c) for c in text)
+
+
+def shortened(text, limit=80):
+    """``text`` cut to about ``limit`` characters (printable), saying how long it was when cut."""
+    text = printable(str(text), keep=frozenset())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"

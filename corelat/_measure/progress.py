@@ -30,7 +30,7 @@ class _Text:
     def __init__(self, total, desc):
         self.total, self.desc, self.done = total, desc, 0
         self.start = self.last = time.monotonic()
-        self.stream = sys.stderr
+        self.stream = _terminal()
 
     def update(self, n=1):
         self.done += n
@@ -48,6 +48,12 @@ class _Text:
         self.stream.flush()
 
 
+def _terminal():
+    # The command's stderr escapes control characters (a crafted name must not drive the terminal);
+    # the bar's own carriage returns are meant, so it writes to the stream underneath.
+    return getattr(sys.stderr, "unfiltered", None) or sys.stderr
+
+
 def make(progress, total, desc="corelat"):
     """A progress reporter: ``progress`` is False/None (off), True (tqdm, or a text line if tqdm is
     missing) or a callable ``fn(done, total)``."""
@@ -59,4 +65,4 @@ def make(progress, total, desc="corelat"):
         from tqdm.auto import tqdm
     except ImportError:
         return _Text(total, desc)
-    return tqdm(total=total, desc=desc, unit="pair", leave=False, file=sys.stderr)
+    return tqdm(total=total, desc=desc, unit="pair", leave=False, file=_terminal())

@@ -11,6 +11,7 @@ import os
 
 from corelat._core.binding import extension
 from corelat._core.errors import InputError
+from corelat._core.text import shortened
 from corelat._system import sysinfo as _sysinfo
 
 _timer = None
@@ -51,7 +52,7 @@ def timer_info() -> dict:
         hw = ext.hw_timer()
         forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
         if forced not in ("", "hw", "clock"):
-            raise InputError(f"CORELAT_TIMER={forced!r}: use 'hw' or 'clock'")
+            raise InputError(f"CORELAT_TIMER={shortened(repr(forced), 40)}: use 'hw' or 'clock'")
         _, flags = _sysinfo.cpuinfo()
         invariant = hw["invariant"] or _sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
         kind = forced or ("hw" if hw["available"] and invariant else "clock")

@@ -9,7 +9,6 @@ Exit status: 0 success, 1 the measurement failed (e.g. time-out), 2 bad input, 1
 """
 
 import argparse
-import errno
 import importlib
 import os
 import sys
@@ -19,6 +18,7 @@ from corelat._core.errors import InputError
 from corelat._version import __version__
 
 from .. import _early
+from . import outputs
 
 #: name -> (module, one-line help)
 COMMANDS = {
@@ -39,10 +39,46 @@ COMMANDS = {
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
+class ValueAfterEquals(argparse.Action):
+    """An option whose value is optional and, when given, written ``--option=VALUE`` only: before the
+    positional arguments, ``--option VALUE`` would take ROUND_TRIPS for the value (``corelat --retest
+    1000 300``), so a value after a space is refused as ambiguous (see ``_Parser``)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        kwargs.setdefault("nargs", "?")
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+
+
 class _Parser(argparse.ArgumentParser):
     # argparse prints its usage (5-8 lines here) and exits 2 by itself: one line instead.
     def error(self, message):
         raise _UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        self._refuse_values_after_a_space(args)
+        return super().parse_known_args(args, namespace)
+
+    def _refuse_values_after_a_space(self, args):
+        for word, after in zip(args, args[1:]):
+            if word == "--":
+                return
+            action = self._equals_action(word)
+            if action is not None and not after.startswith("-"):
+                name = action.option_strings[0]
+                self.error(f"{word} {after}: ambiguous ({after} could be its value or a positional "
+                           f"argument); write {name}={after} for its value ({name} alone takes none)")
+
+    def _equals_action(self, word):
+        if not word.startswith("--") or "=" in word:
+            return None
+        found = {a for opt, a in self._option_string_actions.items() if opt == word or
+                 (self.allow_abbrev and opt.startswith(word))}
+        action = found.pop() if len(found) == 1 else None
+        return action if isinstance(action, ValueAfterEquals) else None
 
 
 class _UsageError(Exception):
@@ -69,14 +105,7 @@ def _top_help():
     return "\n".join(lines)
 
 
-def _message(e):
-    """One line for an exception, naming the file for OSErrors that have one."""
-    if isinstance(e, OSError) and e.filename is not None:
-        return f"{e.filename}: {e.strerror or e}"
-    if isinstance(e, OSError) and e.errno == errno.EAGAIN:
-        return (f"{e.strerror or e}: cannot start a thread (the limit on threads or processes is reached: "
-                "ulimit -u, or the cgroup's pids.max)")
-    return " ".join(str(e).split()) or type(e).__name__
+_message = outputs.message
 
 
 def _quiet_stdout():
@@ -100,6 +129,14 @@ def _exit_status(e):
 
 def main(argv=None):
     """Entry point of the console script; returns the exit status."""
+    with outputs.printable_streams() as stdout:
+        status = _main(argv)
+        if stdout.discarded:
+            print("corelat: note: standard output is closed: the text output was not shown", file=sys.stderr)
+        return status
+
+
+def _main(argv):
     try:
         _early.release()
         status = _run(list(sys.argv[1:] if argv is None else argv))
@@ -123,16 +160,22 @@ def main(argv=None):
               file=sys.stderr)
         return EXIT_FAILED
     except (TimeoutError, OSError, RuntimeError, ValueError) as e:
-        print(f"corelat: error: {_message(e)}", file=sys.stderr)
-        return EXIT_FAILED
+        return _failed(e)
     except SystemExit as e:  # argparse --help/--version
         return _exit_status(e)
     except Exception as e:  # a bug: still one line, unless asked for the traceback
-        if os.environ.get("CORELAT_DEBUG"):
+        if _early.debug():
             raise
         print(f"corelat: internal error: {type(e).__name__}: {_message(e)} (set CORELAT_DEBUG=1 for details)",
               file=sys.stderr)
         return EXIT_FAILED
+
+
+def _failed(e):
+    print(f"corelat: error: {_message(e)}", file=sys.stderr)
+    if isinstance(e, outputs.StreamError):
+        _quiet_stdout()  # what is still buffered would fail again at exit, out of reach
+    return EXIT_FAILED
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -15,7 +15,7 @@ import sys
 
 from corelat._measure.locks import HIDDEN_TESTS, MAX_DURATION, MIN_DURATION, list_tests, locks
 
-from . import common
+from . import common, outputs
 
 
 def add_arguments(p):
@@ -33,7 +33,8 @@ def add_arguments(p):
                    help=f"throughput phase per test, {MIN_DURATION:g} to {MAX_DURATION:g} (default 0.2)")
     common.add_timeout_argument(p)
     p.add_argument("--per-thread", action="store_true", help="also one line per thread under each test")
-    common.add_output_arguments(p)
+    outputs.output_argument(p)
+    common.add_json_argument(p)
     p.add_argument("--list", action="store_true", help="list the tests and exit")
 
 
@@ -44,16 +45,14 @@ def run(args):
         for name, desc in tests:
             print(f"{name:<{width}}  {desc}")
         return 0
-    if args.output:
-        common.check_output_path(args.output, suffixes=(".npz",))
+    paths = outputs.check(args.output)
     cpus = ",".join(args.cpus) if args.cpus else None
     result = locks(cpus, kernel=args.kernel, shared=args.shared, duration=args.duration, timeout=args.timeout)
-    if args.json:
-        common.print_json(result)
-    else:
-        print(result.table(per_thread=args.per_thread))
-    if args.output:
-        common.save(result, args.output)
+    with outputs.save(result, paths):
+        if args.json:
+            common.print_json(result)
+        else:
+            print(result.table(per_thread=args.per_thread))
     broken = [n for n in result.violations if n not in HIDDEN_TESTS]
     if broken:
         print(f"corelat: error: mutual exclusion violated by {', '.join(broken)} "

@@ -18,7 +18,7 @@ from corelat._system.validate import (
     sampling_text,
 )
 
-from . import common
+from . import ValueAfterEquals, common, outputs
 
 
 def add_arguments(p):
@@ -28,8 +28,7 @@ def add_arguments(p):
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to "
                         "stderr")
-    p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
-                   help="save the result (.npz, or .csv for the matrix)")
+    outputs.output_argument(p, data=outputs.DATA_SUFFIXES, what="the result (.csv: the matrix)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
@@ -57,9 +56,11 @@ def add_measure_options(p):
     p.add_argument("--strategy", choices=STRATEGIES, default="full",
                    help="full: every pair (default); sample: enough pairs per topology block pair, "
                         "the rest estimated")
-    p.add_argument("--retest", nargs="?", type=_retest_count, const=True, default=True, metavar="N",
-                   help="re-measure unstable pairs at the end of the sweep: at most N pairs (default: a "
-                        "tenth of the pairs, worst first)")
+    p.add_argument("--retest", action=ValueAfterEquals, type=_retest_count, const=True, default=True,
+                   metavar="N",
+                   help="re-measure unstable pairs at the end of the sweep (the default); --retest=N: at "
+                        "most N pairs (default: a tenth of the pairs, worst first). The value needs the '=' "
+                        "(--retest N is refused: N would be ROUND_TRIPS)")
     p.add_argument("--no-retest", dest="retest", action="store_false",
                    help="do not re-measure unstable pairs")
     p.add_argument("--warmup", type=int, default=None, metavar="N",
@@ -169,13 +170,27 @@ def request_options(args, make=SweepOptions.request, **fields):
 def run(args):
     if args.csv and args.json:
         raise InputError("--csv and --json both print the result on stdout: choose one")
-    if args.output:
-        common.check_output_path(args.output)
+    paths = outputs.check(args.output, data=outputs.DATA_SUFFIXES)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     order = common.measure_order(args.order)
     options = request_options(args, SweepOptions.build, progress=progress, order=order)
     result = _sweep.run(options)
     result = common.in_order(result, args.order)
+    with outputs.save(result, paths, save_data=_saver(args.statistic)):
+        _print(result, args)
+    return 0
+
+
+def _saver(statistic):
+    def save_data(result, path):
+        if path.lower().endswith(".csv"):
+            result.to_csv(path, statistic=statistic)
+        else:
+            result.save(path)
+    return save_data
+
+
+def _print(result, args):
     text = sys.stderr if args.csv or args.json else sys.stdout
     print(header_text(result, args.statistic), file=text)
     print(file=text)
@@ -187,10 +202,3 @@ def run(args):
         sys.stdout.write(result.to_csv(statistic=args.statistic))
     elif args.json:
         common.print_json(result)
-    if args.output:
-        if args.output.lower().endswith(".csv"):
-            result.to_csv(args.output, statistic=args.statistic)
-        else:
-            result.save(args.output)
-        print(f"saved to {args.output}", file=sys.stderr)
-    return 0

@@ -21,7 +21,7 @@ from corelat._measure.options import SweepOptions
 from corelat._results.placement import PlacementResult
 from corelat._system.validate import ALL_KERNELS
 
-from . import common
+from . import common, outputs
 from .cmd_measure import add_sampling_options, header_text, sampling_options
 
 
@@ -44,14 +44,13 @@ def add_arguments(p):
     common.add_order_argument(p)
     p.add_argument("--matrices", action=argparse.BooleanOptionalAction, default=True,
                    help="print every home's matrix (default: on)")
-    p.add_argument("-o", "--output", metavar="FILE", help="save the result (.npz)")
+    outputs.output_argument(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
 def run(args):
-    if args.output:
-        common.check_output_path(args.output, suffixes=(".npz",))
+    paths = outputs.check(args.output)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     options = SweepOptions.build(args.cpus, kernel=args.kernel, progress=progress,
                                  order=common.measure_order(args.order), **sampling_options(args))
@@ -60,6 +59,12 @@ def run(args):
     if args.order == "structure":  # one order for every home (they must share it): the first home's groups
         st = structure(result.results[0])
         result = PlacementResult(result.homes, [r.ordered(st) for r in result.results], name=result.name)
+    with outputs.save(result, paths):
+        _print(result, args)
+    return 0
+
+
+def _print(result, args):
     if args.matrices:
         header = header_text(result.results[0], "median").splitlines()
         print("\n".join(line for line in header if not line.startswith("Home of the line")))
@@ -71,7 +76,3 @@ def run(args):
     print(result.table())
     for line in common.homes_warnings_lines(result.homes, result.results):
         print(line, file=sys.stderr)
-    if args.output:
-        result.save(args.output)
-        print(f"saved to {args.output}", file=sys.stderr)
-    return 0

@@ -4,13 +4,14 @@ import os
 import sys
 
 from corelat._analysis.compare import labels_for
+from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._core.extras import install_command
 from corelat._results.load import load
 from corelat._results.placement import PlacementResult
 from corelat._system.home import one_home
 
-from . import common
+from . import common, outputs
 
 _FORMATS = (".png", ".svg", ".pdf")
 
@@ -74,11 +75,9 @@ def run(args):
         import matplotlib.pyplot as plt
 
         from .. import plot
-    except ImportError:
-
+    except ImportError as e:
         # Exit status 2, like any other input the command cannot use; 1 means a measurement failed.
-        print(f"corelat: error: corelat plot needs matplotlib; install it with: {install_command('plot')}",
-              file=sys.stderr)
+        print(f"corelat: error: {no_matplotlib(e)}", file=sys.stderr)
         return 2
     if isinstance(results[0], PlacementResult):
         fig = plot.placement(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate)
@@ -90,12 +89,23 @@ def run(args):
                            annotate=args.annotate).figure
     else:
         fig = plot.distribution(results[0], pairs=_pairs(args.pairs), kind=args.kind).figure
-    try:
-        fig.savefig(out, dpi=args.dpi)
+    try:  # through the one atomic writer: a full disk or ulimit -f leaves an old image as it was
+        fmt = os.path.splitext(out)[1].lower().lstrip(".")
+        _files.atomic_write(out, lambda f: fig.savefig(f, dpi=args.dpi, format=fmt))
     finally:
         plt.close(fig)
-    print(f"saved to {out}", file=sys.stderr)
+    print(f"saved to {outputs.shown(out)}", file=sys.stderr)
     return 0
+
+
+def no_matplotlib(e):
+    """Why matplotlib is not there: not installed (how to install it), or installed but failing to
+    load (under a low ``ulimit -v`` its libraries do not map), where installing would not help."""
+    if isinstance(e, ModuleNotFoundError) and (e.name or "").partition(".")[0] == "matplotlib":
+        return f"corelat plot needs matplotlib; install it with: {install_command('plot')}"
+    why = " ".join(str(e).split())
+    return (f"corelat plot needs matplotlib, which is installed but did not load ({why}); is the "
+            "address-space limit (ulimit -v) too low, or the install broken?")
 
 
 def common_name(name):

@@ -19,7 +19,7 @@ from corelat._measure.options import SweepOptions
 from corelat._measure.smt import MAX_DURATION, MIN_DURATION, SMT_KERNELS
 from corelat._system.validate import DEFAULT_PRECISION
 
-from . import common
+from . import common, outputs
 from .cmd_measure import add_sampling_options, sampling_options
 
 
@@ -41,24 +41,23 @@ def add_arguments(p):
                    help="latency samples discarded per pair before measuring (default: samples/10)")
     common.add_timeout_argument(p)
     add_sampling_options(p)
-    common.add_output_arguments(p)
+    outputs.output_argument(p)
+    common.add_json_argument(p)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show a progress bar on stderr (default: when stderr is a terminal)")
 
 
 def run(args):
-    if args.output:
-        common.check_output_path(args.output, suffixes=(".npz",))
+    paths = outputs.check(args.output)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     options = SweepOptions.for_smt(args.cpus, kernel=args.kernel, kernels=SMT_KERNELS, progress=progress,
                                    **sampling_options(args))
     result = _smt.run(options, args.duration)
-    if args.json:
-        common.print_json(result)
-    else:
-        print(result.table())
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    if args.output:
-        common.save(result, args.output)
+    with outputs.save(result, paths):
+        if args.json:
+            common.print_json(result)
+        else:
+            print(result.table())
+        for w in result.warnings:
+            print(f"warning: {w}", file=sys.stderr)
     return 0

@@ -1,22 +1,20 @@
 """Helpers shared by CLI commands: output paths, the terminal."""
 
-import argparse
 import inspect
 import json
-import os
 import sys
 
 import numpy as np
 
 from corelat._analysis.structure import structure
-from corelat._core import files as _files
-from corelat._core.errors import InputError
 from corelat._core.text import counts as fmt_counts
 from corelat._core.types import DEFAULT_ORDER, ORDERS, STATISTICS
 from corelat._measure.quality import for_cli
 from corelat._results.latency import PairFlag
 from corelat._system.validate import DEFAULT_TIMEOUT
 
+from . import outputs
+from .outputs import check_output_path, output_file  # noqa: F401 (the commands' names for them)
 
 #: ``--cpus`` help (measure, smt, placement, check; the CPU arguments of locks): the grammar of
 #: :mod:`corelat._system.selectors` in one breath. Written out in the README's "Choosing CPUs".
@@ -28,39 +26,10 @@ CPUS_HELP = ("a CPU list (0,2,4-7; strides 0-15:2) or a topology selection: all;
              "topology order")
 
 
-def output_file(text):
-    """argparse ``type=`` for ``-o``: an empty name would save nothing, silently."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty file name (-o '') saves nothing; give a file name")
-    return text
-
-
 def home_arg(text):
     """``--home`` of report and plot: a home label (``node:1``, ``responder``) or a NUMA node number."""
     text = text.strip()
     return int(text) if text.isdigit() else text
-
-
-def check_output_path(path, suffixes=(".npz", ".csv")):
-    """Fail early (before minutes of measuring) if ``path`` cannot be written.
-
-    Touches nothing of an existing file or symlink: it makes and removes a temporary file beside
-    the target, as the atomic save will.
-    """
-    if not path:
-        raise InputError("an empty output file name saves nothing; give a file name")
-    if suffixes and not path.lower().endswith(tuple(suffixes)):
-        raise InputError(f"output file {path!r} must end in {' or '.join(suffixes)}")
-    if os.path.isdir(path):
-        raise InputError(f"output path {path!r} is a directory")
-    folder = os.path.dirname(os.path.realpath(path))
-    if not os.path.isdir(folder):
-        raise InputError(f"cannot write {path!r}: folder {folder!r} does not exist")
-    try:
-        _files.check_writable(path)
-    except OSError as e:
-        raise InputError(f"cannot write {path!r}: {e.strerror or e}") from None
-    return path
 
 
 def add_order_argument(p, what="matrix"):
@@ -97,8 +66,14 @@ def add_timeout_argument(p):
 
 
 def add_output_arguments(p, what="the result"):
-    """``-o FILE`` (a corelat .npz that ``corelat.load`` reads back) and ``--json``."""
-    p.add_argument("-o", "--output", metavar="FILE", type=output_file, help=f"save {what} (.npz)")
+    """``-o FILE`` (a corelat .npz that ``corelat.load`` reads back, or a report; once per file) and
+    ``--json``."""
+    outputs.output_argument(p, what=what)
+    add_json_argument(p, what)
+
+
+def add_json_argument(p, what="the result"):
+    """``--json``: the result as JSON on stdout instead of text."""
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON instead of text")
 
 
@@ -113,9 +88,9 @@ def print_json(result):
 
 
 def save(result, path):
-    """Save ``result`` to ``path`` and say so on stderr."""
-    result.save(path)
-    print(f"saved to {path}", file=sys.stderr)
+    """Save ``result`` to ``path`` (or to every path of a list) and say so on stderr."""
+    with outputs.save(result, [path] if isinstance(path, str) else path):
+        pass
 
 
 #: What the ± after a value is, per statistic shown (statistics without one show no ±).

@@ -33,6 +33,7 @@ typedef struct {
     int err;           /* errno of a failed call */
     uint64_t rng[2];   /* the thread's own xoroshiro128+ state */
     uint64_t sink;     /* results of tests that compute something, so the work is done */
+    int spread;        /* the thread may run on any CPU of its group: no "moved" checks */
 } corelat_kctx;
 
 typedef int (*corelat_kernel_fn)(corelat_kctx *c);

@@ -753,6 +753,17 @@ int corelat_lock_robust_check(char *why, size_t why_len)
 
 /* ---- The run ---- */
 
+/* corelat_member_check, less the "still on its CPU" part where moving is allowed (spread mode). */
+static int member_check(kctx *c)
+{
+    if (!c->spread)
+        return corelat_member_check(c->m);
+    if (atomic_load_explicit(&c->m->job->abort, memory_order_relaxed) != CORELAT_RUN)
+        return CORELAT_EABORT;
+    corelat_member_beat(c->m);
+    return CORELAT_OK;
+}
+
 /* Every thread arrives; then the leader (thread 0) waits a little on its own clock and starts the
  * phase through memory, and every thread starts its own clock when it sees that: no thread reads
  * another CPU's clock. The leader starts the next phase only after every thread arrived at the next
@@ -834,7 +845,7 @@ static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t 
             best = t1 - t0;
         if (t1 >= end)
             break;
-        if ((++brackets & 255u) == 0 && (rc = corelat_member_check(c->m)) != 0)
+        if ((++brackets & 255u) == 0 && (rc = member_check(c)) != 0)
             return rc;
     }
     *best_out = best;
@@ -871,7 +882,7 @@ static int run_avg(kernel_fn fn, kctx *c, uint64_t t0, uint64_t end, uint64_t *c
         now = corelat_ticks();
         if (now >= end)
             break;
-        int rc = corelat_member_check(c->m);
+        int rc = member_check(c);
         if (rc)
             return rc;
     }
@@ -947,6 +958,30 @@ static int spread(corelat_lock_job *job, corelat_member *m)
     return CORELAT_OK;
 }
 
+static int in_group(const corelat_lock_job *job, int i, int cpu)
+{
+    for (int j = 0; j < job->p.n; j++)
+        if (job->cpus[j] == cpu && (!job->group || job->group[j] == job->group[i]))
+            return 1;
+    return 0;
+}
+
+/* What the thread's affinity is at its end, for tests of pinning: how many CPUs, how many outside
+ * its group. */
+static void affinity_seen(corelat_lock_job *job, int i)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set)) {
+            job->aff_count[i]++;
+            job->aff_outside[i] += !in_group(job, i, c);
+        }
+    }
+}
+
 static void lock_work(corelat_member *m)
 {
     corelat_lock_job *job = (corelat_lock_job *)m->job;
@@ -956,7 +991,7 @@ static void lock_work(corelat_member *m)
     int rc = p->spread ? spread(job, m) : CORELAT_OK;
     if (rc == CORELAT_OK)
         rc = objects(job, m, &buf);
-    kctx c = {.obj = NULL, .m = m, .err = 0, .rng = {0x9E3779B97F4A7C15ull + (uint64_t)m->index, 0xD1B54A32D192ED03ull}};
+    kctx c = {.obj = NULL, .m = m, .err = 0, .spread = p->spread, .rng = {0x9E3779B97F4A7C15ull + (uint64_t)m->index, 0xD1B54A32D192ED03ull}};
     int phase = 0;
     uint64_t start, k, cal;
     for (int t = 0; t < p->ntests && rc == CORELAT_OK; t++) {
@@ -981,6 +1016,7 @@ static void lock_work(corelat_member *m)
     if (rc == CORELAT_OK)
         atomic_store_explicit(&job->at_test[m->index], -1, memory_order_relaxed);
     job->ran_on[m->index] = sched_getcpu();
+    affinity_seen(job, m->index);
     m->status = rc;
     if (!m->err)
         m->err = c.err;
@@ -1009,6 +1045,8 @@ static void locks_destroy(corelat_job *head)
     free(job->counter);
     free(job->counter_by);
     free(job->ran_on);
+    free(job->aff_count);
+    free(job->aff_outside);
     free(job);
 }
 
@@ -1060,9 +1098,11 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->counter = calloc((size_t)p->ntests, sizeof *job->counter);
     job->ran_on = calloc(n, sizeof *job->ran_on);
     job->counter_by = calloc(cells, sizeof *job->counter_by);
+    job->aff_count = calloc(n, sizeof *job->aff_count);
+    job->aff_outside = calloc(n, sizeof *job->aff_outside);
     if (!job->cpus || (p->group && !job->group) || !job->tests || !job->bufs || !job->at_test || !job->buf_ready ||
         !job->calls || !job->ticks || !job->sermin || !job->serk || !job->sercalls || !job->counter || !job->ran_on ||
-        !job->counter_by) {
+        !job->counter_by || !job->aff_count || !job->aff_outside) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;
         return NULL;

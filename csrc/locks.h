@@ -118,6 +118,8 @@ typedef struct {
     uint64_t *counter_by; /* (ntests, n): the counter of the objects thread i mapped (0: it used
                            * its group leader's), so a caller can sum per group */
     int *ran_on;        /* n: the CPU each thread was on at its end (spread mode: where it ran) */
+    int *aff_count;     /* n: CPUs in the thread's affinity mask at its end */
+    int *aff_outside;   /* n: of those, CPUs outside its group (0 unless something moved it) */
     int failed_test;    /* output: the test a failing thread was in, or -1 */
     /* private */
     char **bufs;                  /* n buffers: each thread's own (uncontended) or its group leader's */

@@ -676,10 +676,16 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         Py_XDECREF(a);
     }
     npy_intp ndim[1] = {(npy_intp)n};
-    PyObject *ran = out ? array_copy(1, ndim, NPY_INT, job->ran_on) : NULL;
-    if (!ran || PyDict_SetItemString(out, "ran_on", ran) < 0)
-        Py_CLEAR(out);
-    Py_XDECREF(ran);
+    struct {
+        const char *key;
+        const int *src;
+    } per_thread[] = {{"ran_on", job->ran_on}, {"affinity", job->aff_count}, {"affinity_outside", job->aff_outside}};
+    for (size_t i = 0; out && i < sizeof per_thread / sizeof per_thread[0]; i++) {
+        PyObject *a = array_copy(1, ndim, NPY_INT, per_thread[i].src);
+        if (!a || PyDict_SetItemString(out, per_thread[i].key, a) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(a);
+    }
 
 error: /* also the way out on success */
     if (job)
@@ -850,7 +856,8 @@ static PyMethodDef methods[] = {
      " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
      " codes index LOCK_TESTS. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."
      " group: a group number per thread (shared: one object per group); spread: each thread on any CPU"
-     " of its group; ran_on: the CPU each thread ended on."},
+     " of its group; ran_on: the CPU each thread ended on; affinity, affinity_outside: the CPUs in its"
+     " affinity mask at its end, and those outside its group."},
     {"lock_availability", py_lock_availability, METH_VARARGS,
      "lock_availability(features=None) -> per LOCK_TESTS code (runs_here, why_not, other_arch); features"
      " a dict of CPUID/HWCAP words (arch, max_leaf, max_ext, leaf1_ecx, leaf1_edx, leaf7_ecx, ext1_edx,"

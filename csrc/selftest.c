@@ -122,9 +122,11 @@ static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_
     return status;
 }
 
-/* Every lock test that can run here, in shared mode on CPUs 0 and 1 (one group) and as two groups
- * of one thread each (each its own object): every protected counter equals the calls made. */
-static int run_locks(double seconds, const corelat_timer_info *info, int two_groups)
+/* Every lock test that can run here, in shared mode on CPUs 0 and 1 (one group), as two groups of
+ * one thread each (each its own object), and as one group whose threads may run on either CPU
+ * (spread): every protected counter equals the calls made. */
+enum { ONE_GROUP, TWO_GROUPS, SPREAD };
+static int run_locks(double seconds, const corelat_timer_info *info, int mode)
 {
     enum { N = 2 };
     int cpus[N] = {0, 1}, groups[N] = {0, 1}, tests[CORELAT_LK_COUNT], T = 0;
@@ -135,7 +137,8 @@ static int run_locks(double seconds, const corelat_timer_info *info, int two_gro
     uint64_t phase = (uint64_t)(seconds * 1e9 * info->ticks_per_ns);
     corelat_lock_params p = {.n = N,
                              .cpus = cpus,
-                             .group = two_groups ? groups : NULL,
+                             .group = mode == TWO_GROUPS ? groups : NULL,
+                             .spread = mode == SPREAD,
                              .ntests = T,
                              .tests = tests,
                              .shared = 1,
@@ -456,8 +459,9 @@ int main(void)
     EXPECT(ab2 > ab && ba2 < ba);
     EXPECT(ab2 - skew < skew / 2 && ba2 + skew > -skew / 2);
     EXPECT_STATUS(run_oneway(1, 0.05, 0, &ab, &ba), CORELAT_ETIMEOUT);
-    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, 0) == 0);
-    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, 1) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, ONE_GROUP) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, TWO_GROUPS) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, SPREAD) == 0);
     lock_checks_bite(&info);
     feature_tables();
     stacks();

@@ -88,7 +88,8 @@ def unavailable(features=None):
     the mutex as named): name -> why. ``features``: a dict of CPUID / HWCAP words to judge instead
     of this CPU's (for tests; see the binding's ``lock_availability``)."""
     ext = extension()
-    return {name: why for name, (ok, why, _) in zip(ext.LOCK_TESTS, ext.lock_availability(features)) if not ok}
+    answers = zip(ext.LOCK_TESTS, ext.lock_availability(features))
+    return {name: why for name, (ok, why, _) in answers if not ok}
 
 
 def _matches(pattern, name):
@@ -275,7 +276,8 @@ def _high_priority():
         before = os.getpriority(os.PRIO_PROCESS, 0)
         os.setpriority(os.PRIO_PROCESS, 0, -20)
     except (OSError, AttributeError) as e:
-        yield f"priority: setpriority(-20) refused ({getattr(e, 'strerror', None) or e}); ran at the usual priority"
+        reason = getattr(e, "strerror", None) or e
+        yield f"priority: setpriority(-20) refused ({reason}); ran at the usual priority"
         return
     try:
         yield "priority: nice -20"
@@ -292,7 +294,8 @@ def _assemble(names, cpus, group, raw, timer, tpn, shared, why):
     group = np.asarray(group)
     for g in sorted(set(group.tolist())):
         cols = np.flatnonzero(group == g)
-        sub = {k: np.asarray(v)[:, cols] for k, v in raw.items() if k not in ("counter", "counter_by_thread", "ran_on")}
+        sub = {k: np.asarray(v)[:, cols] for k, v in raw.items()
+               if np.ndim(v) == 2 and k != "counter_by_thread"}
         sub["counter"] = np.asarray(raw["counter_by_thread"])[:, cols].sum(axis=1)
         sub["ran_on"] = np.asarray(raw["ran_on"])[cols]
         d, t = summarise(ran, [cpus[i] for i in cols], sub, tpn, timer["overhead_serial_ticks"],
@@ -304,13 +307,25 @@ def _assemble(names, cpus, group, raw, timer, tpn, shared, why):
                 for k in ("mhz", "mcalls_per_s", "avg_ticks_raw", "avg_ticks", "avg_ns", "sermin_ticks_raw",
                           "sermin_ticks", "sermin_ns", "sermin_floor_ns", "sermin_steps"):
                     rows[i][k] = np.nan
-                rows[i]["name"], rows[i]["why"], rows[i]["group"], rows[i]["exclusive"] = name, why[name], g, True
+                rows[i]["name"], rows[i]["why"], rows[i]["group"] = name, why[name], g
+                rows[i]["exclusive"] = True
                 rows[i]["threads"] = len(cols)
             else:
                 rows[i] = d[ran.index(name)]
         datas.append(rows)
         threads.append(t)
     return np.concatenate(datas), np.concatenate(threads)
+
+
+def _mhz(value):
+    """The ``timer_mhz`` argument: None, or a frequency from 1 MHz to 100 GHz."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InputError(f"timer_mhz must be a number of MHz, got {value!r}")
+    if not 1.0 <= float(value) <= 100000.0:  # also refuses NaN
+        raise InputError(f"timer_mhz must be between 1 and 100000 MHz, got {float(value):g}")
+    return float(value)
 
 
 def locks(
@@ -394,8 +409,7 @@ def locks(
     serial = duration / 4 if serial_duration is None else serial_duration
     serial = seconds("serial_duration", serial, MIN_DURATION / 4, MAX_DURATION)
     timeout = seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
-    if timer_mhz is not None:
-        timer_mhz = seconds("timer_mhz", timer_mhz, 1.0, 100000.0)
+    timer_mhz = _mhz(timer_mhz)
 
     ext = extension()
     timer = timer_info()

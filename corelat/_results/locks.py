@@ -399,14 +399,16 @@ def _row_lines(result, r, namew, per_thread):
              _fmt(r["avg_ticks"], 8, 1), _fmt(r["avg_ns"], 8, 2),
              _ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1), _ser(r, "sermin_ns", 1.0, 8, 2)]
     flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
-    lines = [(f"{'-':>4}  " if per_thread else "") + " ".join(cells) + f"  {name:<{namew}}  {describe(name)}{flag}"]
+    lines = [(f"{'-':>4}  " if per_thread else "") + " ".join(cells)
+             + f"  {name:<{namew}}  {describe(name)}{flag}"]
     if per_thread:
         th = result.threads
         for t in th[(th["name"] == name) & (th["group"] == r["group"])]:
             cells = [_fmt(r["mhz"], 6, 0), _fmt(t["calls"] / 1e6, 10, 2), _fmt(t["mcalls_per_s"], 9, 2),
                      _fmt(t["avg_ticks"], 8, 1), _fmt(t["avg_ns"], 8, 2), _fmt(t["sermin_ticks"], 8, 1),
                      _fmt(t["sermin_ns"], 8, 2)]
-            where = int(t["cpu"]) if t["ran_on"] < 0 or t["ran_on"] == t["cpu"] else f"{int(t['cpu'])}>{int(t['ran_on'])}"
+            moved = t["ran_on"] >= 0 and t["ran_on"] != t["cpu"]
+            where = f"{int(t['cpu'])}>{int(t['ran_on'])}" if moved else int(t["cpu"])
             lines.append(f"{where!s:>4}  " + " ".join(cells) + f"  {name}")
     return lines
 

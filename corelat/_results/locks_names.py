@@ -46,14 +46,16 @@ TESTS = {
     "lock-pthread-mutex-pshared": "pthread_mutex_lock (PTHREAD_PROCESS_SHARED), inc, unlock",
     "lock-pthread-mutex-robust": "pthread_mutex_lock (PTHREAD_MUTEX_ROBUST), inc, unlock",
     "lock-pthread-mutex-inherit": "pthread_mutex_lock (PTHREAD_PRIO_INHERIT), inc, unlock",
-    "lock-pthread-mutex-protect": "pthread_mutex_lock (PTHREAD_PRIO_PROTECT, lowest SCHED_FIFO ceiling), inc, unlock",
+    "lock-pthread-mutex-protect": "pthread_mutex_lock (PTHREAD_PRIO_PROTECT, the lowest SCHED_FIFO "
+                                  "ceiling), inc, unlock",
     "lock-pthread-mutex-trylock": "spin on pthread_mutex_trylock, inc, unlock",
     "lock-binsema-mutex": "sem_wait on a semaphore of 1, inc, sem_post",
     "lock-binsema-mutex-pshared": "sem_wait on a process-shared semaphore of 1, inc, sem_post",
     "lock-pthread-rwlock-wrlock": "pthread_rwlock_wrlock, inc, unlock (no readers)",
     "lock-pthread-rwlock-wrlock-pshared": "pthread_rwlock_wrlock (PTHREAD_PROCESS_SHARED), inc, unlock",
     "lock-pthread-rwlock-rdlock": "pthread_rwlock_rdlock, atomic inc (readers share), unlock",
-    "lock-pthread-rwlock-rdlock-pshared": "pthread_rwlock_rdlock (PTHREAD_PROCESS_SHARED), atomic inc, unlock",
+    "lock-pthread-rwlock-rdlock-pshared": "pthread_rwlock_rdlock (PTHREAD_PROCESS_SHARED), atomic inc, "
+                                          "unlock",
     "lock-semaphore": "sem_wait on a semaphore of the threads sharing it, atomic inc, sem_post",
     "stack-lockfree": "lock-free stack (tagged head, ABA-safe): pop, inc, push",
     "stack-mutex": "stack under a pthread mutex: lock, pop, unlock, inc, lock, push, unlock",
@@ -76,7 +78,7 @@ CPUPERF = {name: name for name in TESTS} | {
     "sys-clock-gettime-realtime-coarse": "sys-clock-gettime (real time (course))",
     "sys-clock-gettime-monotonic": "sys-clock-gettime (monotonic time (default))",
     "sys-clock-gettime-monotonic-coarse": "sys-clock-gettime (monotonic time (course))",
-    "lock-ttas-spin": None,
+    "lock-ttas-spin": "corelat's own (lock-cmpxchg-spin, reading before the compare-exchange)",
     "lock-pthread-rwlock-wrlock-pshared": "lock-pthread-rwlock-wrlock (no readers, pshared)",
     "lock-pthread-rwlock-rdlock-pshared": "lock-pthread-rwlock-rdlock (no writers, pshared)",
 }
@@ -135,3 +137,8 @@ def describe(name: str) -> str:
 def cpuperf_name(name: str) -> str:
     """The cpuperf test a test corresponds to, or ``corelat's own``."""
     return CPUPERF.get(ALIASES.get(name, name)) or "corelat's own"
+
+
+def old_names(name: str) -> list[str]:
+    """corelat 0.1's names that select this test now."""
+    return [old for old, new in ALIASES.items() if new == name]

@@ -1,26 +1,33 @@
-"""``corelat.locks()``: what locks and atomics cost, uncontended and shared (cpuperf's method).
+"""``corelat.locks()``: what locks, atomics, instructions and system calls cost, uncontended and
+shared (cpuperf's method and its tests, under its names).
 
-One thread pinned to each CPU of the set runs every selected test twice, all threads starting
-together at a common deadline:
+One thread per CPU of the set (pinned to it, or with ``affinity="group"`` free to run on any CPU
+of its group) runs every selected test twice, all threads starting together at a common deadline:
 
 * **sermin**: many short brackets of calls, each between two serializing timer reads (``lfence;
   rdtsc; lfence`` on x86), the calls per bracket chosen so a bracket spans at least 20 steps of the
   timer (some counters advance ~24 ticks at a time); the fastest bracket per call is kept, then the
-  timer's own cost and the baseline's sermin are subtracted. It is the cost of one call with nothing
-  in flight. A value below two timer steps per call is unresolved: it is shown as ``<`` that bound.
+  timer's measured cost and the baseline's sermin are subtracted. It is the cost of one call with
+  nothing in flight. Where what is left of a bracket is under one timer step the figure is shown as
+  ``<`` one step per call; under 20 steps it is marked as at the timer's resolution (``~``).
 * **avg**: an unrolled, unserialized loop of calls for ``duration`` seconds; the call count gives the
   throughput (Mcalls/s per thread), converted to timer ticks and ns per call, the baseline's
   subtracted. Under contention this is where the cost of fighting over a cache line shows.
 
-Every test's critical section is the same body, one increment of a counter on the lock's cache
+Every lock's critical section is the same body, one increment of a counter on the lock's cache
 line, so the tests compare. In the default mode each thread has its own objects, mapped and first
-touched on its own CPU; with ``shared=True`` the whole set shares one object per test.
+touched on its own CPU; with ``shared=True`` each group of CPUs shares one object per test.
+Instruction tests run only where CPUID (x86) or HWCAP (aarch64) says the CPU has the instruction;
+a test that cannot run here (an instruction the CPU lacks, a mutex protocol the C library refuses)
+is a row without figures that says why.
 
 "Cycles" in the output are timer ticks: on x86 the TSC, which counts at the CPU's nominal frequency
 whatever the core's actual clock (the MHz column), exactly as cpuperf reports them.
 
-Mutual exclusion is checked on every run: each thread counts the calls it completed, and the counter
-the lock protects must end equal to their sum (:attr:`LockResult.violations`).
+Mutual exclusion is checked whenever two or more threads share one object (``shared=True`` with two
+or more CPUs in a group): each thread counts the calls it completed, and the counter the lock
+protects must end equal to their sum (:attr:`LockResult.violations`). With each thread's own objects
+nobody else could enter, so nothing is checked; the table says which tests were.
 """
 
 from __future__ import annotations

@@ -66,14 +66,17 @@ int corelat_cpu_has(const corelat_cpu_feats *f, int need, char *why, size_t why_
         lack = f->max_leaf >= 1 && bit(f->leaf1_edx, 26) ? NULL : "no SSE2 (CPUID.1:EDX bit 26)";
         break;
     case CORELAT_NEED_X86_RDRAND:
-        lack = f->max_leaf >= 1 && bit(f->leaf1_ecx, 30) ? NULL : "the CPU has no rdrand (CPUID.1:ECX bit 30)";
+        lack =
+            f->max_leaf >= 1 && bit(f->leaf1_ecx, 30) ? NULL : "the CPU has no rdrand (CPUID.1:ECX bit 30)";
         break;
     case CORELAT_NEED_X86_RDTSCP:
-        lack = f->max_ext >= 0x80000001u && bit(f->ext1_edx, 27) ? NULL
-                                                                 : "the CPU has no rdtscp (CPUID.80000001h:EDX bit 27)";
+        lack = f->max_ext >= 0x80000001u && bit(f->ext1_edx, 27)
+                   ? NULL
+                   : "the CPU has no rdtscp (CPUID.80000001h:EDX bit 27)";
         break;
     case CORELAT_NEED_X86_RDPID:
-        lack = f->max_leaf >= 7 && bit(f->leaf7_ecx, 22) ? NULL : "the CPU has no rdpid (CPUID.7.0:ECX bit 22)";
+        lack =
+            f->max_leaf >= 7 && bit(f->leaf7_ecx, 22) ? NULL : "the CPU has no rdpid (CPUID.7.0:ECX bit 22)";
         break;
     case CORELAT_NEED_ARM_RNG:
         lack = bit(f->hwcap2, 16) ? NULL : "the CPU has no rndr (no RNG in HWCAP2)";

@@ -141,7 +141,8 @@ static __attribute__((noinline)) int k_cmpxchg_spin(kctx *c)
     lock_obj *o = c->obj;
     atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire, memory_order_relaxed)) {
+    if (!atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
+                                                 memory_order_relaxed)) {
         int rc = flag_wait(c, flag);
         if (rc)
             return rc;
@@ -365,9 +366,9 @@ enum { SK_MUTEX, SK_SEMA, SK_WRLOCK };
 static int stack_lock(kctx *c, int kind)
 {
     lock_obj *o = c->obj;
-    int e = kind == SK_MUTEX ? pthread_mutex_lock(&o->lock.mutex)
-          : kind == SK_WRLOCK ? pthread_rwlock_wrlock(&o->lock.rwlock)
-                              : 0;
+    int e = kind == SK_MUTEX    ? pthread_mutex_lock(&o->lock.mutex)
+            : kind == SK_WRLOCK ? pthread_rwlock_wrlock(&o->lock.rwlock)
+                                : 0;
     if (kind == SK_SEMA)
         return sem_take(c, &o->lock.sem);
     return e ? failed(c, e) : CORELAT_OK;
@@ -423,32 +424,50 @@ static __attribute__((noinline)) int k_none(kctx *c)
 static kernel_fn kernel_of(int test)
 {
     switch (test) {
-    case CORELAT_LK_BASELINE: return k_baseline;
-    case CORELAT_LK_TICKET_SPIN: return k_ticket_spin;
-    case CORELAT_LK_CMPXCHG_SPIN: return k_cmpxchg_spin;
-    case CORELAT_LK_TTAS_SPIN: return k_ttas_spin;
+    case CORELAT_LK_BASELINE:
+        return k_baseline;
+    case CORELAT_LK_TICKET_SPIN:
+        return k_ticket_spin;
+    case CORELAT_LK_CMPXCHG_SPIN:
+        return k_cmpxchg_spin;
+    case CORELAT_LK_TTAS_SPIN:
+        return k_ttas_spin;
     case CORELAT_LK_SPIN_DEFAULT:
-    case CORELAT_LK_SPIN_PSHARED: return k_pthread_spin;
-    case CORELAT_LK_SPIN_TRYLOCK: return k_spin_trylock;
+    case CORELAT_LK_SPIN_PSHARED:
+        return k_pthread_spin;
+    case CORELAT_LK_SPIN_TRYLOCK:
+        return k_spin_trylock;
     case CORELAT_LK_MUTEX_DEFAULT:
     case CORELAT_LK_MUTEX_PSHARED:
     case CORELAT_LK_MUTEX_ROBUST:
     case CORELAT_LK_MUTEX_INHERIT:
-    case CORELAT_LK_MUTEX_PROTECT: return k_mutex;
-    case CORELAT_LK_MUTEX_TRYLOCK: return k_mutex_trylock;
+    case CORELAT_LK_MUTEX_PROTECT:
+        return k_mutex;
+    case CORELAT_LK_MUTEX_TRYLOCK:
+        return k_mutex_trylock;
     case CORELAT_LK_BINSEMA:
-    case CORELAT_LK_BINSEMA_PSHARED: return k_binsema;
+    case CORELAT_LK_BINSEMA_PSHARED:
+        return k_binsema;
     case CORELAT_LK_RWLOCK_WR:
-    case CORELAT_LK_RWLOCK_WR_PSHARED: return k_rwlock_wr;
+    case CORELAT_LK_RWLOCK_WR_PSHARED:
+        return k_rwlock_wr;
     case CORELAT_LK_RWLOCK_RD:
-    case CORELAT_LK_RWLOCK_RD_PSHARED: return k_rwlock_rd;
-    case CORELAT_LK_SEMAPHORE: return k_semaphore;
-    case CORELAT_LK_STACK_LOCKFREE: return k_stack_lockfree;
-    case CORELAT_LK_STACK_MUTEX: return k_stack_mutex;
-    case CORELAT_LK_STACK_SEMA: return k_stack_sema;
-    case CORELAT_LK_STACK_WRLOCK: return k_stack_wrlock;
-    case CORELAT_LK_NONE: return k_none;
-    default: return corelat_op_kernel(test);
+    case CORELAT_LK_RWLOCK_RD_PSHARED:
+        return k_rwlock_rd;
+    case CORELAT_LK_SEMAPHORE:
+        return k_semaphore;
+    case CORELAT_LK_STACK_LOCKFREE:
+        return k_stack_lockfree;
+    case CORELAT_LK_STACK_MUTEX:
+        return k_stack_mutex;
+    case CORELAT_LK_STACK_SEMA:
+        return k_stack_sema;
+    case CORELAT_LK_STACK_WRLOCK:
+        return k_stack_wrlock;
+    case CORELAT_LK_NONE:
+        return k_none;
+    default:
+        return corelat_op_kernel(test);
     }
 }
 
@@ -461,24 +480,29 @@ static int obj_kind(int k)
     switch (k) {
     case CORELAT_LK_SPIN_DEFAULT:
     case CORELAT_LK_SPIN_PSHARED:
-    case CORELAT_LK_SPIN_TRYLOCK: return OBJ_SPIN;
+    case CORELAT_LK_SPIN_TRYLOCK:
+        return OBJ_SPIN;
     case CORELAT_LK_MUTEX_DEFAULT:
     case CORELAT_LK_MUTEX_PSHARED:
     case CORELAT_LK_MUTEX_ROBUST:
     case CORELAT_LK_MUTEX_INHERIT:
     case CORELAT_LK_MUTEX_PROTECT:
     case CORELAT_LK_MUTEX_TRYLOCK:
-    case CORELAT_LK_STACK_MUTEX: return OBJ_MUTEX;
+    case CORELAT_LK_STACK_MUTEX:
+        return OBJ_MUTEX;
     case CORELAT_LK_RWLOCK_WR:
     case CORELAT_LK_RWLOCK_WR_PSHARED:
     case CORELAT_LK_RWLOCK_RD:
     case CORELAT_LK_RWLOCK_RD_PSHARED:
-    case CORELAT_LK_STACK_WRLOCK: return OBJ_RWLOCK;
+    case CORELAT_LK_STACK_WRLOCK:
+        return OBJ_RWLOCK;
     case CORELAT_LK_BINSEMA:
     case CORELAT_LK_BINSEMA_PSHARED:
     case CORELAT_LK_SEMAPHORE:
-    case CORELAT_LK_STACK_SEMA: return OBJ_SEM;
-    default: return OBJ_PLAIN;
+    case CORELAT_LK_STACK_SEMA:
+        return OBJ_SEM;
+    default:
+        return OBJ_PLAIN;
     }
 }
 
@@ -500,24 +524,29 @@ static int mutex_attr(int k, pthread_mutexattr_t *a, const char **what)
         return e;
     if (k == CORELAT_LK_MUTEX_PSHARED) {
         *what = "pthread_mutexattr_setpshared(PTHREAD_PROCESS_SHARED)";
-        if (!(e = pthread_mutexattr_setpshared(a, PTHREAD_PROCESS_SHARED)) && !(e = pthread_mutexattr_getpshared(a, &v)))
+        if (!(e = pthread_mutexattr_setpshared(a, PTHREAD_PROCESS_SHARED)) &&
+            !(e = pthread_mutexattr_getpshared(a, &v)))
             e = v == PTHREAD_PROCESS_SHARED ? 0 : ENOTSUP;
     } else if (k == CORELAT_LK_MUTEX_ROBUST) {
         *what = "pthread_mutexattr_setrobust(PTHREAD_MUTEX_ROBUST)";
-        if (!(e = pthread_mutexattr_setrobust(a, PTHREAD_MUTEX_ROBUST)) && !(e = pthread_mutexattr_getrobust(a, &v)))
+        if (!(e = pthread_mutexattr_setrobust(a, PTHREAD_MUTEX_ROBUST)) &&
+            !(e = pthread_mutexattr_getrobust(a, &v)))
             e = v == PTHREAD_MUTEX_ROBUST ? 0 : ENOTSUP;
     } else if (k == CORELAT_LK_MUTEX_INHERIT) {
         *what = "pthread_mutexattr_setprotocol(PTHREAD_PRIO_INHERIT)";
-        if (!(e = pthread_mutexattr_setprotocol(a, PTHREAD_PRIO_INHERIT)) && !(e = pthread_mutexattr_getprotocol(a, &v)))
+        if (!(e = pthread_mutexattr_setprotocol(a, PTHREAD_PRIO_INHERIT)) &&
+            !(e = pthread_mutexattr_getprotocol(a, &v)))
             e = v == PTHREAD_PRIO_INHERIT ? 0 : ENOTSUP;
     } else if (k == CORELAT_LK_MUTEX_PROTECT) {
         int ceiling = sched_get_priority_min(SCHED_FIFO), got = -1;
         *what = "pthread_mutexattr_setprotocol(PTHREAD_PRIO_PROTECT)";
-        if (!(e = pthread_mutexattr_setprotocol(a, PTHREAD_PRIO_PROTECT)) && !(e = pthread_mutexattr_getprotocol(a, &v)))
+        if (!(e = pthread_mutexattr_setprotocol(a, PTHREAD_PRIO_PROTECT)) &&
+            !(e = pthread_mutexattr_getprotocol(a, &v)))
             e = v == PTHREAD_PRIO_PROTECT ? 0 : ENOTSUP;
         if (!e) {
             *what = "pthread_mutexattr_setprioceiling(the lowest SCHED_FIFO priority)";
-            if (!(e = pthread_mutexattr_setprioceiling(a, ceiling)) && !(e = pthread_mutexattr_getprioceiling(a, &got)))
+            if (!(e = pthread_mutexattr_setprioceiling(a, ceiling)) &&
+                !(e = pthread_mutexattr_getprioceiling(a, &got)))
                 e = got == ceiling ? 0 : ENOTSUP;
         }
     }
@@ -545,13 +574,14 @@ static int obj_init(lock_obj *o, int k, int sem_value)
     case OBJ_RWLOCK:
         if (!(e = pthread_rwlockattr_init(&ra))) {
             if (!(e = pthread_rwlockattr_setpshared(&ra, pshared(k) ? PTHREAD_PROCESS_SHARED
-                                                                   : PTHREAD_PROCESS_PRIVATE)))
+                                                                    : PTHREAD_PROCESS_PRIVATE)))
                 e = pthread_rwlock_init(&o->lock.rwlock, &ra);
             pthread_rwlockattr_destroy(&ra);
         }
         break;
     case OBJ_SEM:
-        e = sem_init(&o->lock.sem, pshared(k), k == CORELAT_LK_SEMAPHORE ? (unsigned)sem_value : 1u) ? errno : 0;
+        e = sem_init(&o->lock.sem, pshared(k), k == CORELAT_LK_SEMAPHORE ? (unsigned)sem_value : 1u) ? errno
+                                                                                                     : 0;
         break;
     default:
         break;
@@ -564,11 +594,20 @@ static int obj_init(lock_obj *o, int k, int sem_value)
 static void obj_destroy(lock_obj *o, int k)
 {
     switch (obj_kind(k)) {
-    case OBJ_SPIN: pthread_spin_destroy(&o->lock.spin); break;
-    case OBJ_MUTEX: pthread_mutex_destroy(&o->lock.mutex); break;
-    case OBJ_RWLOCK: pthread_rwlock_destroy(&o->lock.rwlock); break;
-    case OBJ_SEM: sem_destroy(&o->lock.sem); break;
-    default: break;
+    case OBJ_SPIN:
+        pthread_spin_destroy(&o->lock.spin);
+        break;
+    case OBJ_MUTEX:
+        pthread_mutex_destroy(&o->lock.mutex);
+        break;
+    case OBJ_RWLOCK:
+        pthread_rwlock_destroy(&o->lock.rwlock);
+        break;
+    case OBJ_SEM:
+        sem_destroy(&o->lock.sem);
+        break;
+    default:
+        break;
     }
 }
 
@@ -597,23 +636,33 @@ static int objs_init(char *buf, const int *tests, int ntests, int sem_value)
 static int cpu_need(int test)
 {
     switch (test) {
-    case CORELAT_LK_CPU_RDRAND64: return CORELAT_NEED_X86_RDRAND;
-    case CORELAT_LK_CPU_RDTSC: return CORELAT_NEED_X86_TSC;
-    case CORELAT_LK_CPU_RDTSCP: return CORELAT_NEED_X86_RDTSCP;
-    case CORELAT_LK_CPU_RDPID: return CORELAT_NEED_X86_RDPID;
+    case CORELAT_LK_CPU_RDRAND64:
+        return CORELAT_NEED_X86_RDRAND;
+    case CORELAT_LK_CPU_RDTSC:
+        return CORELAT_NEED_X86_TSC;
+    case CORELAT_LK_CPU_RDTSCP:
+        return CORELAT_NEED_X86_RDTSCP;
+    case CORELAT_LK_CPU_RDPID:
+        return CORELAT_NEED_X86_RDPID;
     case CORELAT_LK_CPU_LSL:
     case CORELAT_LK_CPU_CPUID:
-    case CORELAT_LK_CPU_PAUSE: return CORELAT_NEED_X86;
+    case CORELAT_LK_CPU_PAUSE:
+        return CORELAT_NEED_X86;
     case CORELAT_LK_CPU_LFENCE:
-    case CORELAT_LK_CPU_MFENCE: return CORELAT_NEED_X86_SSE2;
-    case CORELAT_LK_CPU_SFENCE: return CORELAT_NEED_X86_SSE;
+    case CORELAT_LK_CPU_MFENCE:
+        return CORELAT_NEED_X86_SSE2;
+    case CORELAT_LK_CPU_SFENCE:
+        return CORELAT_NEED_X86_SSE;
     case CORELAT_LK_CPU_ISB:
     case CORELAT_LK_CPU_DMB_ISH:
     case CORELAT_LK_CPU_DSB_SY:
     case CORELAT_LK_CPU_CNTVCT:
-    case CORELAT_LK_CPU_YIELD: return CORELAT_NEED_ARM;
-    case CORELAT_LK_CPU_RNDR: return CORELAT_NEED_ARM_RNG;
-    default: return CORELAT_NEED_NONE;
+    case CORELAT_LK_CPU_YIELD:
+        return CORELAT_NEED_ARM;
+    case CORELAT_LK_CPU_RNDR:
+        return CORELAT_NEED_ARM_RNG;
+    default:
+        return CORELAT_NEED_NONE;
     }
 }
 
@@ -659,8 +708,9 @@ static int mutex_probe(int k, char *why, size_t why_len)
                 if (policy != SCHED_FIFO || sp.sched_priority < sched_get_priority_min(SCHED_FIFO)) {
                     pthread_mutex_unlock(&mu);
                     pthread_mutex_destroy(&mu);
-                    snprintf(why, why_len, "the C library took the lock but left the thread below the "
-                                           "ceiling (SCHED_FIFO %d): raising it was refused",
+                    snprintf(why, why_len,
+                             "the C library took the lock but left the thread below the "
+                             "ceiling (SCHED_FIFO %d): raising it was refused",
                              sched_get_priority_min(SCHED_FIFO));
                     return 0;
                 }
@@ -673,7 +723,9 @@ static int mutex_probe(int k, char *why, size_t why_len)
     if (!e)
         return 1;
     snprintf(why, why_len, "the C library refused it: %s: %s%s", what, strerror(e),
-             k == CORELAT_LK_MUTEX_PROTECT && e == EPERM ? " (a priority ceiling needs CAP_SYS_NICE or an RLIMIT_RTPRIO)" : "");
+             k == CORELAT_LK_MUTEX_PROTECT && e == EPERM
+                 ? " (a priority ceiling needs CAP_SYS_NICE or an RLIMIT_RTPRIO)"
+                 : "");
     return 0;
 }
 
@@ -696,8 +748,8 @@ int corelat_lock_available(int test, const corelat_cpu_feats *feats, char *why, 
         snprintf(why, why_len, "not built for this platform");
         return 0;
     }
-    if (test == CORELAT_LK_MUTEX_INHERIT || test == CORELAT_LK_MUTEX_PROTECT || test == CORELAT_LK_MUTEX_ROBUST ||
-        test == CORELAT_LK_MUTEX_PSHARED)
+    if (test == CORELAT_LK_MUTEX_INHERIT || test == CORELAT_LK_MUTEX_PROTECT ||
+        test == CORELAT_LK_MUTEX_ROBUST || test == CORELAT_LK_MUTEX_PSHARED)
         return mutex_probe(test, why, why_len);
     return 1;
 }
@@ -948,7 +1000,8 @@ static int spread(corelat_lock_job *job, corelat_member *m)
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int j = 0; j < job->p.n; j++)
-        if (job->cpus[j] >= 0 && job->cpus[j] < CPU_SETSIZE && (!job->group || job->group[j] == job->group[m->index]))
+        if (job->cpus[j] >= 0 && job->cpus[j] < CPU_SETSIZE &&
+            (!job->group || job->group[j] == job->group[m->index]))
             CPU_SET(job->cpus[j], &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) {
         m->err = errno;
@@ -991,7 +1044,11 @@ static void lock_work(corelat_member *m)
     int rc = p->spread ? spread(job, m) : CORELAT_OK;
     if (rc == CORELAT_OK)
         rc = objects(job, m, &buf);
-    kctx c = {.obj = NULL, .m = m, .err = 0, .spread = p->spread, .rng = {0x9E3779B97F4A7C15ull + (uint64_t)m->index, 0xD1B54A32D192ED03ull}};
+    kctx c = {.obj = NULL,
+              .m = m,
+              .err = 0,
+              .spread = p->spread,
+              .rng = {0x9E3779B97F4A7C15ull + (uint64_t)m->index, 0xD1B54A32D192ED03ull}};
     int phase = 0;
     uint64_t start, k, cal;
     for (int t = 0; t < p->ntests && rc == CORELAT_OK; t++) {
@@ -1062,7 +1119,8 @@ static int params_valid(const corelat_lock_params *p)
     for (int t = 0; t < p->ntests; t++) {
         int k = p->tests[t];
         /* distinct (one object each), and runnable here: never an instruction the CPU lacks */
-        if (k < 0 || k >= CORELAT_LK_COUNT || (seen & (1ull << k)) || !corelat_lock_available(k, NULL, why, sizeof why))
+        if (k < 0 || k >= CORELAT_LK_COUNT || (seen & (1ull << k)) ||
+            !corelat_lock_available(k, NULL, why, sizeof why))
             return 0;
         seen |= 1ull << k;
     }
@@ -1100,9 +1158,9 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->counter_by = calloc(cells, sizeof *job->counter_by);
     job->aff_count = calloc(n, sizeof *job->aff_count);
     job->aff_outside = calloc(n, sizeof *job->aff_outside);
-    if (!job->cpus || (p->group && !job->group) || !job->tests || !job->bufs || !job->at_test || !job->buf_ready ||
-        !job->calls || !job->ticks || !job->sermin || !job->serk || !job->sercalls || !job->counter || !job->ran_on ||
-        !job->counter_by || !job->aff_count || !job->aff_outside) {
+    if (!job->cpus || (p->group && !job->group) || !job->tests || !job->bufs || !job->at_test ||
+        !job->buf_ready || !job->calls || !job->ticks || !job->sermin || !job->serk || !job->sercalls ||
+        !job->counter || !job->ran_on || !job->counter_by || !job->aff_count || !job->aff_outside) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;
         return NULL;

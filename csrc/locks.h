@@ -49,8 +49,8 @@ enum corelat_lock_test {
     CORELAT_LK_CLOCK_MONO,
     CORELAT_LK_CLOCK_MONO_COARSE,
     CORELAT_LK_TICKET_SPIN,
-    CORELAT_LK_CMPXCHG_SPIN,  /* cpuperf's: compare-exchange first, then wait reading */
-    CORELAT_LK_TTAS_SPIN,     /* corelat's: read first, compare-exchange only when free */
+    CORELAT_LK_CMPXCHG_SPIN, /* cpuperf's: compare-exchange first, then wait reading */
+    CORELAT_LK_TTAS_SPIN,    /* corelat's: read first, compare-exchange only when free */
     CORELAT_LK_SPIN_DEFAULT,
     CORELAT_LK_SPIN_PSHARED,
     CORELAT_LK_SPIN_TRYLOCK,
@@ -90,10 +90,10 @@ int corelat_lock_other_arch(int test, const corelat_cpu_feats *feats);
 int corelat_lock_robust_check(char *why, size_t why_len);
 
 typedef struct {
-    int n;           /* threads */
-    const int *cpus; /* n CPU ids (copied by corelat_locks_new) */
+    int n;            /* threads */
+    const int *cpus;  /* n CPU ids (copied by corelat_locks_new) */
     const int *group; /* n group numbers 0..ngroups-1 (copied), or NULL for one group */
-    int spread;      /* 1: each thread may run on any CPU of its group (cpuperf without -a) */
+    int spread;       /* 1: each thread may run on any CPU of its group (cpuperf without -a) */
     int ntests;
     const int *tests;        /* ntests distinct codes, run in this order (copied) */
     int shared;              /* 1: one object per test for each group */
@@ -109,18 +109,18 @@ typedef struct {
     corelat_lock_params p;
     int *cpus, *tests, *group;
     /* outputs, row-major (ntests, n) */
-    uint64_t *calls;    /* calls completed in the throughput phase */
-    uint64_t *ticks;    /* ticks from the thread's own start to its last clock read */
-    uint64_t *sermin;   /* minimum ticks of one serialized bracket of serk calls, timer included */
-    uint64_t *serk;     /* calls per serialized bracket */
-    uint64_t *sercalls; /* calls completed in the serialized phase */
-    uint64_t *counter;  /* ntests: protected counter(s) at the end, summed over objects */
+    uint64_t *calls;      /* calls completed in the throughput phase */
+    uint64_t *ticks;      /* ticks from the thread's own start to its last clock read */
+    uint64_t *sermin;     /* minimum ticks of one serialized bracket of serk calls, timer included */
+    uint64_t *serk;       /* calls per serialized bracket */
+    uint64_t *sercalls;   /* calls completed in the serialized phase */
+    uint64_t *counter;    /* ntests: protected counter(s) at the end, summed over objects */
     uint64_t *counter_by; /* (ntests, n): the counter of the objects thread i mapped (0: it used
                            * its group leader's), so a caller can sum per group */
-    int *ran_on;        /* n: the CPU each thread was on at its end (spread mode: where it ran) */
-    int *aff_count;     /* n: CPUs in the thread's affinity mask at its end */
-    int *aff_outside;   /* n: of those, CPUs outside its group (0 unless something moved it) */
-    int failed_test;    /* output: the test a failing thread was in, or -1 */
+    int *ran_on;          /* n: the CPU each thread was on at its end (spread mode: where it ran) */
+    int *aff_count;       /* n: CPUs in the thread's affinity mask at its end */
+    int *aff_outside;     /* n: of those, CPUs outside its group (0 unless something moved it) */
+    int failed_test;      /* output: the test a failing thread was in, or -1 */
     /* private */
     char **bufs;                  /* n buffers: each thread's own (uncontended) or its group leader's */
     atomic_int *at_test;          /* per thread: the test it is in, -1 (atomic: a thread left

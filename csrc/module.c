@@ -607,7 +607,8 @@ error:
 static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"cpus", "tests", "shared", "serial", "duration", "timeout", "group", "spread", NULL};
+    static char *names[] = {"cpus",    "tests", "shared", "serial", "duration",
+                            "timeout", "group", "spread", NULL};
     PyObject *cpus_obj, *tests_obj, *group_obj = Py_None, *out = NULL;
     int shared, spread = 0;
     double serial, duration, timeout;
@@ -619,7 +620,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0 ||
         int_array(tests_obj, "tests must be a sequence of lock test codes", &tests, &ntests) < 0 ||
-        (group_obj != Py_None && int_array(group_obj, "group must be a sequence of group numbers", &group, &ngroup) < 0))
+        (group_obj != Py_None &&
+         int_array(group_obj, "group must be a sequence of group numbers", &group, &ngroup) < 0))
         goto error;
     if (!(n >= 1 && n <= 65536 && ntests >= 1 && ntests <= CORELAT_LK_COUNT && serial > 0 && serial <= 3600 &&
           duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6 && (!group || ngroup == n))) {
@@ -665,8 +667,12 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         const char *key;
         int nd;
         const uint64_t *src;
-    } outs[] = {{"calls", 2, job->calls}, {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
-                {"serk", 2, job->serk},   {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter},
+    } outs[] = {{"calls", 2, job->calls},
+                {"ticks", 2, job->ticks},
+                {"sermin", 2, job->sermin},
+                {"serk", 2, job->serk},
+                {"sercalls", 2, job->sercalls},
+                {"counter", 1, job->counter},
                 {"counter_by_thread", 2, job->counter_by}};
     out = PyDict_New();
     for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
@@ -679,7 +685,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     struct {
         const char *key;
         const int *src;
-    } per_thread[] = {{"ran_on", job->ran_on}, {"affinity", job->aff_count}, {"affinity_outside", job->aff_outside}};
+    } per_thread[] = {
+        {"ran_on", job->ran_on}, {"affinity", job->aff_count}, {"affinity_outside", job->aff_outside}};
     for (size_t i = 0; out && i < sizeof per_thread / sizeof per_thread[0]; i++) {
         PyObject *a = array_copy(1, ndim, NPY_INT, per_thread[i].src);
         if (!a || PyDict_SetItemString(out, per_thread[i].key, a) < 0)
@@ -699,8 +706,8 @@ error: /* also the way out on success */
 /* A CPU feature table from a dict of its words (fake tables for tests), or this CPU's. */
 static int feats_from(PyObject *d, corelat_cpu_feats *f)
 {
-    static const char *keys[] = {"arch", "max_leaf", "max_ext", "leaf1_ecx", "leaf1_edx", "leaf7_ecx",
-                                 "ext1_edx", "hwcap", "hwcap2"};
+    static const char *keys[] = {"arch",      "max_leaf", "max_ext", "leaf1_ecx", "leaf1_edx",
+                                 "leaf7_ecx", "ext1_edx", "hwcap",   "hwcap2"};
     unsigned long long v[9] = {0};
     if (d == Py_None) {
         corelat_cpu_feats_read(f);
@@ -715,9 +722,15 @@ static int feats_from(PyObject *d, corelat_cpu_feats *f)
         if (o && (v[i] = PyLong_AsUnsignedLongLong(o)) == (unsigned long long)-1 && PyErr_Occurred())
             return -1;
     }
-    *f = (corelat_cpu_feats){.arch = (int)v[0], .max_leaf = (uint32_t)v[1], .max_ext = (uint32_t)v[2],
-                             .leaf1_ecx = (uint32_t)v[3], .leaf1_edx = (uint32_t)v[4], .leaf7_ecx = (uint32_t)v[5],
-                             .ext1_edx = (uint32_t)v[6], .hwcap = v[7], .hwcap2 = v[8]};
+    *f = (corelat_cpu_feats){.arch = (int)v[0],
+                             .max_leaf = (uint32_t)v[1],
+                             .max_ext = (uint32_t)v[2],
+                             .leaf1_ecx = (uint32_t)v[3],
+                             .leaf1_edx = (uint32_t)v[4],
+                             .leaf7_ecx = (uint32_t)v[5],
+                             .ext1_edx = (uint32_t)v[6],
+                             .hwcap = v[7],
+                             .hwcap2 = v[8]};
     return 0;
 }
 

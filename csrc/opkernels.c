@@ -221,37 +221,65 @@ KERNEL k_rndr(corelat_kctx *c)
 corelat_kernel_fn corelat_op_kernel(int test)
 {
     switch (test) {
-    case CORELAT_LK_INC_TLS: return k_inc_tls;
-    case CORELAT_LK_INC_ATOMIC: return k_inc_atomic;
-    case CORELAT_LK_INC_ATOMIC_CST: return k_inc_atomic_cst;
-    case CORELAT_LK_PRNG_XOROSHIRO: return k_xoroshiro;
-    case CORELAT_LK_PRNG_MOD128: return k_mod128;
-    case CORELAT_LK_PRNG_MOD127: return k_mod127;
-    case CORELAT_LK_SYS_SCHED_GETCPU: return k_sched_getcpu;
-    case CORELAT_LK_CLOCK_REAL: return k_clock_real;
-    case CORELAT_LK_CLOCK_REAL_COARSE: return k_clock_real_coarse;
-    case CORELAT_LK_CLOCK_MONO: return k_clock_mono;
-    case CORELAT_LK_CLOCK_MONO_COARSE: return k_clock_mono_coarse;
+    case CORELAT_LK_INC_TLS:
+        return k_inc_tls;
+    case CORELAT_LK_INC_ATOMIC:
+        return k_inc_atomic;
+    case CORELAT_LK_INC_ATOMIC_CST:
+        return k_inc_atomic_cst;
+    case CORELAT_LK_PRNG_XOROSHIRO:
+        return k_xoroshiro;
+    case CORELAT_LK_PRNG_MOD128:
+        return k_mod128;
+    case CORELAT_LK_PRNG_MOD127:
+        return k_mod127;
+    case CORELAT_LK_SYS_SCHED_GETCPU:
+        return k_sched_getcpu;
+    case CORELAT_LK_CLOCK_REAL:
+        return k_clock_real;
+    case CORELAT_LK_CLOCK_REAL_COARSE:
+        return k_clock_real_coarse;
+    case CORELAT_LK_CLOCK_MONO:
+        return k_clock_mono;
+    case CORELAT_LK_CLOCK_MONO_COARSE:
+        return k_clock_mono_coarse;
 #if defined(__x86_64__)
-    case CORELAT_LK_CPU_RDRAND64: return k_rdrand64;
-    case CORELAT_LK_CPU_RDTSC: return k_rdtsc;
-    case CORELAT_LK_CPU_RDTSCP: return k_rdtscp;
-    case CORELAT_LK_CPU_RDPID: return k_rdpid;
-    case CORELAT_LK_CPU_LSL: return k_lsl;
-    case CORELAT_LK_CPU_CPUID: return k_cpuid;
-    case CORELAT_LK_CPU_LFENCE: return k_lfence;
-    case CORELAT_LK_CPU_SFENCE: return k_sfence;
-    case CORELAT_LK_CPU_MFENCE: return k_mfence;
-    case CORELAT_LK_CPU_PAUSE: return k_pause;
+    case CORELAT_LK_CPU_RDRAND64:
+        return k_rdrand64;
+    case CORELAT_LK_CPU_RDTSC:
+        return k_rdtsc;
+    case CORELAT_LK_CPU_RDTSCP:
+        return k_rdtscp;
+    case CORELAT_LK_CPU_RDPID:
+        return k_rdpid;
+    case CORELAT_LK_CPU_LSL:
+        return k_lsl;
+    case CORELAT_LK_CPU_CPUID:
+        return k_cpuid;
+    case CORELAT_LK_CPU_LFENCE:
+        return k_lfence;
+    case CORELAT_LK_CPU_SFENCE:
+        return k_sfence;
+    case CORELAT_LK_CPU_MFENCE:
+        return k_mfence;
+    case CORELAT_LK_CPU_PAUSE:
+        return k_pause;
 #endif
 #if defined(__aarch64__)
-    case CORELAT_LK_CPU_ISB: return k_isb;
-    case CORELAT_LK_CPU_DMB_ISH: return k_dmb_ish;
-    case CORELAT_LK_CPU_DSB_SY: return k_dsb_sy;
-    case CORELAT_LK_CPU_CNTVCT: return k_cntvct;
-    case CORELAT_LK_CPU_YIELD: return k_yield;
-    case CORELAT_LK_CPU_RNDR: return k_rndr;
+    case CORELAT_LK_CPU_ISB:
+        return k_isb;
+    case CORELAT_LK_CPU_DMB_ISH:
+        return k_dmb_ish;
+    case CORELAT_LK_CPU_DSB_SY:
+        return k_dsb_sy;
+    case CORELAT_LK_CPU_CNTVCT:
+        return k_cntvct;
+    case CORELAT_LK_CPU_YIELD:
+        return k_yield;
+    case CORELAT_LK_CPU_RNDR:
+        return k_rndr;
 #endif
-    default: return NULL;
+    default:
+        return NULL;
     }
 }

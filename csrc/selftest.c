@@ -167,7 +167,8 @@ static int run_locks(double seconds, const corelat_timer_info *info, int mode)
             if (job->serk[i * N + j] < 1)
                 bad++;
         }
-        int counts = t == CORELAT_LK_INC_ATOMIC || t == CORELAT_LK_INC_ATOMIC_CST || t >= CORELAT_LK_TICKET_SPIN;
+        int counts =
+            t == CORELAT_LK_INC_ATOMIC || t == CORELAT_LK_INC_ATOMIC_CST || t >= CORELAT_LK_TICKET_SPIN;
         if (counts && sum != job->counter[i]) {
             fprintf(stderr, "%s: counter %llu != calls %llu\n", corelat_lock_names[t],
                     (unsigned long long)job->counter[i], (unsigned long long)sum);
@@ -184,9 +185,16 @@ static void lock_checks_bite(const corelat_timer_info *info)
 {
     int cpus[2] = {0, 1}, none = CORELAT_LK_NONE, status;
     uint64_t phase = (uint64_t)(0.02 * 1e9 * info->ticks_per_ns);
-    corelat_lock_params p = {.n = 2, .cpus = cpus, .ntests = 1, .tests = &none, .shared = 1,
-                             .serial_ticks = phase / 4, .duration_ticks = phase, .lead_ticks = phase / 10,
-                             .bracket_ticks = (uint64_t)(20 * info->resolution), .timeout_ns = 60000000000ull};
+    corelat_lock_params p = {.n = 2,
+                             .cpus = cpus,
+                             .ntests = 1,
+                             .tests = &none,
+                             .shared = 1,
+                             .serial_ticks = phase / 4,
+                             .duration_ticks = phase,
+                             .lead_ticks = phase / 10,
+                             .bracket_ticks = (uint64_t)(20 * info->resolution),
+                             .timeout_ns = 60000000000ull};
     corelat_lock_job *job = corelat_locks_new(&p, &status);
     EXPECT(job != NULL);
     if (job) {
@@ -211,14 +219,17 @@ static void lock_checks_bite(const corelat_timer_info *info)
 static void feature_tables(void)
 {
     char why[200];
-    corelat_cpu_feats x = {.arch = CORELAT_ARCH_X86_64, .max_leaf = 7, .max_ext = 0x80000001u,
+    corelat_cpu_feats x = {.arch = CORELAT_ARCH_X86_64,
+                           .max_leaf = 7,
+                           .max_ext = 0x80000001u,
                            .leaf1_edx = (1u << 4) | (1u << 25) | (1u << 26)};
     EXPECT(corelat_lock_available(CORELAT_LK_CPU_RDTSC, &x, why, sizeof why));
     EXPECT(corelat_lock_available(CORELAT_LK_CPU_LFENCE, &x, why, sizeof why));
     EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDRAND64, &x, why, sizeof why) && strstr(why, "rdrand"));
     EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDTSCP, &x, why, sizeof why) && strstr(why, "rdtscp"));
     EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDPID, &x, why, sizeof why) && strstr(why, "rdpid"));
-    EXPECT(!corelat_lock_other_arch(CORELAT_LK_CPU_RDPID, &x) && corelat_lock_other_arch(CORELAT_LK_CPU_ISB, &x));
+    EXPECT(!corelat_lock_other_arch(CORELAT_LK_CPU_RDPID, &x) &&
+           corelat_lock_other_arch(CORELAT_LK_CPU_ISB, &x));
     x.leaf1_ecx = 1u << 30;
     x.leaf7_ecx = 1u << 22;
     x.ext1_edx = 1u << 27;

@@ -29,8 +29,8 @@ unsigned corelat_tstack_pop_begin(corelat_tstack *s, uint64_t *snap, unsigned *n
 unsigned corelat_tstack_pop_commit(corelat_tstack *s, uint64_t snap, unsigned next)
 {
     uint64_t want = snap;
-    if (atomic_compare_exchange_strong_explicit(&s->head, &want, next_head(s, snap, next), memory_order_acquire,
-                                                memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&s->head, &want, next_head(s, snap, next),
+                                                memory_order_acquire, memory_order_relaxed))
         return (unsigned)(snap & IDX_MASK);
     return 0;
 }
@@ -67,7 +67,8 @@ unsigned corelat_tstack_pop_locked(corelat_tstack *s)
 
 void corelat_tstack_push_locked(corelat_tstack *s, unsigned node)
 {
-    atomic_store_explicit(&s->nodes[node - 1].next, (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed),
+    atomic_store_explicit(&s->nodes[node - 1].next,
+                          (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed),
                           memory_order_relaxed);
     atomic_store_explicit(&s->head, node, memory_order_relaxed);
 }

@@ -17,8 +17,8 @@
 #define CORELAT_TSTACK_NODES 8
 
 typedef struct {
-    atomic_uint next;              /* index + 1 of the node below, 0 for none */
-    atomic_uint_fast64_t value;    /* the data a test increments while it owns the node */
+    atomic_uint next;           /* index + 1 of the node below, 0 for none */
+    atomic_uint_fast64_t value; /* the data a test increments while it owns the node */
 } corelat_tnode;
 
 typedef struct {

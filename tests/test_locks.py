@@ -382,10 +382,11 @@ def test_table_says_exclusion_not_tested_where_it_cannot_be():
            "sercalls": [[5, 5]] * 4, "counter": [0, 30, 30, 0]}
     for shared, expect in (
             (False, "# mutual exclusion: not tested for lock-pthread-mutex-default, "
-                    "lock-pthread-rwlock-rdlock, inc-tls (each thread had its own objects)"),
+                    "lock-pthread-rwlock-rdlock (each thread had its own objects); not tested for inc-tls "
+                    "(no shared counter)"),
             (True, "# mutual exclusion: checked for lock-pthread-mutex-default; counts checked for "
                    "lock-pthread-rwlock-rdlock (several holders by design, atomic increments); not tested "
-                   "for inc-tls (no shared counter, or several holders by design)")):
+                   "for inc-tls (no shared counter)")):
         data, threads = summarise(names, cpus, raw, 1.0, 0.0, shared=shared)
         r = LockResult(cpus=cpus, shared=shared, duration=1.0, data=data, threads=threads, metadata={})
         assert expect in r.table().splitlines()
@@ -411,6 +412,9 @@ def test_sermin_subtracts_and_says_when_it_is_at_the_timer_resolution():
     assert rows["lock-ticket-spin"] == ["1.9~", "1.88~"]
     assert rows["lock-pthread-mutex-default"] == ["15.0", "15.00"]
     assert any("at the timer's resolution (under 20 timer steps" in line for line in lines)
+    threads_of = {line.split()[-1]: line.split()[6:8] for line in _body(r.table(per_thread=True).splitlines())
+                  if line.split()[0] != "-"}
+    assert threads_of["inc-atomic"] == ["<0.4", "<0.38"] and threads_of["lock-ticket-spin"] == ["1.9~", "1.88~"]
 
 
 def test_table_per_thread_and_violation():

@@ -11,7 +11,7 @@ import numpy as np
 
 from corelat._core.errors import InputError
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, thaw
-from corelat._results.locks_names import EXCLUSIVE, HIDDEN_TESTS, TESTS, describe
+from corelat._results.locks_names import COUNTED, EXCLUSIVE, HIDDEN_TESTS, TESTS, describe
 from corelat._system import cpulist as _cpulist
 
 __all__ = ["HIDDEN_TESTS", "ROW_DTYPE", "TESTS", "THREAD_DTYPE", "LockResult"]
@@ -317,6 +317,28 @@ class LockResult(SavedResult):
                 lines += _row_lines(self, r, namew, per_thread)
         return "\n".join(lines)
 
+    def _exclusion_line(self):
+        """Which tests' counters were checked, and why the others were not ("" if none ran)."""
+        ran = [r for r in self.data if not r["why"] and r["name"] != "baseline"]
+        order = self.tests.index
+
+        def names(keep):
+            return ", ".join(sorted({str(r["name"]) for r in ran if keep(r)}, key=order))
+
+        excl = names(lambda r: r["checked"] and r["name"] in EXCLUSIVE)
+        counted = names(lambda r: r["checked"] and r["name"] not in EXCLUSIVE)
+        alone = names(lambda r: not r["checked"] and r["name"] in COUNTED)
+        no_counter = names(lambda r: not r["checked"] and r["name"] not in COUNTED)
+        parts = [f"checked for {excl}"] if excl else []
+        if counted:
+            parts.append(f"counts checked for {counted} (several holders by design, atomic increments)")
+        if alone:
+            parts.append(f"not tested for {alone} (" + ("one thread per group)" if self.shared else
+                                                        "each thread had its own objects)"))
+        if no_counter:
+            parts.append(f"not tested for {no_counter} (no shared counter)")
+        return "# mutual exclusion: " + "; ".join(parts) if parts else ""
+
     def _comments(self):
         """The table's comment lines: what ran, what was checked, what the marks mean."""
         timer = self.metadata.get("timer", {})
@@ -332,22 +354,9 @@ class LockResult(SavedResult):
         for key in ("affinity_note", "leader_note", "priority_note"):
             if self.metadata.get(key):
                 lines.append(f"# {self.metadata[key]}")
-        ran = [r for r in self.data if not r["why"]]
-        excl = sorted({str(r["name"]) for r in ran if r["checked"] and r["name"] in EXCLUSIVE})
-        counted = sorted({str(r["name"]) for r in ran if r["checked"] and r["name"] not in EXCLUSIVE})
-        untested = sorted({str(r["name"]) for r in ran if not r["checked"] and r["name"] != "baseline"}
-                          - set(excl) - set(counted), key=self.tests.index)
-        if excl or counted or untested:
-            why = ("each thread had its own objects" if not self.shared else
-                   "one thread per group" if not excl and not counted else
-                   "no shared counter, or several holders by design")
-            parts = [f"checked for {', '.join(sorted(excl, key=self.tests.index))}"] if excl else []
-            if counted:
-                parts.append(f"counts checked for {', '.join(sorted(counted, key=self.tests.index))} "
-                             "(several holders by design, atomic increments)")
-            if untested:
-                parts.append(f"not tested for {', '.join(untested)} ({why})")
-            lines.append("# mutual exclusion: " + "; ".join(parts))
+        exclusion = self._exclusion_line()
+        if exclusion:
+            lines.append(exclusion)
         steps = self.data["sermin_steps"]
         if any(np.isfinite(steps) & (steps < RESOLVED_STEPS) & (self.data["name"] != "baseline")):
             lines.append(f"# sermin: '~' = at the timer's resolution (under {RESOLVED_STEPS} timer steps per "
@@ -388,6 +397,17 @@ def _ser(r, key, scale, w, digits):
     return _fmt(v, w, digits)
 
 
+def _thread_ser(v, ns, r, scale, w, digits):
+    """A thread's sermin cell, judged by its test's timer step and steps (as the test's line)."""
+    if r["name"] == "baseline" or not np.isfinite(v):
+        return _fmt(v, w, digits)
+    if ns < r["sermin_floor_ns"]:
+        return f"{'<' + format(r['sermin_floor_ns'] * scale, f'.{digits}f'):>{w}}"
+    if np.isfinite(r["sermin_steps"]) and r["sermin_steps"] < RESOLVED_STEPS:
+        return f"{format(v, f'.{digits}f') + '~':>{w}}"
+    return _fmt(v, w, digits)
+
+
 def _row_lines(result, r, namew, per_thread):
     """A test's line (and its threads' lines) of the table."""
     name = str(r["name"])
@@ -405,8 +425,9 @@ def _row_lines(result, r, namew, per_thread):
         th = result.threads
         for t in th[(th["name"] == name) & (th["group"] == r["group"])]:
             cells = [_fmt(r["mhz"], 6, 0), _fmt(t["calls"] / 1e6, 10, 2), _fmt(t["mcalls_per_s"], 9, 2),
-                     _fmt(t["avg_ticks"], 8, 1), _fmt(t["avg_ns"], 8, 2), _fmt(t["sermin_ticks"], 8, 1),
-                     _fmt(t["sermin_ns"], 8, 2)]
+                     _fmt(t["avg_ticks"], 8, 1), _fmt(t["avg_ns"], 8, 2),
+                     _thread_ser(t["sermin_ticks"], t["sermin_ns"], r, r["mhz"] / 1e3, 8, 1),
+                     _thread_ser(t["sermin_ns"], t["sermin_ns"], r, 1.0, 8, 2)]
             moved = t["ran_on"] >= 0 and t["ran_on"] != t["cpu"]
             where = f"{int(t['cpu'])}>{int(t['ran_on'])}" if moved else int(t["cpu"])
             lines.append(f"{where!s:>4}  " + " ".join(cells) + f"  {name}")

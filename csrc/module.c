@@ -607,21 +607,24 @@ error:
 static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *names[] = {"cpus", "tests", "shared", "serial", "duration", "timeout", NULL};
-    PyObject *cpus_obj, *tests_obj, *out = NULL;
-    int shared;
+    static char *names[] = {"cpus",    "tests", "shared", "serial", "duration",
+                            "timeout", "group", "spread", NULL};
+    PyObject *cpus_obj, *tests_obj, *group_obj = Py_None, *out = NULL;
+    int shared, spread = 0;
     double serial, duration, timeout;
-    int *cpus = NULL, *tests = NULL;
-    Py_ssize_t n = 0, ntests = 0;
+    int *cpus = NULL, *tests = NULL, *group = NULL;
+    Py_ssize_t n = 0, ntests = 0, ngroup = 0;
     corelat_lock_job *job = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOpddd", names, &cpus_obj, &tests_obj, &shared, &serial,
-                                     &duration, &timeout))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOpddd|Op", names, &cpus_obj, &tests_obj, &shared, &serial,
+                                     &duration, &timeout, &group_obj, &spread))
         return NULL;
     if (int_array(cpus_obj, "cpus must be a sequence of CPU ids", &cpus, &n) < 0 ||
-        int_array(tests_obj, "tests must be a sequence of lock test codes", &tests, &ntests) < 0)
+        int_array(tests_obj, "tests must be a sequence of lock test codes", &tests, &ntests) < 0 ||
+        (group_obj != Py_None &&
+         int_array(group_obj, "group must be a sequence of group numbers", &group, &ngroup) < 0))
         goto error;
     if (!(n >= 1 && n <= 65536 && ntests >= 1 && ntests <= CORELAT_LK_COUNT && serial > 0 && serial <= 3600 &&
-          duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6)) {
+          duration > 0 && duration <= 3600 && timeout > 0 && timeout < 1e6 && (!group || ngroup == n))) {
         new_failed(CORELAT_EINVAL, "lock run");
         goto error;
     }
@@ -631,6 +634,8 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     corelat_lock_params p = {
         .n = (int)n,
         .cpus = cpus,
+        .group = group,
+        .spread = spread,
         .ntests = (int)ntests,
         .tests = tests,
         .shared = shared,
@@ -662,12 +667,29 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         const char *key;
         int nd;
         const uint64_t *src;
-    } outs[] = {{"calls", 2, job->calls}, {"ticks", 2, job->ticks},       {"sermin", 2, job->sermin},
-                {"serk", 2, job->serk},   {"sercalls", 2, job->sercalls}, {"counter", 1, job->counter}};
+    } outs[] = {{"calls", 2, job->calls},
+                {"ticks", 2, job->ticks},
+                {"sermin", 2, job->sermin},
+                {"serk", 2, job->serk},
+                {"sercalls", 2, job->sercalls},
+                {"counter", 1, job->counter},
+                {"counter_by_thread", 2, job->counter_by}};
     out = PyDict_New();
     for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
         PyObject *a = array_copy(outs[i].nd, dims, NPY_UINT64, outs[i].src);
         if (!a || PyDict_SetItemString(out, outs[i].key, a) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(a);
+    }
+    npy_intp ndim[1] = {(npy_intp)n};
+    struct {
+        const char *key;
+        const int *src;
+    } per_thread[] = {
+        {"ran_on", job->ran_on}, {"affinity", job->aff_count}, {"affinity_outside", job->aff_outside}};
+    for (size_t i = 0; out && i < sizeof per_thread / sizeof per_thread[0]; i++) {
+        PyObject *a = array_copy(1, ndim, NPY_INT, per_thread[i].src);
+        if (!a || PyDict_SetItemString(out, per_thread[i].key, a) < 0)
             Py_CLEAR(out);
         Py_XDECREF(a);
     }
@@ -677,7 +699,73 @@ error: /* also the way out on success */
         corelat_job_release(&job->head);
     PyMem_Free(cpus);
     PyMem_Free(tests);
+    PyMem_Free(group);
     return out;
+}
+
+/* A CPU feature table from a dict of its words (fake tables for tests), or this CPU's. */
+static int feats_from(PyObject *d, corelat_cpu_feats *f)
+{
+    static const char *keys[] = {"arch",      "max_leaf", "max_ext", "leaf1_ecx", "leaf1_edx",
+                                 "leaf7_ecx", "ext1_edx", "hwcap",   "hwcap2"};
+    unsigned long long v[9] = {0};
+    if (d == Py_None) {
+        corelat_cpu_feats_read(f);
+        return 0;
+    }
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "features must be a dict or None");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        PyObject *o = PyDict_GetItemString(d, keys[i]);
+        if (o && (v[i] = PyLong_AsUnsignedLongLong(o)) == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+    }
+    *f = (corelat_cpu_feats){.arch = (int)v[0],
+                             .max_leaf = (uint32_t)v[1],
+                             .max_ext = (uint32_t)v[2],
+                             .leaf1_ecx = (uint32_t)v[3],
+                             .leaf1_edx = (uint32_t)v[4],
+                             .leaf7_ecx = (uint32_t)v[5],
+                             .ext1_edx = (uint32_t)v[6],
+                             .hwcap = v[7],
+                             .hwcap2 = v[8]};
+    return 0;
+}
+
+static PyObject *py_lock_availability(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *fd = Py_None;
+    corelat_cpu_feats f;
+    if (!PyArg_ParseTuple(args, "|O", &fd) || feats_from(fd, &f) < 0)
+        return NULL;
+    PyObject *out = PyTuple_New(CORELAT_LK_COUNT);
+    for (int k = 0; out && k < CORELAT_LK_COUNT; k++) {
+        char why[200];
+        int ok = corelat_lock_available(k, &f, why, sizeof why);
+        PyObject *item = Py_BuildValue("(Nsi)", PyBool_FromLong(ok), why, corelat_lock_other_arch(k, &f));
+        if (!item)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, k, item);
+    }
+    return out;
+}
+
+static PyObject *py_lock_robust_check(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    char why[200] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = corelat_lock_robust_check(why, sizeof why);
+    Py_END_ALLOW_THREADS
+    if (rc == 0)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(why);
 }
 
 /* ---- busy-sibling throughput (csrc/smt.c) ---- */
@@ -779,7 +867,17 @@ static PyMethodDef methods[] = {
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
      " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
-     " codes index LOCK_TESTS. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."},
+     " codes index LOCK_TESTS. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."
+     " group: a group number per thread (shared: one object per group); spread: each thread on any CPU"
+     " of its group; ran_on: the CPU each thread ended on; affinity, affinity_outside: the CPUs in its"
+     " affinity mask at its end, and those outside its group."},
+    {"lock_availability", py_lock_availability, METH_VARARGS,
+     "lock_availability(features=None) -> per LOCK_TESTS code (runs_here, why_not, other_arch); features"
+     " a dict of CPUID/HWCAP words (arch, max_leaf, max_ext, leaf1_ecx, leaf1_edx, leaf7_ecx, ext1_edx,"
+     " hwcap, hwcap2) instead of this CPU's."},
+    {"lock_robust_check", py_lock_robust_check, METH_NOARGS,
+     "lock_robust_check() -> None, or why the robust mutex failed: an owner dies holding it, the next"
+     " locker gets EOWNERDEAD, makes it consistent and goes on."},
     {"jobs_alive", py_jobs_alive, METH_NOARGS,
      "jobs_alive() -> int: jobs whose memory is still held (by a thread left behind); for tests."},
     {"smt_throughput", (PyCFunction)(void (*)(void))py_smt_throughput, METH_VARARGS | METH_KEYWORDS,

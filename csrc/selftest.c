@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "chase.h"
@@ -14,6 +15,7 @@
 #include "spin.h"
 #include "team.h"
 #include "timer.h"
+#include "tstack.h"
 
 static int failures;
 #define EXPECT(cond)                                                                                         \
@@ -120,16 +122,23 @@ static int run_oneway(int stall, double timeout_s, int64_t offset, int64_t *min_
     return status;
 }
 
-/* Every lock test in shared mode on CPUs 0 and 1: the protected counter equals the calls made. */
-static int run_locks(double seconds, const corelat_timer_info *info)
+/* Every lock test that can run here, in shared mode on CPUs 0 and 1 (one group), as two groups of
+ * one thread each (each its own object), and as one group whose threads may run on either CPU
+ * (spread): every protected counter equals the calls made. */
+enum { ONE_GROUP, TWO_GROUPS, SPREAD };
+static int run_locks(double seconds, const corelat_timer_info *info, int mode)
 {
-    enum { N = 2, T = CORELAT_LK_NONE }; /* every public test; lock-none is broken on purpose */
-    int cpus[N] = {0, 1}, tests[T];
-    for (int t = 0; t < T; t++)
-        tests[t] = t;
+    enum { N = 2 };
+    int cpus[N] = {0, 1}, groups[N] = {0, 1}, tests[CORELAT_LK_COUNT], T = 0;
+    char why[200];
+    for (int t = 0; t < CORELAT_LK_NONE; t++) /* lock-none is broken on purpose */
+        if (corelat_lock_available(t, NULL, why, sizeof why))
+            tests[T++] = t;
     uint64_t phase = (uint64_t)(seconds * 1e9 * info->ticks_per_ns);
     corelat_lock_params p = {.n = N,
                              .cpus = cpus,
+                             .group = mode == TWO_GROUPS ? groups : NULL,
+                             .spread = mode == SPREAD,
                              .ntests = T,
                              .tests = tests,
                              .shared = 1,
@@ -145,23 +154,136 @@ static int run_locks(double seconds, const corelat_timer_info *info)
     corelat_locks_start(job);
     status = corelat_job_run(&job->head, grace_ns);
     corelat_locks_collect(job);
-    if (status != CORELAT_OK)
+    if (status != CORELAT_OK) {
+        fprintf(stderr, "lock run: status %d in %s (errno %d)\n", status,
+                job->failed_test >= 0 ? corelat_lock_names[job->failed_test] : "setup", job->head.err);
         bad = -1;
-    for (int t = CORELAT_LK_CAS_SPIN; bad >= 0 && t < T; t++) {
+    }
+    for (int i = 0; bad >= 0 && i < T; i++) {
+        int t = tests[i];
         uint64_t sum = 0;
-        for (int i = 0; i < N; i++) {
-            sum += job->calls[t * N + i] + job->sercalls[t * N + i];
-            if (job->serk[t * N + i] < 1)
+        for (int j = 0; j < N; j++) {
+            sum += job->calls[i * N + j] + job->sercalls[i * N + j];
+            if (job->serk[i * N + j] < 1)
                 bad++;
         }
-        if (sum != job->counter[t]) {
+        int counts =
+            t == CORELAT_LK_INC_ATOMIC || t == CORELAT_LK_INC_ATOMIC_CST || t >= CORELAT_LK_TICKET_SPIN;
+        if (counts && sum != job->counter[i]) {
             fprintf(stderr, "%s: counter %llu != calls %llu\n", corelat_lock_names[t],
-                    (unsigned long long)job->counter[t], (unsigned long long)sum);
+                    (unsigned long long)job->counter[i], (unsigned long long)sum);
             bad++;
         }
     }
     corelat_job_release(&job->head);
     return bad;
+}
+
+/* lock-none shared by two threads loses updates (so the check above can fail); a refused test
+ * (an instruction the CPU lacks, with a fake table) is refused by corelat_locks_new. */
+static void lock_checks_bite(const corelat_timer_info *info)
+{
+    int cpus[2] = {0, 1}, none = CORELAT_LK_NONE, status;
+    uint64_t phase = (uint64_t)(0.02 * 1e9 * info->ticks_per_ns);
+    corelat_lock_params p = {.n = 2,
+                             .cpus = cpus,
+                             .ntests = 1,
+                             .tests = &none,
+                             .shared = 1,
+                             .serial_ticks = phase / 4,
+                             .duration_ticks = phase,
+                             .lead_ticks = phase / 10,
+                             .bracket_ticks = (uint64_t)(20 * info->resolution),
+                             .timeout_ns = 60000000000ull};
+    corelat_lock_job *job = corelat_locks_new(&p, &status);
+    EXPECT(job != NULL);
+    if (job) {
+        corelat_locks_start(job);
+        EXPECT_STATUS(corelat_job_run(&job->head, grace_ns), CORELAT_OK);
+        corelat_locks_collect(job);
+        /* two CPUs hammering a plain increment for 20 ms: lost updates, unless the threads never
+         * overlapped (one CPU, or taking turns under valgrind); then the counts are equal, not less */
+        EXPECT(job->counter[0] <= job->calls[0] + job->calls[1] + job->sercalls[0] + job->sercalls[1]);
+        corelat_job_release(&job->head);
+    }
+    corelat_cpu_feats own;
+    corelat_cpu_feats_read(&own);
+    char why[200];
+    int other = own.arch == CORELAT_ARCH_X86_64 ? CORELAT_LK_CPU_ISB : CORELAT_LK_CPU_LFENCE;
+    EXPECT(!corelat_lock_available(other, NULL, why, sizeof why) && corelat_lock_other_arch(other, NULL));
+    p.tests = &other;
+    EXPECT(corelat_locks_new(&p, &status) == NULL && status == CORELAT_EINVAL);
+}
+
+/* Instruction tests against made-up CPUID and HWCAP tables: present exactly where the table says. */
+static void feature_tables(void)
+{
+    char why[200];
+    corelat_cpu_feats x = {.arch = CORELAT_ARCH_X86_64,
+                           .max_leaf = 7,
+                           .max_ext = 0x80000001u,
+                           .leaf1_edx = (1u << 4) | (1u << 25) | (1u << 26)};
+    EXPECT(corelat_lock_available(CORELAT_LK_CPU_RDTSC, &x, why, sizeof why));
+    EXPECT(corelat_lock_available(CORELAT_LK_CPU_LFENCE, &x, why, sizeof why));
+    EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDRAND64, &x, why, sizeof why) && strstr(why, "rdrand"));
+    EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDTSCP, &x, why, sizeof why) && strstr(why, "rdtscp"));
+    EXPECT(!corelat_lock_available(CORELAT_LK_CPU_RDPID, &x, why, sizeof why) && strstr(why, "rdpid"));
+    EXPECT(!corelat_lock_other_arch(CORELAT_LK_CPU_RDPID, &x) &&
+           corelat_lock_other_arch(CORELAT_LK_CPU_ISB, &x));
+    x.leaf1_ecx = 1u << 30;
+    x.leaf7_ecx = 1u << 22;
+    x.ext1_edx = 1u << 27;
+    EXPECT(corelat_cpu_has(&x, CORELAT_NEED_X86_RDRAND, why, sizeof why));
+    EXPECT(corelat_cpu_has(&x, CORELAT_NEED_X86_RDPID, why, sizeof why));
+    EXPECT(corelat_cpu_has(&x, CORELAT_NEED_X86_RDTSCP, why, sizeof why));
+    x.max_leaf = 1; /* leaf 7 beyond the maximum: its bits mean nothing */
+    EXPECT(!corelat_cpu_has(&x, CORELAT_NEED_X86_RDPID, why, sizeof why));
+    corelat_cpu_feats a = {.arch = CORELAT_ARCH_AARCH64};
+    EXPECT(corelat_cpu_has(&a, CORELAT_NEED_ARM, why, sizeof why));
+    EXPECT(!corelat_cpu_has(&a, CORELAT_NEED_ARM_RNG, why, sizeof why) && strstr(why, "rndr"));
+    EXPECT(!corelat_cpu_has(&a, CORELAT_NEED_X86_TSC, why, sizeof why) && strstr(why, "architecture"));
+    a.hwcap2 = 1u << 16;
+    EXPECT(corelat_cpu_has(&a, CORELAT_NEED_ARM_RNG, why, sizeof why));
+}
+
+/* The ABA interleaving, step by step: A reads head X (next Y); B pops X, pops Y, pushes X; A's swap
+ * must fail. The untagged stack lets it through (head = Y, a node B holds): the test catches ABA. */
+static int aba_slips_through(int untagged)
+{
+    corelat_tstack s;
+    corelat_tstack_init(&s);
+    s.untagged = untagged;
+    uint64_t snap;
+    unsigned next, x = corelat_tstack_pop_begin(&s, &snap, &next);
+    unsigned bx = corelat_tstack_pop(&s), by = corelat_tstack_pop(&s);
+    corelat_tstack_push(&s, bx);
+    unsigned got = corelat_tstack_pop_commit(&s, snap, next);
+    int slipped = got != 0;
+    EXPECT(x == bx && by == next);
+    if (!slipped)
+        EXPECT(corelat_tstack_depth(&s) == CORELAT_TSTACK_NODES - 1); /* Y still out, the rest intact */
+    return slipped;
+}
+
+static void stacks(void)
+{
+    corelat_tstack s;
+    corelat_tstack_init(&s);
+    EXPECT(corelat_tstack_depth(&s) == CORELAT_TSTACK_NODES);
+    unsigned got[CORELAT_TSTACK_NODES];
+    for (int i = 0; i < CORELAT_TSTACK_NODES; i++)
+        EXPECT((got[i] = corelat_tstack_pop(&s)) != 0);
+    EXPECT(corelat_tstack_pop(&s) == 0 && corelat_tstack_depth(&s) == 0);
+    for (int i = 0; i < CORELAT_TSTACK_NODES; i++)
+        corelat_tstack_push(&s, got[i]);
+    EXPECT(corelat_tstack_depth(&s) == CORELAT_TSTACK_NODES);
+    EXPECT(!aba_slips_through(0));
+    EXPECT(aba_slips_through(1));
+    char why[200] = "";
+    int robust = corelat_lock_robust_check(why, sizeof why);
+    if (robust)
+        fprintf(stderr, "robust mutex: %s\n", why);
+    EXPECT(robust == 0);
 }
 
 /* A responder that sleeps deaf to everything, like a frozen thread: the caller must give up on it
@@ -348,7 +470,12 @@ int main(void)
     EXPECT(ab2 > ab && ba2 < ba);
     EXPECT(ab2 - skew < skew / 2 && ba2 + skew > -skew / 2);
     EXPECT_STATUS(run_oneway(1, 0.05, 0, &ab, &ba), CORELAT_ETIMEOUT);
-    EXPECT(run_locks(slow ? 0.05 : 0.01, &info) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, ONE_GROUP) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, TWO_GROUPS) == 0);
+    EXPECT(run_locks(slow ? 0.05 : 0.01, &info, SPREAD) == 0);
+    lock_checks_bite(&info);
+    feature_tables();
+    stacks();
 
     chase_and_placement();
     frozen_partner(slow != NULL);

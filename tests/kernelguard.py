@@ -32,7 +32,10 @@ PURECHECK = pathlib.Path(__file__).resolve().parent / "purecheck"
 KERNELS = ("pingpong", "oneway", "chase", "locks", "smt_throughput")
 #: Its other functions: no thread of their own, nothing pinned. ``timer_init`` calibrates the timer on
 #: the calling thread (about 30 ms) the first time anything asks for ``corelat.timer_info()``.
-HELPERS = ("timer_init", "timer_info", "hw_timer", "current_cpu", "ticks", "clock_cost", "jobs_alive")
+HELPERS = ("timer_init", "timer_info", "hw_timer", "current_cpu", "ticks", "clock_cost", "jobs_alive",
+           # what the lock tests can run here (CPUID, a mutex locked once on the calling thread), and the
+           # robust mutex's check (one short unpinned thread that dies holding it): nothing measured
+           "lock_availability", "lock_robust_check")
 #: A test with one of these markers may run kernels.
 ALLOWED = ("hw", "vm")
 

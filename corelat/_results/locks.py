@@ -11,13 +11,16 @@ import numpy as np
 
 from corelat._core.errors import InputError
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, thaw
+from corelat._results.locks_names import COUNTED, EXCLUSIVE, HIDDEN_TESTS, TESTS, describe
 from corelat._system import cpulist as _cpulist
+
+__all__ = ["HIDDEN_TESTS", "ROW_DTYPE", "TESTS", "THREAD_DTYPE", "LockResult"]
 
 #: One row per test (``LockResult.data``). Ticks are timer ticks; ``*_raw`` before the baseline's
 #: subtraction (the baseline row shows its raw values, as cpuperf does).
 ROW_DTYPE = np.dtype(
     [
-        ("name", "U32"),
+        ("name", "U48"),
         ("mhz", "f8"),  # timer frequency
         ("threads", "i4"),
         ("calls", "u8"),  # throughput-phase calls, all threads
@@ -33,13 +36,16 @@ ROW_DTYPE = np.dtype(
         ("counter", "u8"),  # the protected counter(s) at the end
         ("checked", "?"),  # exclusion could be tested: shared objects, 2+ threads, an exclusive lock
         ("exclusive", "?"),  # not checked, or counter == sections
+        ("group", "i4"),  # the CPU group (0 without groups; files before groups: 0)
+        ("sermin_steps", "f8"),  # the test's cost over the baseline per bracket, in timer steps
+        ("why", "U200"),  # why the row has no figures (a test that cannot run here), else ""
     ]
 )
 
 #: One row per test and thread (``LockResult.threads``).
 THREAD_DTYPE = np.dtype(
     [
-        ("name", "U32"),
+        ("name", "U48"),
         ("cpu", "i4"),
         ("calls", "u8"),
         ("elapsed_ticks", "u8"),
@@ -51,8 +57,16 @@ THREAD_DTYPE = np.dtype(
         ("sermin_ticks_raw", "f8"),
         ("sermin_ticks", "f8"),
         ("sermin_ns", "f8"),
+        ("group", "i4"),
+        ("ran_on", "i4"),  # the CPU the thread ended on (-1: not known, files before groups)
     ]
 )
+
+#: Fields files written before groups lack, and what they read as.
+_NEW_FIELDS = {"group": 0, "sermin_steps": np.nan, "why": "", "ran_on": -1}
+
+#: A figure the timer allows spans at least this many timer steps per bracket.
+RESOLVED_STEPS = 20
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -81,10 +95,10 @@ class LockResult(SavedResult):
     Examples
     --------
     >>> import corelat
-    >>> r = corelat.locks([0], kernel=["inc-atomic-relaxed"], duration=0.01)
+    >>> r = corelat.locks([0], kernel=["inc-atomic"], duration=0.01)
     >>> r.tests, r.mode, r.violations
-    (('baseline', 'inc-atomic-relaxed'), 'uncontended', ())
-    >>> bool(r.row("inc-atomic-relaxed")["calls"] > 0)
+    (('baseline', 'inc-atomic'), 'uncontended', ())
+    >>> bool(r.row("inc-atomic")["calls"] > 0)
     True
     """
 
@@ -247,7 +261,9 @@ class LockResult(SavedResult):
                 n = len(arrays[f"{part}.name"])
                 a = np.zeros(n, dtype=dtype)
                 for k in dtype.names:
-                    a[k] = arrays[f"{part}.{k}"]
+                    key = f"{part}.{k}"
+                    # a file written before groups: the new fields take their defaults
+                    a[k] = arrays[key] if key in arrays or k not in _NEW_FIELDS else _NEW_FIELDS[k]
                 parts[part] = a
             return cls(cpus=tuple(int(c) for c in arrays["cpus"]), shared=bool(header["shared"]),
                        duration=float(header["duration"]), metadata=header.get("metadata", {}),
@@ -264,19 +280,21 @@ class LockResult(SavedResult):
         """
         return self.table()
 
-    def table(self, per_thread: bool = False) -> str:
+    def table(self, per_thread: bool = False, headers: bool = True) -> str:
         """cpuperf's table as text.
 
         Parameters
         ----------
         per_thread : bool
-            Add one line per CPU after each test's line.
+            Add one line per thread after each test's line (its CPU, or where it ended up).
+        headers : bool
+            False: the rows alone, no comment or column headers (cpuperf's ``-H``, for scripts).
 
         Returns
         -------
         str
             MHz, total Mcalls, Mcalls/s, average cycles and ns, serialized minimum cycles and ns,
-            name and description of every test (``str(result)``).
+            name and description of every test (``str(result)``), per group of CPUs.
         """
         cols = [("MHz", "TSC", 6), ("tot", "MCALLS", 10), ("avg", "MCALLS/s", 9), ("avg", "CYCLES", 8),
                 ("avg", "NSECS", 8), ("sermin", "CYCLES", 8), ("sermin", "NSECS", 8)]
@@ -284,85 +302,137 @@ class LockResult(SavedResult):
         if timer.get("name") not in (None, "tsc"):
             cols[0] = ("MHz", str(timer["name"])[:6].upper(), 6)
         namew = max([len(n) for n in self.tests] + [4])
-        cpuw = 4
-        lead = f"{'CPU':>{cpuw}}  " if per_thread else ""
-        top = (" " * len(lead)) + " ".join(f"{a:>{w}}" for a, _, w in cols)
-        sub = lead + " ".join(f"{b:>{w}}" for _, b, w in cols) + f"  {'NAME':<{namew}}  DESC"
-
-        def fmt(v, w, digits):
-            return f"{v:>{w}.{digits}f}" if np.isfinite(v) else f"{'-':>{w}}"
-
-        comment = (
-            f"# {self.mode} on CPU {_cpulist.format(self.cpus)} ({len(self.cpus)} "
-            f"thread{'s' if len(self.cpus) > 1 else ''}), "
-            f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
-            f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal), baseline subtracted "
-            "except on its own line"
-        )
-
-        def ser(r, key, scale, w, digits):
-            # Below two timer steps per call the figure is a floor, not a cost: show the bound.
-            floor = r["sermin_floor_ns"] if "sermin_floor_ns" in r.dtype.names else 0.0
-            if np.isfinite(r[key]) and r["name"] != "baseline" and r["sermin_ns"] < floor:
-                return f"{'<' + format(floor * scale, f'.{digits}f'):>{w}}"
-            return fmt(r[key], w, digits)
-
-        tested = [str(r["name"]) for r in self.data if r["checked"]]
-        untested = [str(r["name"]) for r in self.data if not r["checked"] and r["name"] != "baseline"]
-        lines = [comment, top, sub]
-        if untested:
-            why = ("each thread had its own lock" if not self.shared else
-                   "one thread" if len(self.cpus) < 2 else "readers share the lock by design")
-            checked = "checked for " + ", ".join(tested) + "; " if tested else ""
-            lines.insert(1, f"# mutual exclusion: {checked}not tested for {', '.join(untested)} ({why})")
-        for r in self.data:
-            name = str(r["name"])
-            cells = [fmt(r["mhz"], 6, 0), fmt(r["calls"] / 1e6, 10, 2), fmt(r["mcalls_per_s"], 9, 2),
-                     fmt(r["avg_ticks"], 8, 1), fmt(r["avg_ns"], 8, 2),
-                     ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1), ser(r, "sermin_ns", 1.0, 8, 2)]
-            flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
-            lines.append((f"{'-':>{cpuw}}  " if per_thread else "") + " ".join(cells)
-                         + f"  {name:<{namew}}  {_describe(name)}{flag}")
-            if per_thread:
-                for t in self.threads[self.threads["name"] == name]:
-                    cells = [fmt(r["mhz"], 6, 0), fmt(t["calls"] / 1e6, 10, 2), fmt(t["mcalls_per_s"], 9, 2),
-                             fmt(t["avg_ticks"], 8, 1), fmt(t["avg_ns"], 8, 2), fmt(t["sermin_ticks"], 8, 1),
-                             fmt(t["sermin_ns"], 8, 2)]
-                    lines.append(f"{int(t['cpu']):>{cpuw}}  " + " ".join(cells) + f"  {name}")
+        lead = f"{'CPU':>4}  " if per_thread else ""
+        lines = []
+        if headers:
+            lines = self._comments() + [
+                (" " * len(lead)) + " ".join(f"{a:>{w}}" for a, _, w in cols),
+                lead + " ".join(f"{b:>{w}}" for _, b, w in cols) + f"  {'NAME':<{namew}}  DESC"]
+        groups = sorted(set(self.data["group"].tolist()))
+        for g in groups:
+            if headers and len(groups) > 1:
+                cpus = self.threads["cpu"][self.threads["group"] == g]
+                lines.append(f"# group {g}: CPU {_cpulist.format(sorted(set(cpus.tolist())))}")
+            for r in self.data[self.data["group"] == g]:
+                lines += _row_lines(self, r, namew, per_thread)
         return "\n".join(lines)
+
+    def _exclusion_line(self):
+        """Which tests' counters were checked, and why the others were not ("" if none ran)."""
+        ran = [r for r in self.data if not r["why"] and r["name"] != "baseline"]
+        order = self.tests.index
+
+        def names(keep):
+            return ", ".join(sorted({str(r["name"]) for r in ran if keep(r)}, key=order))
+
+        excl = names(lambda r: r["checked"] and r["name"] in EXCLUSIVE)
+        counted = names(lambda r: r["checked"] and r["name"] not in EXCLUSIVE)
+        alone = names(lambda r: not r["checked"] and r["name"] in COUNTED)
+        no_counter = names(lambda r: not r["checked"] and r["name"] not in COUNTED)
+        parts = [f"checked for {excl}"] if excl else []
+        if counted:
+            parts.append(f"counts checked for {counted} (several holders by design, atomic increments)")
+        if alone:
+            parts.append(f"not tested for {alone} (" + ("one thread per group)" if self.shared else
+                                                        "each thread had its own objects)"))
+        if no_counter:
+            parts.append(f"not tested for {no_counter} (no shared counter)")
+        return "# mutual exclusion: " + "; ".join(parts) if parts else ""
+
+    def _comments(self):
+        """The table's comment lines: what ran, what was checked, what the marks mean."""
+        timer = self.metadata.get("timer", {})
+        given = self.metadata.get("timer_mhz_given")
+        mhz = f"{given:.0f} MHz as given (-f)" if given else \
+            f"{self.metadata.get('timer_mhz', float('nan')):.0f} MHz nominal"
+        ngroups = len(set(self.data["group"].tolist()))
+        lines = [
+            f"# {self.mode} on CPU {_cpulist.format(self.cpus)} ({len(self.cpus)} "
+            f"thread{'s' if len(self.cpus) > 1 else ''}{f', {ngroups} groups' if ngroups > 1 else ''}), "
+            f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
+            f"{mhz}), baseline subtracted except on its own line"]
+        for key in ("affinity_note", "leader_note", "priority_note"):
+            if self.metadata.get(key):
+                lines.append(f"# {self.metadata[key]}")
+        exclusion = self._exclusion_line()
+        if exclusion:
+            lines.append(exclusion)
+        steps = self.data["sermin_steps"]
+        if any(np.isfinite(steps) & (steps < RESOLVED_STEPS) & (self.data["name"] != "baseline")):
+            lines.append(f"# sermin: '~' = at the timer's resolution (under {RESOLVED_STEPS} timer steps per "
+                         "bracket over the baseline); '<x' = under one timer step, x is that step per call")
+        return lines
 
     def __repr__(self):
         return self._repr(f"{self.mode}, CPUs {_cpulist.format(self.cpus)}, {len(self.tests)} tests, "
                           f"{self.duration:g} s each")
 
 
-#: Public tests in run order: name -> description (cpuperf's DESC column).
-TESTS = {
-    "baseline": "call of an empty function (subtracted from the others)",
-    "inc-atomic-relaxed": "atomic fetch-add, relaxed order",
-    "inc-atomic-seqcst": "atomic fetch-add, sequentially consistent",
-    "lock-cas-spin": "test-and-test-and-compare-exchange spinlock with pause, inc, unlock",
-    "lock-ticket-spin": "ticket spinlock, inc, unlock",
-    "lock-pthread-spin": "pthread_spin_lock, inc, unlock",
-    "lock-pthread-mutex": "pthread_mutex_lock, inc, unlock",
-    "lock-pthread-mutex-trylock": "spin on pthread_mutex_trylock, inc, unlock",
-    "lock-pthread-rwlock-wr": "pthread_rwlock_wrlock, inc, unlock",
-    "lock-pthread-rwlock-rd": "pthread_rwlock_rdlock, atomic inc (readers share), unlock",
-}
-
-#: Tests that exist for testing corelat itself; selected only by their exact name.
-HIDDEN_TESTS = {
-    "lock-none": "no lock at all, inc: broken on purpose, its counter loses updates when shared",
-}
-
-
 def _rows(records, dtype):
-    """A structured array of ``dtype`` from records (None, JSON's NaN, back to NaN)."""
+    """A structured array of ``dtype`` from records (None, JSON's NaN, back to NaN); fields files
+    written before groups lack take their defaults."""
     a = np.zeros(len(records), dtype=dtype)
+    names = cast("tuple[str, ...]", dtype.names)
     for i, rec in enumerate(records):
-        a[i] = tuple(np.nan if rec[k] is None else rec[k] for k in cast("tuple[str, ...]", dtype.names))
+        a[i] = tuple(_NEW_FIELDS[k] if k not in rec and k in _NEW_FIELDS else
+                     np.nan if rec[k] is None else rec[k] for k in names)
     return a
 
 
+def _fmt(v, w, digits):
+    return f"{v:>{w}.{digits}f}" if np.isfinite(v) else f"{'-':>{w}}"
+
+
+def _ser(r, key, scale, w, digits):
+    """A sermin cell: the figure, '~'-marked at the timer's resolution, or '<' one step when below."""
+    v = r[key]
+    if r["name"] == "baseline" or not np.isfinite(v):
+        return _fmt(v, w, digits)
+    floor = r["sermin_floor_ns"]
+    steps = r["sermin_steps"]
+    if (np.isfinite(steps) and steps < 1) or r["sermin_ns"] < floor:
+        return f"{'<' + format(floor * scale, f'.{digits}f'):>{w}}"
+    if np.isfinite(steps) and steps < RESOLVED_STEPS:
+        return f"{format(v, f'.{digits}f') + '~':>{w}}"
+    return _fmt(v, w, digits)
+
+
+def _thread_ser(v, ns, r, scale, w, digits):
+    """A thread's sermin cell, judged by its test's timer step and steps (as the test's line)."""
+    if r["name"] == "baseline" or not np.isfinite(v):
+        return _fmt(v, w, digits)
+    if ns < r["sermin_floor_ns"]:
+        return f"{'<' + format(r['sermin_floor_ns'] * scale, f'.{digits}f'):>{w}}"
+    if np.isfinite(r["sermin_steps"]) and r["sermin_steps"] < RESOLVED_STEPS:
+        return f"{format(v, f'.{digits}f') + '~':>{w}}"
+    return _fmt(v, w, digits)
+
+
+def _row_lines(result, r, namew, per_thread):
+    """A test's line (and its threads' lines) of the table."""
+    name = str(r["name"])
+    if r["why"]:
+        cells = [f"{'-':>{w}}" for w in (6, 10, 9, 8, 8, 8, 8)]
+        return [(f"{'-':>4}  " if per_thread else "") + " ".join(cells)
+                + f"  {name:<{namew}}  {describe(name)} [cannot run here: {r['why']}]"]
+    cells = [_fmt(r["mhz"], 6, 0), _fmt(r["calls"] / 1e6, 10, 2), _fmt(r["mcalls_per_s"], 9, 2),
+             _fmt(r["avg_ticks"], 8, 1), _fmt(r["avg_ns"], 8, 2),
+             _ser(r, "sermin_ticks", r["mhz"] / 1e3, 8, 1), _ser(r, "sermin_ns", 1.0, 8, 2)]
+    flag = "" if r["exclusive"] else "  [MUTUAL EXCLUSION VIOLATED]"
+    lines = [(f"{'-':>4}  " if per_thread else "") + " ".join(cells)
+             + f"  {name:<{namew}}  {describe(name)}{flag}"]
+    if per_thread:
+        th = result.threads
+        for t in th[(th["name"] == name) & (th["group"] == r["group"])]:
+            cells = [_fmt(r["mhz"], 6, 0), _fmt(t["calls"] / 1e6, 10, 2), _fmt(t["mcalls_per_s"], 9, 2),
+                     _fmt(t["avg_ticks"], 8, 1), _fmt(t["avg_ns"], 8, 2),
+                     _thread_ser(t["sermin_ticks"], t["sermin_ns"], r, r["mhz"] / 1e3, 8, 1),
+                     _thread_ser(t["sermin_ns"], t["sermin_ns"], r, 1.0, 8, 2)]
+            moved = t["ran_on"] >= 0 and t["ran_on"] != t["cpu"]
+            where = f"{int(t['cpu'])}>{int(t['ran_on'])}" if moved else int(t["cpu"])
+            lines.append(f"{where!s:>4}  " + " ".join(cells) + f"  {name}")
+    return lines
+
+
 def _describe(name):
-    return TESTS.get(name) or HIDDEN_TESTS[name]
+    return describe(name)

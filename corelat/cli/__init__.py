@@ -24,7 +24,7 @@ from . import outputs
 COMMANDS = {
     "measure": ("cmd_measure", "measure the core-to-core latency matrix (the default command)"),
     "check": ("cmd_check", "what on this machine can distort measurements (governor, load, hypervisor, ...)"),
-    "locks": ("cmd_locks", "what locks and atomics cost, uncontended or shared (cpuperf's method)"),
+    "locks": ("cmd_locks", "what locks, atomics, instructions and system calls cost (cpuperf's tests)"),
     "compare": ("cmd_compare", "compare result files side by side (ratios to the first)"),
     "plot": ("cmd_plot", "draw a result's heatmap or sample distributions to an image file"),
     "topology": ("cmd_topology", "this machine's sockets, NUMA nodes, caches, cores and SMT siblings"),

@@ -628,6 +628,16 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         new_failed(CORELAT_EINVAL, "lock run");
         goto error;
     }
+    /* Test codes before the timer: bad arguments are a ValueError whatever the module's state. */
+    for (Py_ssize_t i = 0; i < ntests; i++) {
+        int dup = 0;
+        for (Py_ssize_t j = 0; j < i; j++)
+            dup |= tests[j] == tests[i];
+        if (tests[i] < 0 || tests[i] >= CORELAT_LK_COUNT || dup) {
+            new_failed(CORELAT_EINVAL, "lock run");
+            goto error;
+        }
+    }
     if (check_timer() < 0)
         goto error;
     double per_s = timer_state.ticks_per_ns * 1e9;

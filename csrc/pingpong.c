@@ -23,6 +23,12 @@
  * is a real one even when a sample is a single round trip. ---- */
 #define PARKED 2u
 
+/* Each hot loop is its own out-of-line function (see above). GCC pads the retry loop's head with a
+ * nop for alignment: in rw_pong it used to sit before the first poll, on every round trip's path; with
+ * spin.h's first poll standing alone it sits between the first and second poll, on the waiting path
+ * only (objdump in benchmarks/RESULTS.md). */
+#define HOT_LOOP __attribute__((noinline, unused))
+
 /* The CAS loops, once per way of doing a compare-exchange (see cas_loops.h). */
 #define CAS_LOOP(name) name##_native
 #include "cas_loops.h"
@@ -82,8 +88,8 @@ const char *corelat_pp_cas_impl(void)
 
 /* ---- RW: the initiator stores sequence numbers to line A, the responder echoes them to line B. ---- */
 
-static __attribute__((noinline)) int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
-                                             uint64_t end, corelat_spin *s)
+static HOT_LOOP int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
+                            corelat_spin *s)
 {
     uint32_t left = CORELAT_SPIN_EVERY;
     int rc = 0;
@@ -96,8 +102,8 @@ out:
     return rc;
 }
 
-static __attribute__((noinline)) int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
-                                             uint64_t end, corelat_spin *s)
+static HOT_LOOP int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
+                            corelat_spin *s)
 {
     uint32_t left = CORELAT_SPIN_EVERY;
     int rc = 0;

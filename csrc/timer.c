@@ -95,7 +95,7 @@ double corelat_timer_step(const uint64_t *d, int n)
     for (int k = 0; k < n; k++)
         if (d[k] > 0)
             return (double)d[k]; /* zeros and rare others: the smallest advance seen */
-    return 1.0; /* never advanced: no better bound than one tick */
+    return 1.0;                  /* never advanced: no better bound than one tick */
 }
 
 static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint64_t (*read_serial)(void))

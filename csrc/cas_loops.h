@@ -29,15 +29,15 @@ static HOT_LOOP int CAS_LOOP(cas_ping)(atomic_uint *flag, int64_t n, uint64_t ba
     CAS_OPAQUE(parked);
     atomic_store_explicit(flag, 1u, memory_order_relaxed); /* unpark: the first round trip starts */
     for (int64_t r = 1; r < n; r++) {
-        CORELAT_SPIN_WHILE_NOT(
+        CORELAT_SPIN_WHILE_NOT_X4(
             (expected = zero, atomic_compare_exchange_strong_explicit(
                                   flag, &expected, one, memory_order_relaxed, memory_order_relaxed)),
             s, base + (uint64_t)r, left, rc, out);
     }
-    CORELAT_SPIN_WHILE_NOT((expected = zero, atomic_compare_exchange_strong_explicit(flag, &expected, parked,
-                                                                                     memory_order_relaxed,
-                                                                                     memory_order_relaxed)),
-                           s, base + (uint64_t)n, left, rc, out);
+    CORELAT_SPIN_WHILE_NOT_X4(
+        (expected = zero, atomic_compare_exchange_strong_explicit(
+                              flag, &expected, parked, memory_order_relaxed, memory_order_relaxed)),
+        s, base + (uint64_t)n, left, rc, out);
 out:
     return rc;
 }
@@ -50,7 +50,7 @@ static HOT_LOOP int CAS_LOOP(cas_pong)(atomic_uint *flag, int64_t n, uint64_t ba
     CAS_OPAQUE(zero);
     CAS_OPAQUE(one);
     for (int64_t r = 0; r < n; r++) {
-        CORELAT_SPIN_WHILE_NOT(
+        CORELAT_SPIN_WHILE_NOT_X4(
             (expected = one, atomic_compare_exchange_strong_explicit(
                                  flag, &expected, zero, memory_order_relaxed, memory_order_relaxed)),
             s, base + (uint64_t)r, left, rc, out);

@@ -23,10 +23,11 @@
  * is a real one even when a sample is a single round trip. ---- */
 #define PARKED 2u
 
-/* Each hot loop is its own out-of-line function (see above). GCC pads the retry loop's head with a
- * nop for alignment: in rw_pong it used to sit before the first poll, on every round trip's path; with
- * spin.h's first poll standing alone it sits between the first and second poll, on the waiting path
- * only (objdump in benchmarks/RESULTS.md). */
+/* rw_pong's loop keeps one alignment nop on each round trip's path: GCC pads the retry loop's head,
+ * which the first poll falls into. A first poll standing alone was merged back into the loop by GCC;
+ * the per-function optimize("no-align-loops", "no-align-jumps") attribute did not remove it (the
+ * command-line -fno-align-loops -fno-align-jumps does); unrolled load polls changed what rw reads
+ * (spin.h). One nop, issued alongside the poll's load, is left. */
 #define HOT_LOOP __attribute__((noinline, unused))
 
 /* The CAS loops, once per way of doing a compare-exchange (see cas_loops.h). */

@@ -67,17 +67,28 @@ static inline void corelat_cpu_relax(void)
 }
 
 /* The pattern every bounded wait uses: `poll` is a C expression that is true when the wait is over.
- * `left` is a uint32_t counting polls down to the next slow check; `rc` receives a failing status and
- * `fail` is where to go then. The polls come CORELAT_SPIN_UNROLL at a time and the countdown once per
- * group, so a failed poll runs what a bare loop runs (x86 CAS: mov, lock cmpxchg, branch) and the two
- * instructions of the countdown a quarter as often: in the retry path of a CAS ping-pong they cost
- * 0.2-2.9 % at ~25 ns on the issue-23 host. The first poll stands alone, so a wait already over costs
- * one poll and the retry loop's head (which the compiler aligns with nops) is reached by a branch,
- * never by falling through on the round trip's path. Every CORELAT_SPIN_EVERY polls still reach the slow
- * check (`left` starts at and is reset to CORELAT_SPIN_EVERY, a multiple of the group). */
+ * `left` is a uint32_t counting down to the next slow check; `rc` receives a failing status and
+ * `fail` is where to go then. */
+#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                            \
+    while (!(poll)) {                                                                                        \
+        if (__builtin_expect(--(left) == 0, 0)) {                                                            \
+            (left) = CORELAT_SPIN_EVERY;                                                                     \
+            (rc) = corelat_spin_slow((s), (progress));                                                       \
+            if (rc)                                                                                          \
+                goto fail;                                                                                   \
+        }                                                                                                    \
+    }
+
+/* The same with the polls CORELAT_SPIN_UNROLL at a time and the countdown once per group, for the CAS
+ * loops: a failed compare-exchange then runs what a bare loop runs (mov, lock cmpxchg, branch) and
+ * the countdown's two instructions a quarter as often (they cost 0.2-2.9 % at ~25 ns on the issue-23
+ * host). The first attempt stands alone, so the retry loop is reached by a branch. Not for load polls: four
+ * loads of the line in a row read rw 3-4 % below the bare loop there (benchmarks/RESULTS.md), a different
+ * thing measured, not a cheaper loop. `left` starts at and is reset to CORELAT_SPIN_EVERY, a multiple of the
+ * group, so the countdown reaches 0 exactly. */
 #define CORELAT_SPIN_UNROLL 4u
 _Static_assert(CORELAT_SPIN_EVERY % CORELAT_SPIN_UNROLL == 0, "the countdown must reach 0 exactly");
-#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                            \
+#define CORELAT_SPIN_WHILE_NOT_X4(poll, s, progress, left, rc, fail)                                         \
     if (!(poll)) {                                                                                           \
         for (;;) {                                                                                           \
             if ((poll) || (poll) || (poll) || (poll))                                                        \

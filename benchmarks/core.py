@@ -7,6 +7,8 @@ Run: python benchmarks/core.py [--quick]   (prints tables; figures go to benchma
 import argparse
 import os
 import platform
+import subprocess
+import sys
 import threading
 import time
 
@@ -132,6 +134,23 @@ def per_pair_python():
           rows, ("mode", "samples/pair", "Python µs/pair", "CPUs", "Python ms", "C ms", "Python share"))
 
 
+def startup(runs=15):
+    """`import numpy` and `import corelat` in fresh interpreters, interleaved so that load hits both."""
+    codes = {"import numpy": "import numpy", "import corelat": "import corelat",
+             "import corelat; corelat.measure": "import corelat; corelat.measure",
+             "corelat --help": "import sys; sys.argv=['corelat', '--help']\nfrom corelat.cli import main\n"
+                               "try:\n    main()\nexcept SystemExit:\n    pass"}
+    times = {label: [] for label in codes}
+    for _ in range(runs):
+        for label, code in codes.items():
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, stdout=subprocess.DEVNULL)
+            times[label].append((time.perf_counter() - t0) * 1e3)
+    table(f"Start-up: a fresh interpreter running each line (ms over {runs} runs, interleaved)",
+          [(label, *(f"{f(t):.0f}" for f in (np.min, np.median, np.max))) for label, t in times.items()],
+          ("command", "min", "median", "max"))
+
+
 def gil_release(cpus):
     count = [0]
     stop = threading.Event()
@@ -167,7 +186,9 @@ def main(argv=None):
     timer_costs()
     if args.quick:
         per_pair_python()
+        startup(3)
         return
+    startup()
     pair_overhead(cpus)
     python_overhead(cpus)
     gil_release(cpus)

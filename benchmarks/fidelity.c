@@ -2,10 +2,11 @@
  * protocol: the same lines, orders and parked CAS flag, but no abort, time-out, heartbeat or CPU
  * checks at all), interleaved on one pair. Built and run by benchmarks/fidelity.py.
  *
- *   fidelity cas|rw CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS
+ *   fidelity cas|rw|probe CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS
  *
  * prints one line per round and implementation: "corelat|bare MIN_NS MEDIAN_NS" (one-way = round
- * trip / 2, per sample of ROUND_TRIPS round trips). */
+ * trip / 2, per sample of ROUND_TRIPS round trips). `probe` runs the bare CAS loop once and prints
+ * "probe MIN_NS MEDIAN_NS": fidelity.py brackets every tool run with it to label the vCPU placement. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -143,11 +144,12 @@ static void report(const char *who, uint64_t *ticks)
 
 int main(int argc, char **argv)
 {
-    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw"))) {
-        fprintf(stderr, "usage: %s cas|rw CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
+    int probe = argc == 7 && strcmp(argv[1], "probe") == 0;
+    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw") && !probe)) {
+        fprintf(stderr, "usage: %s cas|rw|probe CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
         return 2;
     }
-    kernel = strcmp(argv[1], "cas") == 0 ? CORELAT_PP_CAS : CORELAT_PP_RW;
+    kernel = strcmp(argv[1], "rw") == 0 ? CORELAT_PP_RW : CORELAT_PP_CAS;
     cpu_a = atoi(argv[2]);
     cpu_b = atoi(argv[3]);
     round_trips = atoll(argv[4]);
@@ -160,6 +162,12 @@ int main(int argc, char **argv)
         corelat_timer_init(CORELAT_TIMER_CLOCK, 30000000, &info);
     ticks_per_ns = info.ticks_per_ns;
     uint64_t *ticks = calloc((size_t)samples, sizeof *ticks);
+    if (probe) { /* the bare CAS loop alone: which placement the pair's vCPUs have now */
+        bare_run(ticks);
+        report("probe", ticks);
+        free(ticks);
+        return 0;
+    }
     for (int r = 0; r < rounds; r++) {
         /* alternate who goes first: a drifting machine favours neither */
         for (int i = 0; i < 2; i++) {

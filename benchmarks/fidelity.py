@@ -1,23 +1,30 @@
-"""Fidelity: does corelat's measuring loop add anything to what it measures?
+"""Fidelity: does corelat's measuring loop add anything to what it measures, at each vCPU placement?
 
 corelat's ping-pong kernels (cas, rw) run against bare reference loops in benchmarks/fidelity.c: the
 same protocol, lines and memory orders with no abort, time-out, heartbeat or CPU checks at all.
-Both run interleaved in one process on the same pair, round after round, alternating who goes first;
-the ratio corelat / bare of the per-sample minimum and median is taken within each round and its
-median over the rounds is printed (1.00 = no cost; the target is <= 1.02). Where ../shared/peers/ is
-present (or CORELAT_SHARED points at it), the same rounds also run the peers at equal sizes: the C
-port of core-to-core-latency's benches 1 (CAS) and 2 (load/store), and c2clat (its fixed 100 round
-trips per sample, minimum only; -w for CAS).
+Both run interleaved in one process on the same pair, alternating who goes first. Where
+../shared/peers/ is present (or CORELAT_SHARED points at it), every round also runs the peers at
+equal sizes: the C port of core-to-core-latency's benches 1 (CAS) and 2 (load/store), and c2clat
+(its fixed 100 round trips per sample, minimum only; -w for CAS), built from a copy whose only change
+is that it prints the fractional minimum (round trip / 200 as a double) instead of integer ns.
+
+On a VM the guest's two vCPUs sit on host SMT siblings (~25 ns here) or on different cores (~100 ns),
+and that can change between runs. So each tool run is bracketed by a probe (the bare CAS loop, 30 x
+200) that labels the placement; a round whose probes disagree (more than 30 % apart) is dropped. Per
+placement (the probe's minimum on a 2x grid through 25 ns) the within-round ratios corelat / other of the
+per-sample minimum and median are summarised by their median over rounds with a distribution-free 95 %
+confidence interval (order statistics of the binomial(n, 1/2)). 1.00 = no cost.
 
 Self-contained: builds its C with the compiler it finds (``$CC``, cc, gcc, clang) into a temporary
 folder from csrc/ and benchmarks/fidelity.c. Run from the repository root:
 
     python benchmarks/fidelity.py             # 15 rounds of 300 x 1000 round trips per kernel
-    python benchmarks/fidelity.py --quick     # 5 rounds of 100 x 200: a minute on 2 vCPUs
+    python benchmarks/fidelity.py --quick     # 3 rounds of 100 x 200, no peers: for CI
     python benchmarks/fidelity.py --cpus 0,8  # another pair
 """
 
 import argparse
+import math
 import os
 import shutil
 import statistics
@@ -56,12 +63,31 @@ def build_peers(tmp):
             peers["nviennot"] = exe
     cxx = next((c for c in ("c++", "g++", "clang++") if shutil.which(c)), None)
     if cxx and (shared / "c2clat.cpp").is_file():
-        exe = tmp / "c2clat"
-        r = subprocess.run([cxx, "-O3", "-DNDEBUG", "-pthread", str(shared / "c2clat.cpp"), "-o", str(exe)],
+        exe, src = tmp / "c2clat", fractional_c2clat(shared / "c2clat.cpp", tmp)
+        r = subprocess.run([cxx, "-O3", "-DNDEBUG", "-pthread", str(src), "-o", str(exe)],
                            capture_output=True, text=True, check=False)
         if r.returncode == 0:
             peers["c2clat"] = exe
     return peers, shared
+
+
+C2CLAT_FRACTIONAL = (  # (original, replacement): the output only, the timed loops untouched
+    ("data[{i, j}] = rtt / 2 / 100;", "data[{i, j}] = rtt;"),
+    ("data[{j, i}] = rtt / 2 / 100;", "data[{j, i}] = rtt;"),
+    ("<< data[{c0, c1}].count();", "<< data[{c0, c1}].count() / 200.0;"),
+)
+
+
+def fractional_c2clat(src, tmp):
+    """A copy of c2clat.cpp in tmp that prints round trip / 200 as a double (it rounds to whole ns)."""
+    text = src.read_text()
+    for old, new in C2CLAT_FRACTIONAL:
+        if old not in text:
+            sys.exit(f"fidelity: c2clat.cpp changed, {old!r} not found: update C2CLAT_FRACTIONAL")
+        text = text.replace(old, new)
+    out = tmp / "c2clat_fractional.cpp"
+    out.write_text(text)
+    return out
 
 
 def run_peer(name, exe, kernel, a, b, round_trips, samples):
@@ -85,16 +111,75 @@ def run_peer(name, exe, kernel, a, b, round_trips, samples):
     return value, float("nan")
 
 
+def probe(exe, a, b):
+    """The bare CAS loop's minimum (ns) on the pair now: the label of the vCPU placement."""
+    out = subprocess.run([str(exe), "probe", str(a), str(b), "200", "30", "1"], capture_output=True,
+                         text=True, check=True, timeout=600)
+    return float(out.stdout.split()[1])
+
+
+def placement(ns):
+    """The probe's minimum on a 2x grid through 25 ns (~25, ~50, ~100 ns...), as a label."""
+    return f"~{25 * 2.0 ** round(math.log2(ns / 25)):.0f} ns"
+
+
+def agree(probes, tolerance=1.3):
+    return max(probes) <= tolerance * min(probes)
+
+
+def one_round(exe, peers, kernel, a, b, rt, samples):
+    """{tool: (min, median)} of one round and its probes, every tool run bracketed by a probe."""
+    probes, values = [probe(exe, a, b)], {}
+    out = subprocess.run([str(exe), kernel, str(a), str(b), str(rt), str(samples), "1"],
+                         capture_output=True, text=True, check=True, timeout=600)
+    for line in out.stdout.splitlines():
+        who, mn, med = line.split()
+        values[who] = (float(mn), float(med))
+    probes.append(probe(exe, a, b))
+    for p, pexe in peers.items():
+        v = run_peer(p, pexe, kernel, a, b, rt, samples)
+        if v:
+            values[p] = v
+        probes.append(probe(exe, a, b))
+    return values, probes
+
+
+def median_ci(xs):
+    """Median of xs and its distribution-free 95 % CI (order statistics, normal approximation)."""
+    v = sorted(x for x in xs if math.isfinite(x))
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = max(0, math.floor(n / 2 - half)), min(n - 1, math.ceil(n / 2 + half) - 1)
+    return statistics.median(v), v[lo], v[hi]
+
+
+def summarise(kernel, label, rounds, tools):
+    n = len(rounds)
+    for other in tools:
+        if other == "corelat":
+            continue
+        pairs = [(r["corelat"], r[other]) for r in rounds if "corelat" in r and other in r]
+        cells = []
+        for i in (0, 1) if other != "nviennot" else (0,):  # its "median" is a mean: preemptions in it
+            m, lo, hi = median_ci([c[i] / o[i] for c, o in pairs])
+            cells.append(f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if math.isfinite(m) else "-")
+        own = statistics.median(c[0] for c, _ in pairs) if pairs else math.nan
+        print(f"| {kernel} | {label} | {n} | {other} | {own:.2f} | {cells[0]} | {(cells + ['-'])[1]} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="5 rounds of 100 samples x 200 round trips")
+    ap.add_argument("--quick", action="store_true", help="3 rounds of 100 x 200 round trips, no peers")
     ap.add_argument("--cpus", default=None, help="the pair, e.g. 0,1 (default: the first two allowed CPUs)")
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--round-trips", type=int, default=None)
     ap.add_argument("--samples", type=int, default=None)
+    ap.add_argument("--kernels", default="cas,rw")
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args(argv)
-    rounds = args.rounds or (5 if args.quick else 15)
+    rounds = args.rounds or (3 if args.quick else 15)
     rt = args.round_trips or (200 if args.quick else 1000)
     samples = args.samples or (100 if args.quick else 300)
     allowed = sorted(os.sched_getaffinity(0))
@@ -103,37 +188,26 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="corelat-fidelity-") as tmp:
         tmp = Path(tmp)
         exe = build(tmp)
-        peers, where = ({}, None) if args.no_peers else build_peers(tmp)
+        peers, where = ({}, None) if (args.no_peers or args.quick) else build_peers(tmp)
         print(f"# fidelity on CPUs {a} and {b}: {rounds} rounds of {samples} samples x {rt} round trips; "
               f"peers: {', '.join(peers) or 'none'}" + (f" (from {where})" if peers else ""))
         print(f"# {os.uname().nodename}, {os.cpu_count()} CPUs, {_cpu_model()}")
-        print(f"{'kernel':<6} {'tool':<9} {'min ns':>8} {'median ns':>10} {'min/bare':>9} {'med/bare':>9}")
-        for kernel in ("cas", "rw"):
-            per = {"corelat": [], "bare": []}
-            peer_vals = {p: [] for p in peers}
+        print("| kernel | placement | rounds | vs | corelat min ns | min ratio [95 % CI] "
+              "| median ratio [95 % CI] |")
+        print("|---|---|---|---|---|---|---|")
+        for kernel in args.kernels.split(","):
+            by_place, dropped = {}, 0
             for _r in range(rounds):
-                out = subprocess.run([str(exe), kernel, str(a), str(b), str(rt), str(samples), "1"],
-                                     capture_output=True, text=True, check=True, timeout=600)
-                for line in out.stdout.splitlines():
-                    who, mn, med = line.split()
-                    per[who].append((float(mn), float(med)))
-                for p, pexe in peers.items():
-                    v = run_peer(p, pexe, kernel, a, b, rt, samples)
-                    if v:
-                        peer_vals[p].append(v)
-            bare = per["bare"]
-            rows = [("corelat", per["corelat"]), ("bare", bare)] + list(peer_vals.items())
-            for name, vals in rows:
-                if not vals:
+                values, probes = one_round(exe, peers, kernel, a, b, rt, samples)
+                if not agree(probes):
+                    dropped += 1
                     continue
-                n = min(len(vals), len(bare))
-                mins = statistics.median(v[0] for v in vals)
-                meds = statistics.median(v[1] for v in vals)
-                rmin = statistics.median(vals[i][0] / bare[i][0] for i in range(n))
-                rmed = statistics.median(vals[i][1] / bare[i][1] for i in range(n))
-                print(f"{kernel:<6} {name:<9} {mins:>8.2f} {meds:>10.2f} {rmin:>9.3f} {rmed:>9.3f}")
-        print("# ratios: median over rounds of (tool / bare) within the same round; nviennot's 'median' is "
-              "its mean, c2clat reports only a minimum (integer ns, 100 round trips per sample)")
+                by_place.setdefault(placement(min(probes)), []).append(values)
+            for label, kept in sorted(by_place.items(), key=lambda kv: float(kv[0][1:-3])):
+                summarise(kernel, label, kept, ["bare", *peers])
+            print(f"| {kernel} | placement changed | {dropped} | (dropped) | | | |")
+        print("# ratio = corelat / other within a round, median over rounds [95 % CI]; nviennot reports a "
+              "mean and c2clat only a minimum (100 round trips per sample): no median ratio for either")
 
 
 def _cpu_model():

@@ -4,9 +4,10 @@
 :class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401
-from ._analysis.compare import Comparison, compare, example_files
-from ._analysis.structure import Structure, structure
 from ._core.errors import (
     CorelatError,
     InputError,
@@ -17,27 +18,68 @@ from ._core.errors import (
     MissingDependencyError,
     SaveError,
 )
-from ._fleet.nodes import fleet
-from ._fleet.run import measure_fleet
-from ._measure.check import check
-from ._measure.locks import list_tests, locks
-from ._measure.measurers import clock_skew
-from ._measure.placement import placement
-from ._measure.smt import smt
-from ._measure.sweep import measure
-from ._results.check import CheckReport
-from ._results.fleet import FleetResult
-from ._results.latency import LatencyResult, PairFlag
-from ._results.load import load
-from ._results.locks import LockResult
-from ._results.placement import PlacementResult
-from ._results.smt import SMTResult
-from ._system.conditions import CheckItem
-from ._system.home import HOMES
-from ._system.timer import timer_info
-from ._system.topology import Topology, TopologyWarning, topology
-from ._system.validate import ALL_KERNELS, KERNELS, allowed_cpus
 from ._version import __version__
+
+# Everything else loads on first use (the package's __getattr__): `import corelat` costs NumPy's
+# start-up and little more, and a command that only loads or plots never imports the measuring,
+# fleet or analysis modules it does not use. Type checkers see the real imports.
+if TYPE_CHECKING:
+    from ._analysis.compare import Comparison, compare, example_files
+    from ._analysis.structure import Structure, structure
+    from ._fleet.nodes import fleet
+    from ._fleet.run import measure_fleet
+    from ._measure.check import check
+    from ._measure.locks import list_tests, locks
+    from ._measure.measurers import clock_skew
+    from ._measure.placement import placement
+    from ._measure.smt import smt
+    from ._measure.sweep import measure
+    from ._results.check import CheckReport
+    from ._results.fleet import FleetResult
+    from ._results.latency import LatencyResult, PairFlag
+    from ._results.load import load
+    from ._results.locks import LockResult
+    from ._results.placement import PlacementResult
+    from ._results.smt import SMTResult
+    from ._system.conditions import CheckItem
+    from ._system.home import HOMES
+    from ._system.timer import timer_info
+    from ._system.topology import Topology, TopologyWarning, topology
+    from ._system.validate import ALL_KERNELS, KERNELS, allowed_cpus
+
+_LAZY = {
+    "Comparison": "._analysis.compare",
+    "compare": "._analysis.compare",
+    "example_files": "._analysis.compare",
+    "Structure": "._analysis.structure",
+    "structure": "._analysis.structure",
+    "fleet": "._fleet.nodes",
+    "measure_fleet": "._fleet.run",
+    "check": "._measure.check",
+    "list_tests": "._measure.locks",
+    "locks": "._measure.locks",
+    "clock_skew": "._measure.measurers",
+    "placement": "._measure.placement",
+    "smt": "._measure.smt",
+    "measure": "._measure.sweep",
+    "CheckReport": "._results.check",
+    "FleetResult": "._results.fleet",
+    "LatencyResult": "._results.latency",
+    "PairFlag": "._results.latency",
+    "load": "._results.load",
+    "LockResult": "._results.locks",
+    "PlacementResult": "._results.placement",
+    "SMTResult": "._results.smt",
+    "CheckItem": "._system.conditions",
+    "HOMES": "._system.home",
+    "timer_info": "._system.timer",
+    "Topology": "._system.topology",
+    "TopologyWarning": "._system.topology",
+    "topology": "._system.topology",
+    "ALL_KERNELS": "._system.validate",
+    "KERNELS": "._system.validate",
+    "allowed_cpus": "._system.validate",
+}
 
 __all__ = [
     "ALL_KERNELS",
@@ -84,9 +126,16 @@ __all__ = [
 
 
 def __getattr__(name):
-    # matplotlib is optional and heavy: load corelat.plot only when it is used.
+    # The measuring, analysis and fleet modules on first use (see _LAZY); matplotlib is optional and
+    # heavy: corelat.plot loads only when it is used.
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # found at once from now on
+        return value
     if name == "plot":
-        import importlib
-
         return importlib.import_module(".plot", __name__)
     raise AttributeError(f"module 'corelat' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__) | {"plot"})

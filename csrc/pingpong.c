@@ -23,6 +23,13 @@
  * is a real one even when a sample is a single round trip. ---- */
 #define PARKED 2u
 
+/* rw_pong's loop keeps one alignment nop on each round trip's path: GCC pads the retry loop's head,
+ * which the first poll falls into. A first poll standing alone was merged back into the loop by GCC;
+ * the per-function optimize("no-align-loops", "no-align-jumps") attribute did not remove it (the
+ * command-line -fno-align-loops -fno-align-jumps does); unrolled load polls changed what rw reads
+ * (spin.h). One nop, issued alongside the poll's load, is left. */
+#define HOT_LOOP __attribute__((noinline, unused))
+
 /* The CAS loops, once per way of doing a compare-exchange (see cas_loops.h). */
 #define CAS_LOOP(name) name##_native
 #include "cas_loops.h"
@@ -82,8 +89,8 @@ const char *corelat_pp_cas_impl(void)
 
 /* ---- RW: the initiator stores sequence numbers to line A, the responder echoes them to line B. ---- */
 
-static __attribute__((noinline)) int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
-                                             uint64_t end, corelat_spin *s)
+static HOT_LOOP int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
+                            corelat_spin *s)
 {
     uint32_t left = CORELAT_SPIN_EVERY;
     int rc = 0;
@@ -96,8 +103,8 @@ out:
     return rc;
 }
 
-static __attribute__((noinline)) int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq,
-                                             uint64_t end, corelat_spin *s)
+static HOT_LOOP int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
+                            corelat_spin *s)
 {
     uint32_t left = CORELAT_SPIN_EVERY;
     int rc = 0;

@@ -429,9 +429,12 @@ int main(void)
     const uint64_t amd[] = {0, 0, 0, 0, 24, 24, 25, 25, 49, 2000};
     const uint64_t amd_slow[] = {48, 48, 49, 49, 73, 73, 74, 97, 98, 98};
     const uint64_t ticks[] = {26, 27, 27, 28, 28, 28, 29, 30, 30, 31};
+    /* A 26-tick counter with a tick of jitter (the report of issue 23): 1, 25 and mostly 26. */
+    const uint64_t jitter[] = {1, 1, 25, 26, 26, 26, 26, 26, 26, 26};
     EXPECT(corelat_timer_step(amd, 10) == 24);
-    EXPECT(corelat_timer_step(amd_slow, 10) == 24);
+    EXPECT(corelat_timer_step(amd_slow, 10) == 25); /* clusters at 48, 73 and 98 */
     EXPECT(corelat_timer_step(ticks, 10) == 1);
+    EXPECT(corelat_timer_step(jitter, 10) == 26);
     for (int code = 0; code < CORELAT_STATUS_COUNT; code++)
         EXPECT(corelat_status_names[code] != NULL);
 

@@ -109,11 +109,12 @@ int corelat_timer_hw_invariant(void);
  * calibrate_ns of wall time. Returns 0, or -1 when the hardware timer does not exist here. */
 int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info);
 
-/* The counter's step in ticks from n sorted back-to-back deltas. Some deltas 0: the counter did not
- * advance between two reads, so a step is longer than a read and the smallest non-zero delta is one
- * step. Otherwise deltas fall in clusters one step apart (a fractional step such as 24.45 ticks
- * shows as neighbours 24/25, 48/49), or in a run of consecutive values for a counter that counts
- * single ticks. Values seen in fewer than 0.1 % of the reads (interrupts) are ignored. */
+/* The counter's step in ticks from n sorted back-to-back deltas: the spacing of the clusters they
+ * fall in (a fractional step such as 24.45 ticks shows as neighbours 24/25, 48/49; a 26-tick step
+ * under a hypervisor's scaling as 1, 25/26), each cluster placed at its most frequent value and a
+ * first cluster near zero (the counter did not advance between two reads) placed at zero. A run of
+ * consecutive values is a counter that counts single ticks. Values seen in fewer than 0.1 % of the
+ * reads (interrupts) are ignored. */
 double corelat_timer_step(const uint64_t *sorted, int n);
 
 /* Cost in ticks of a clock_gettime(CLOCK_MONOTONIC) call, measured with the active timer. */

@@ -252,8 +252,8 @@ def test_ctrl_c_after_a_stop_still_ends_the_sweep():
 def _move_all(pid, cpu):
     """What ``taskset -a -p -c CPU PID`` does: every thread of pid onto one CPU."""
     taskset = shutil.which("taskset")
-    if taskset:
-        subprocess.run([taskset, "-a", "-p", "-c", str(cpu), str(pid)], check=True, capture_output=True)
+    if taskset:  # its status is not checked: a thread that ended between its listing and its move fails it
+        subprocess.run([taskset, "-a", "-p", "-c", str(cpu), str(pid)], check=False, capture_output=True)
         return
     for t in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -264,19 +264,21 @@ def _move_all(pid, cpu):
 
 @pytest.mark.hw
 @pytest.mark.signals
+@pytest.mark.slow
 @needs2
 def test_taskset_during_a_sweep_is_undone_and_said(tmp_path):
-    # The pair's one call lasts seconds (10^6 round trips per sample); every thread is moved onto the
-    # first CPU in mid-call: the call ends, the pair is measured again on freshly pinned threads, and
-    # the command, the result's warnings and extras["moved"] say so (before: nothing said at all).
+    # The pair's one call lasts a second or more here (2 x 10^5 round trips per sample); every thread is
+    # moved onto the first CPU in mid-call: the call ends, the pair is measured again on freshly
+    # pinned threads, and the command, the result's warnings and extras["moved"] say so (before:
+    # nothing said at all).
     out = tmp_path / "r.npz"
     a, b = CPUS[0], CPUS[-1]
     p = subprocess.Popen(cli_command("-c", f"{a},{b}", "--kernel", "rw", "--no-retest", "--no-progress",
-                                     "1000000", "3", "-o", out),
+                                     "200000", "10", "-o", out),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
         assert _worker(p) is not None, p.communicate()[1]
-        time.sleep(0.2)
+        time.sleep(0.05)
         _move_all(p.pid, a)
         rc, stdout, err = _finish(p)
     finally:

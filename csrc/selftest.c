@@ -319,7 +319,7 @@ static void stopped_process(int slow)
         close(ready[0]);
         corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, timeout_s);
         p.round_trips = 1000;
-        p.samples = 100000000;                          /* hours: the budget ends it */
+        p.samples = 1000000;                                /* minutes: the budget ends it */
         p.budget_ns = (uint64_t)((3 * stop_s + 1.0) * 1e9); /* still running after the third stop */
         int status;
         corelat_pp_job *job = corelat_pp_new(&p, &status);

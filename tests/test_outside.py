@@ -4,6 +4,7 @@ thread moved off its CPU (``taskset -a -p``) is re-pinned, measured again and re
 warnings and ``extras["moved"]``. The pure tests drive the sweep with fake measurers; the ``signals``
 ones stop and move a real command (their bounds tell "ends" from "hangs", never a speed)."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -193,7 +194,8 @@ def _finish(p, timeout=120):
 
 # One call per pair lasting about a second or more here (fixed-size sampling), so the stops land in
 # a kernel's waits; no re-tests, to bound the run.
-SIZES = {"cas": ["1000", "200"], "rw": ["1000", "120"], "oneway": ["1000", "60"], "read-modified": ["1", "100"]}
+SIZES = {"cas": ["1000", "200"], "rw": ["1000", "120"], "oneway": ["1000", "60"],
+         "read-modified": ["1", "100"]}
 
 
 @pytest.mark.hw
@@ -256,10 +258,8 @@ def _move_all(pid, cpu):
         subprocess.run([taskset, "-a", "-p", "-c", str(cpu), str(pid)], check=False, capture_output=True)
         return
     for t in os.listdir(f"/proc/{pid}/task"):
-        try:
+        with contextlib.suppress(OSError):  # gone in between
             os.sched_setaffinity(int(t), {cpu})
-        except OSError:
-            pass
 
 
 @pytest.mark.hw

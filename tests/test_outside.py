@@ -141,9 +141,12 @@ def test_a_moved_pair_is_said_in_the_warnings_and_extras(cpus):
     assert moved[2, 1] == moved[1, 2] == 1 and moved.sum() == 2
     assert r.metadata["sampling"]["pairs_moved"] == 1
     (w,) = [w for w in r.warnings if "moved" in w]
-    assert "measured again" in w and "CPUs 2-1" in w and "pinned to CPU 2 ran on CPU 0" in w
+    assert "measured again" in w and "(2-1: the thread pinned to CPU 2 ran on CPU 0)" in w
     assert "taskset" in w
-    assert "-o FILE" in _quality.for_cli(w) and "extras" not in _quality.for_cli(w)
+    cli = _quality.for_cli(w)
+    assert cli.endswith("; the result saved with -o FILE counts the moves per pair") and "extras" not in cli
+    two = _quality.moved_warning({(1, 0): [(1, 0)], (3, 2): [(3, 2), (3, -1)]})
+    assert two.startswith("2 CPU pairs were measured again") and "(1-0, 3-2; e.g. 1-0: the thread" in two
 
 
 def test_moves_survive_a_save_and_a_reordering(cpus, tmp_path):

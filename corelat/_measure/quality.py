@@ -369,11 +369,12 @@ def moved_warning(moved):
     a, b = pairs[0]
     pinned, ran = moved[pairs[0]][0]
     where = f"CPU {ran}" if ran is not None and ran >= 0 else "another CPU"
+    which = f"{a}-{b}" if len(pairs) == 1 else f"{_example(pairs)}; e.g. {a}-{b}"
     return (f"{_n(len(pairs))} {_were(len(pairs))} measured again because something outside corelat moved "
-            f"a measuring thread off its CPU ({_example(pairs)}; CPUs {a}-{b}: the thread pinned to CPU "
-            f"{pinned} ran on {where}): taskset -p, a cgroup cpuset or a CPU taken offline. The pair was "
-            f"measured again on freshly pinned threads; whatever moved them may still be disturbing the "
-            f"machine. result.extras['moved'] counts the moves per pair")
+            f"a measuring thread off its CPU ({which}: the thread pinned to CPU {pinned} ran on {where}): "
+            f"taskset -p, a cgroup cpuset or a CPU taken offline. Each was measured again on freshly pinned "
+            f"threads, but whatever moved them may still be disturbing the machine; "
+            f"result.extras['moved'] counts the moves per pair")
 
 
 def stop_lines(stopped, kept, attempts):

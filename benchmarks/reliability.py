@@ -13,6 +13,7 @@ import argparse
 import os
 import pathlib
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -240,6 +241,117 @@ def messages(r, d):
     return cases, fails
 
 
+# -- issue 24 (h24c): stops, moves and progress ----------------------------------------------
+
+def _pinned_worker(pid):
+    """A measuring thread of pid (pinned to one CPU, unlike the main thread and OpenBLAS's), or None."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+    except OSError:
+        return None
+    for t in tids:
+        try:
+            if len(os.sched_getaffinity(t)) == 1:
+                return t
+        except OSError:
+            pass
+    return None
+
+
+def _when_measuring(p, timeout=60):
+    deadline = time.monotonic() + timeout
+    while p.poll() is None and _pinned_worker(p.pid) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+# Fixed-size runs of a few seconds on 2 CPUs (one pair), so that a stop lands in a kernel's waits.
+_STOP_SIZES = {"cas": ["1000", "300"], "rw": ["1000", "200"], "oneway": ["1000", "100"],
+               "read-modified": ["1", "150"]}
+
+
+def stops(r, d, runs=38):
+    """Issue 24 item 8 as reported: Ctrl-Z (SIGTSTP) or SIGSTOP for 2-3 s in mid-sweep, then SIGCONT,
+    with the default 1 s time-out; a case fails unless the run exits 0 and saves its -o file."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return 0, 0
+    kernels = sorted(_STOP_SIZES)
+    fails = 0
+    for k in range(runs):
+        kernel = kernels[k % len(kernels)]
+        sig = (signal.SIGSTOP, signal.SIGTSTP)[(k // len(kernels)) % 2]
+        out = os.path.join(d, f"stop{k}.npz")
+        p = subprocess.Popen([sys.executable, "-m", "corelat", "-c", f"{cpus[0]},{cpus[-1]}", "--kernel",
+                              kernel, "--no-progress", *_STOP_SIZES[kernel], "-o", out],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=r.env)
+        _when_measuring(p)
+        time.sleep(0.3)
+        p.send_signal(sig)
+        time.sleep(2.0 + k % 2)
+        p.send_signal(signal.SIGCONT)
+        try:
+            p.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            fails += 1
+            continue
+        fails += p.returncode != 0 or not os.path.exists(out)
+    return runs, fails
+
+
+def moves(r, d, runs=6):
+    """Issue 24: `taskset -a -p -c FIRST PID` in mid-pair. A case fails unless the run exits 0 and its
+    output says that the pair was moved and measured again."""
+    cpus = sorted(os.sched_getaffinity(0))
+    taskset = shutil.which("taskset")
+    if len(cpus) < 2 or not taskset:
+        return 0, 0
+    fails = 0
+    for k in range(runs):
+        kernel = ("rw", "cas")[k % 2]
+        p = subprocess.Popen([sys.executable, "-m", "corelat", "-c", f"{cpus[0]},{cpus[-1]}", "--kernel",
+                              kernel, "--no-progress", "--no-retest", "200000", "10"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=r.env)
+        _when_measuring(p)
+        time.sleep(0.05)
+        subprocess.run([taskset, "-a", "-p", "-c", str(cpus[0]), str(p.pid)], check=False,
+                       capture_output=True)
+        try:
+            out, err = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            fails += 1
+            continue
+        fails += p.returncode != 0 or "moved a measuring thread" not in out + err
+    return runs, fails
+
+
+_PROGRESS = r"""
+import numpy as np
+from corelat._measure import sweep
+from corelat._system import validate
+validate.allowed_cpus = lambda: list(range(8))
+def fake(a, b, k):  # pairs within a block of 4: odd sums bimodal (re-tested); across blocks alike
+    if a // 4 == b // 4 and (a + b) % 2:
+        return np.where(np.arange(k) % 2 == 0, 30.0, 90.0)
+    return np.full(k, 50.0) + 0.01 * np.arange(k)
+for options in ({"retest": True}, {"retest": 3}, {"retest": 100}, {"retest": False},
+                {"strategy": "sample", "partition": [[0, 1, 2, 3], [4, 5, 6, 7]]}):
+    seen = []
+    sweep.measure_with(fake, list(range(8)), samples=40, progress=lambda d, t: seen.append((d, t)), **options)
+    fractions = [d / t for d, t in seen]
+    print("ok" if fractions == sorted(fractions) and seen[-1][0] == seen[-1][1] else "back")
+"""
+
+
+def progress(r, d):
+    """Issue 24: the progress a sweep reports never goes back (fake measurers, five sweeps)."""
+    p = r.run(["-c", _PROGRESS], python=True, timeout=120)
+    return 5, 5 - (p.stdout.split().count("ok") if p else 0)
+
+
 CATEGORIES = [
     ("hostile .npz files (tests/hostile.py)", hostile_files),
     ("special files as FILE (/dev/zero, urandom, FIFO, links, 8 GiB sparse, folder)", special_files),
@@ -247,6 +359,9 @@ CATEGORIES = [
     ("saves: Ctrl-C mid-save, RLIMIT_FSIZE, 64 KB tmpfs, dangling -o link", saves),
     ("absurd CPU lists (0-5000 ... 0-1000000, range(10**5))", cpu_lists),
     ("messages: early Ctrl-C, broken pipe, usage, API arguments, threads, ulimit -v", messages),
+    ("Ctrl-Z then fg: SIGSTOP/SIGTSTP of 2-3 s mid-sweep, cas/rw/oneway/read-modified, 1 s time-out", stops),
+    ("taskset -a -p during a sweep: the pair re-pinned, measured again and said", moves),
+    ("progress never goes back (re-tests, sample strategy; fake measurers)", progress),
 ]
 
 

@@ -2,10 +2,13 @@
  * (see Makefile). Exercises the success, time-out, abort, moved-thread, frozen-partner, budget and
  * bad-CPU paths. No assertion depends on how fast anything runs. */
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "chase.h"
 #include "locks.h"
@@ -414,6 +417,58 @@ static void chase_and_placement(void)
     EXPECT_STATUS(run_pp(&p, 0, NULL, NULL), CORELAT_OK);
 }
 
+static void sleep_s(double s)
+{
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The whole process stopped (Ctrl-Z, SIGSTOP) for ten time-outs in mid-run, three times, then
+ * continued: no partner is to blame, so neither a thread's time-out nor the caller's watchdog (its
+ * short grace here) may end the run. A child process runs the job; this one stops and continues it. */
+static void stopped_process(int slow)
+{
+    double timeout_s = slow ? 0.5 : 0.05, stop_s = 10 * timeout_s;
+    int ready[2];
+    if (pipe(ready) != 0) {
+        EXPECT(!"pipe");
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ready[0]);
+        corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, timeout_s);
+        p.round_trips = 1000;
+        p.samples = 1000000;                                /* minutes: the budget ends it */
+        p.budget_ns = (uint64_t)((3 * stop_s + 1.0) * 1e9); /* still running after the third stop */
+        int status;
+        corelat_pp_job *job = corelat_pp_new(&p, &status);
+        if (!job || corelat_pp_start(job) != CORELAT_OK)
+            _exit(100);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(101);
+        status = corelat_job_run(&job->head, watchdog_grace_ns);
+        _exit(status);
+    }
+    close(ready[1]);
+    char c;
+    EXPECT(pid > 0 && read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    if (pid <= 0)
+        return;
+    for (int i = 0; i < 3; i++) {
+        sleep_s(0.1);
+        kill(pid, SIGSTOP);
+        sleep_s(stop_s);
+        kill(pid, SIGCONT);
+    }
+    int ws = 0;
+    EXPECT(waitpid(pid, &ws, 0) == pid);
+    EXPECT_STATUS(WIFEXITED(ws) ? WEXITSTATUS(ws) : 200, CORELAT_OK);
+}
+
 int main(void)
 {
     corelat_timer_info info;
@@ -486,6 +541,7 @@ int main(void)
     moved_partner(0);
     moved_busy(&info);
     EXPECT(corelat_jobs_alive() == 0);
+    stopped_process(slow != NULL);
 
     printf("selftest: %s (timer %s, %.1f MHz, step %.0f ticks; cas: %s)\n", failures ? "FAILED" : "ok",
            info.name, info.ticks_per_ns * 1e3, info.resolution, corelat_pp_cas_impl());

@@ -47,6 +47,10 @@ typedef struct {
     uint64_t deadline; /* 0 until the first slow check of a wait */
     uint64_t progress; /* the caller's counter at the last slow check */
     int cpu;           /* the CPU the thread is pinned to */
+    /* The thread's own CPU time and the clock when the wait was first seen long (wall_mark 0: not
+     * yet): a wait's time-out counts only the time this thread ran, so a stop of the whole process
+     * (Ctrl-Z, SIGSTOP, a freezer) blames no partner. */
+    uint64_t cpu_mark, wall_mark;
 } corelat_spin;
 
 void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fast64_t *beat, int cpu,
@@ -54,7 +58,8 @@ void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fa
 
 /* 0 to keep spinning, or CORELAT_ETIMEOUT / EABORT / EMOVED / ESTOP. `progress` is any counter that
  * changes with every successful wait (a sequence number, a round-trip count): the time-out runs from
- * the first slow check that sees it unchanged. Cold and out of line on purpose. */
+ * the first slow check that sees it unchanged, and time this thread itself did not run (stopped,
+ * descheduled) is added to it. Cold and out of line on purpose. */
 int corelat_spin_slow(corelat_spin *s, uint64_t progress);
 
 static inline void corelat_cpu_relax(void)

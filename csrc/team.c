@@ -33,6 +33,42 @@ void corelat_spin_begin(corelat_spin *s, const atomic_int *abort, atomic_uint_fa
     s->timeout_ns = timeout_ns;
     s->deadline = 0;
     s->progress = 0;
+    s->cpu_mark = 0;
+    s->wall_mark = 0;
+}
+
+/* This thread's CPU time (ns), or 0 if the clock is missing. A system call: read only in waits that
+ * are already long, never on a sample's ordinary path. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The deadline has passed. A thread that did not run for much of the wait (the whole process
+ * stopped by Ctrl-Z or SIGSTOP and continued, a freezer thawed, a long preemption) has not watched
+ * its partner for the time-out: the time it was off the CPU is added to the deadline, and the wait
+ * goes on. After a stop every thread resumes at its own moment, so without this the first one to
+ * run blamed a partner that had not been given a CPU yet. A thread that ran (almost) all the time
+ * times out: a frozen or starved partner is still given up within its bound of this thread's own
+ * running time. */
+static int past_deadline(corelat_spin *s, uint64_t now)
+{
+    uint64_t cpu = thread_cpu_ns();
+    if (cpu == 0 || s->cpu_mark == 0) /* no CPU-time clock: the wall clock decides, as it did */
+        return CORELAT_ETIMEOUT;
+    uint64_t wall = now - s->wall_mark, ran = cpu - s->cpu_mark;
+    uint64_t off = wall > ran ? wall - ran : 0;
+    s->cpu_mark = cpu;
+    s->wall_mark = now;
+    /* Off for less than an eighth of the time-out: it watched its partner for (nearly) all of it.
+     * (Excusing crumbs would only read the clock again at every check from here on.) */
+    if (off < s->timeout_ns / 8)
+        return CORELAT_ETIMEOUT;
+    s->deadline += off;
+    return now > s->deadline ? CORELAT_ETIMEOUT : 0;
 }
 
 __attribute__((noinline, cold)) int corelat_spin_slow(corelat_spin *s, uint64_t progress)
@@ -51,9 +87,21 @@ __attribute__((noinline, cold)) int corelat_spin_slow(corelat_spin *s, uint64_t 
     if (s->deadline == 0 || progress != s->progress) {
         s->progress = progress;
         s->deadline = now + s->timeout_ns;
+        s->wall_mark = 0;
         return 0;
     }
-    return now > s->deadline ? CORELAT_ETIMEOUT : 0;
+    if (s->wall_mark == 0) {
+        /* The first check of a long wait: from here on the thread's CPU time says how long it ran.
+         * Before, since the check that set the deadline, 1024 polls took microseconds if the thread
+         * ran; far longer means it was stopped in between (counted once per wait, so even polls
+         * that slow could only postpone a time-out once). */
+        uint64_t gap = now - (s->deadline - s->timeout_ns);
+        if (gap > s->timeout_ns / 8)
+            s->deadline += gap;
+        s->cpu_mark = thread_cpu_ns();
+        s->wall_mark = now;
+    }
+    return now > s->deadline ? past_deadline(s, now) : 0;
 }
 
 int corelat_spin_until(const atomic_int *flag, int value, corelat_spin *s)
@@ -278,6 +326,24 @@ void corelat_job_abort(corelat_job *job) { atomic_store(&job->abort, CORELAT_ABO
 
 static int all_finished(corelat_job *job) { return job->finished >= job->started; }
 
+/* Polls come a slice apart. Much longer since the last one, the caller was not watching: the whole
+ * process was stopped (Ctrl-Z, SIGSTOP) and continued, or the caller got no CPU. The threads could
+ * not beat meanwhile either (stopped too), or did and nobody looked: either way that time is not
+ * silence, and the watchdog's clocks move past it. After a stop the threads resume one by one; a
+ * caller that ran first gave up on a team that was waking. */
+static void unwatched(corelat_job *job, uint64_t now, uint64_t slice_ns)
+{
+    uint64_t last = job->watched_ns;
+    job->watched_ns = now;
+    if (last == 0 || now - last <= 2 * slice_ns)
+        return;
+    uint64_t gap = now - last - slice_ns;
+    if (job->beat_seen_ns)
+        job->beat_seen_ns += gap;
+    if (job->abort_seen_ns)
+        job->abort_seen_ns += gap;
+}
+
 int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
 {
     if (!job->sync_init)
@@ -302,6 +368,7 @@ int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
 
     /* Still running: is anyone alive? */
     uint64_t now = corelat_clock_ns(), sum = 0;
+    unwatched(job, now, (uint64_t)slice_ms * 1000000u);
     for (int i = 0; i < job->started; i++)
         sum += atomic_load_explicit(&job->members[i].beat, memory_order_relaxed);
     if (job->beat_seen_ns == 0 || sum != job->beat_sum) {

@@ -59,6 +59,7 @@ struct corelat_job {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t abort_seen_ns, beat_seen_ns, beat_sum;
+    uint64_t watched_ns; /* when corelat_job_poll last looked at the heartbeats */
 };
 
 /* Initialise the header of a job the kernel allocated with calloc (refs = 1, the caller's). */
@@ -72,7 +73,8 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus);
 /* Wait up to slice_ms. Returns 1 when every thread has finished, -1 when the caller should give up
  * on a thread that does not answer: the team was aborted (a thread failed, or Ctrl-C) and some
  * thread did not finish within grace_ns, or no thread showed a sign of life for timeout_ns +
- * grace_ns. 0 otherwise. */
+ * grace_ns. 0 otherwise. Only time the caller watched counts: a gap between two polls far longer
+ * than a slice (the process was stopped, or the caller got no CPU) is no silence of the threads. */
 int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns);
 
 /* Ask every member to stop its spin-waits. */

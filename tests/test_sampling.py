@@ -422,13 +422,17 @@ def test_sample_strategy_one_way_keeps_direction_between_blocks(many_cpus):
     np.testing.assert_allclose(r.median[off], truth[off], rtol=0.01)
 
 
-def test_progress_total_grows_with_sampling_and_retests(many_cpus):
+def test_progress_total_shrinks_to_what_sampling_measured(many_cpus):
+    # The total starts at every pair the classes may need and shrinks as they settle: the fraction
+    # done never goes back (tests/test_progress.py has the re-tests).
     seen = []
     clock = FakeClock()
     fake = FakeMeasurer(clock, block_latency, noise=0.01)
     cpus = many_cpus
     _sweep.measure_with(fake, cpus, strategy="sample", partition=[cpus[b * 4:(b + 1) * 4] for b in range(4)],
                             clock=clock, progress=lambda d, t: seen.append((d, t)), retest=False)
-    assert [d for d, _ in seen] == list(range(1, len(seen) + 1))
+    done = [d for d, _ in seen]
+    assert sorted(set(done)) == list(range(1, len(fake.calls) + 1)) and done == sorted(done)
     assert all(d <= t for d, t in seen) and seen[-1][0] == seen[-1][1] == len(fake.calls)
+    assert [d / t for d, t in seen] == sorted(d / t for d, t in seen)
     assert math.isfinite(seen[-1][1])

@@ -32,13 +32,16 @@ class ThreadMoved(MeasurementError):
         self.cpu, self.now_on = cpu, now_on
 
 
-def once_more_if_moved(call, what):
+def once_more_if_moved(call, what, moves=None):
     """Run ``call()``; if a thread was moved off its CPU, re-pin (a new call pins new threads) and
     retry once; if that fails too, say plainly that the affinity changed under the measurement.
-    ``what`` names the CPUs (``"CPUs 0 and 1"``)."""
+    ``what`` names the CPUs (``"CPUs 0 and 1"``); each move is appended to the list ``moves`` (if
+    given) as ``(the CPU the thread was pinned to, the CPU it ran on)``, so the caller can say so."""
     try:
         return call()
     except ThreadMoved as first:
+        if moves is not None:
+            moves.append((first.cpu, first.now_on))
         try:
             return call()
         except MeasurementError as again:

@@ -23,21 +23,22 @@ from corelat._system.timer import timer_info
 from corelat._system.validate import resolve_cpus
 
 
-def _once_more_if_moved(call, cpu_a, cpu_b):
-    """Run ``call()``, once more if a thread was moved off its CPU (:func:`once_more_if_moved`)."""
-    return once_more_if_moved(call, f"CPUs {cpu_a} and {cpu_b}")
+def _once_more_if_moved(call, cpu_a, cpu_b, moves=None):
+    """Run ``call()``, once more if a thread was moved off its CPU (:func:`once_more_if_moved`; the
+    move is appended to ``moves``)."""
+    return once_more_if_moved(call, f"CPUs {cpu_a} and {cpu_b}", moves)
 
 
-def _kernel_calls(call, samples, warmup, budget, home, cpu_a, cpu_b):
+def _kernel_calls(call, samples, warmup, budget, home, cpu_a, cpu_b, moves=None):
     """The outputs of the kernel calls that make ``samples`` samples: ``call(k, warmup, budget)``
     once, or, with a third CPU as the home (``cpu:K``), once per sample without warm-up: the third
     CPU writes the page once per kernel call, so every sample then starts with the line Modified
     in its cache (``budget`` is checked between the calls)."""
     if home.kind != "cpu":
-        return [_once_more_if_moved(lambda: call(samples, warmup, budget), cpu_a, cpu_b)]
+        return [_once_more_if_moved(lambda: call(samples, warmup, budget), cpu_a, cpu_b, moves)]
     calls, t0 = [], time.monotonic()
     while len(calls) < samples and not (calls and budget and time.monotonic() - t0 > budget):
-        calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b))
+        calls.append(_once_more_if_moved(lambda: call(1, 0, 0.0), cpu_a, cpu_b, moves))
     return calls
 
 
@@ -56,8 +57,10 @@ class Measurer(Protocol):
     for a measurer with ``symmetric = False``. One with ``budgeted = True`` also takes ``budget=``
     seconds and may return fewer samples when that time ran out inside the call. Optional, read
     with ``getattr`` by the sweep: ``last_home`` (per row, where the page was found in the last
-    call), ``last_bracket`` (the timer offset's bracket), ``check_clocks(cpus)`` (run before the
-    sweep) and ``describe()`` (what the result's metadata records about the kernel).
+    call), ``last_bracket`` (the timer offset's bracket), ``moves`` (a list the measurer appends
+    ``(pinned CPU, CPU it ran on)`` to whenever a thread moved from outside made it measure again),
+    ``check_clocks(cpus)`` (run before the sweep) and ``describe()`` (what the result's metadata
+    records about the kernel).
     """
 
     symmetric: bool
@@ -94,6 +97,8 @@ class PairMeasurer:
         #: per row of the last call: (node the page was found on, mbind errno, move_pages errno,
         #: the timing CPU, its partner); see corelat._system.home
         self.last_home = None
+        #: (pinned CPU, CPU it ran on) of every thread moved from outside, each call measured again
+        self.moves = []
 
     def __call__(self, cpu_a, cpu_b, samples, budget=None):
         """One-way latencies in ns (float64, ``samples`` long, fewer if ``budget`` seconds ran out).
@@ -107,7 +112,7 @@ class PairMeasurer:
                                   stall_responder=self._stall, budget=budget or 0.0, freeze=self._freeze,
                                   home=where)
 
-        calls = _kernel_calls(call, samples, self.warmup, budget, self.home, cpu_a, cpu_b)
+        calls = _kernel_calls(call, samples, self.warmup, budget, self.home, cpu_a, cpu_b, self.moves)
         ticks = np.concatenate([t for t, _ in calls])
         self.last_home = (_merged_report(calls) + (cpu_a, cpu_b),)
         return ticks / (self.ticks_per_ns * self.round_trips * 2.0)
@@ -157,6 +162,7 @@ class OneWayMeasurer:
         self.last_bracket = None
         self.home = Home("initiator") if home is None else home
         self.last_home = None
+        self.moves = []  # as PairMeasurer's
 
     def _run(self, cpu_a, cpu_b, messages, samples, warmup, budget=None):
         def call(k, warmup, budget):
@@ -164,7 +170,7 @@ class OneWayMeasurer:
                                 offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze,
                                 home=self.home.args(cpu_a, cpu_b))
 
-        calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b)
+        calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b, self.moves)
         ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
         min_ab, min_ba = (min(out[k] for out, _ in calls) for k in (2, 3))
         # one page carries both directions
@@ -236,6 +242,7 @@ class ChaseMeasurer:
         self._rng = np.random.default_rng(seed)
         self._orders = {}
         self.last_home = None
+        self.moves = []  # as PairMeasurer's
 
     @classmethod
     def build(cls, kernel, round_trips, warmup, timeout, *, home=None):
@@ -261,7 +268,7 @@ class ChaseMeasurer:
             return self._chase(reader, owner, self.kind, order, samples, self.warmup, self.timeout,
                                stall_responder=self._stall, home=self.home.args(reader, owner))
 
-        ticks, report = _once_more_if_moved(call, reader, owner)
+        ticks, report = _once_more_if_moved(call, reader, owner, self.moves)
         return ticks / (self.ticks_per_ns * len(order)), tuple(report) + (reader, owner)
 
     def __call__(self, cpu_a, cpu_b, samples):

@@ -1,4 +1,10 @@
-"""Progress of a sweep: pairs done / total and time left, updated between pairs only."""
+"""Progress of a sweep: pairs done / total and time left, updated between pairs only.
+
+The total is what the sweep may still measure, counted from the start: the pairs, plus as many
+re-tests as the re-test limit allows (and, for the sample strategy, every pair its classes may yet
+need). It only ever shrinks, to what was really measured once that is known, so the fraction done
+never goes back (a total that grew when the re-tests began ran the bar 100 % -> 50 % -> 100 %).
+"""
 
 import sys
 import time
@@ -20,6 +26,10 @@ class _Callback:
         self.done += n
         self.fn(self.done, self.total)
 
+    def set_total(self, total):
+        self.total = total
+        self.fn(self.done, self.total)
+
     def close(self):
         pass
 
@@ -34,8 +44,15 @@ class _Text:
 
     def update(self, n=1):
         self.done += n
+        self._draw(self.done >= self.total)
+
+    def set_total(self, total):
+        self.total = total
+        self._draw(self.done >= self.total)
+
+    def _draw(self, final):
         now = time.monotonic()
-        if now - self.last < 0.5 and self.done < self.total:
+        if now - self.last < 0.5 and not final:
             return
         self.last = now
         rate = self.done / max(now - self.start, 1e-9)
@@ -52,6 +69,21 @@ def _terminal():
     # The command's stderr escapes control characters (a crafted name must not drive the terminal);
     # the bar's own carriage returns are meant, so it writes to the stream underneath.
     return getattr(sys.stderr, "unfiltered", None) or sys.stderr
+
+
+def shrink(bar, total):
+    """Lower ``bar``'s total to ``total`` (never below what is done, never up): the sweep now knows
+    that fewer pairs remain than it counted on (fewer re-tests, classes settled early)."""
+    done = getattr(bar, "done", getattr(bar, "n", 0))
+    old = getattr(bar, "total", None)
+    total = max(int(total), int(done))
+    if old is None or total >= old:
+        return
+    if hasattr(bar, "set_total"):
+        bar.set_total(total)
+    else:  # tqdm
+        bar.total = total
+        bar.refresh()
 
 
 def make(progress, total, desc="corelat"):

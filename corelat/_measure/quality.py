@@ -247,6 +247,8 @@ CLI_WORDS = (
      "('corelat report FILE --pairs' says which)"),
     ("Run corelat.check()", "Run 'corelat check'"),
     ("; see extras['home_node']", "; the result saved with -o FILE records each pair's node"),
+    ("result.extras['moved'] counts the moves per pair",
+     "the result saved with -o FILE counts the moves per pair"),
 )
 
 
@@ -356,3 +358,43 @@ def sweep_warnings(flags, cpus, *, symmetric=True, samples=None, precision=None,
             f"{estimated} of {_n(total + estimated)} were not measured but estimated from measured pairs of "
             f"the same topology blocks (flag ESTIMATED; result.extras['estimated_from'] says which)")
     return out, info
+
+
+def _were(count):
+    return "was" if count == 1 else "were"
+
+
+def moved_warning(moved):
+    """The warning on pairs measured again because something outside corelat moved a measuring
+    thread off its CPU (``taskset -p``, a cgroup cpuset); ``moved`` maps a CPU pair to its moves,
+    ``(the CPU the thread was pinned to, the CPU it ran on)``. None when nothing was moved."""
+    if not moved:
+        return None
+    pairs = sorted(moved)
+    a, b = pairs[0]
+    pinned, ran = moved[pairs[0]][0]
+    where = f"CPU {ran}" if ran is not None and ran >= 0 else "another CPU"
+    which = f"{a}-{b}" if len(pairs) == 1 else f"{_example(pairs)}; e.g. {a}-{b}"
+    return (f"{_n(len(pairs))} {_were(len(pairs))} measured again because something outside corelat moved "
+            f"a measuring thread off its CPU ({which}: the thread pinned to CPU {pinned} ran on {where}): "
+            f"taskset -p, a cgroup cpuset or a CPU taken offline. Each was measured again on freshly pinned "
+            f"threads, but whatever moved them may still be disturbing the machine; "
+            f"result.extras['moved'] counts the moves per pair")
+
+
+def stop_lines(stopped, kept, attempts):
+    """``(warnings, notes)`` on pairs measured while the whole process was stopped and continued
+    (Ctrl-Z and ``fg``, SIGSTOP and SIGCONT): ``stopped`` the CPU pairs measured again, ``kept``
+    those whose last of ``attempts`` still held a stop (its samples include it)."""
+    warnings, notes = [], []
+    again = sorted(set(stopped) - set(kept))
+    if again:
+        notes.append(f"The process was stopped and continued (Ctrl-Z and fg, or SIGSTOP and SIGCONT) while "
+                     f"{_n(len(again))} {_were(len(again))} measured ({_example(again)}); "
+                     f"{'it was' if len(again) == 1 else 'they were'} measured again")
+    if kept:
+        kept = sorted(kept)
+        warnings.append(f"The process was stopped and continued during each of {attempts} attempts at "
+                        f"{_n(len(kept))} ({_example(kept)}): the last attempt is kept and its samples "
+                        f"include a stop (a sample that long is the stop, not a latency); measure again")
+    return warnings, notes

@@ -12,16 +12,24 @@ is within ±``precision`` of the median, ``max_samples`` are taken or the pair's
 look unstable (bimodal, spread, migrated threads) are measured once more at the end of the sweep, one
 at a time, and both attempts are kept. ``strategy="sample"`` measures only enough pairs of each
 topology block pair (see :mod:`corelat._measure.sampling`) and estimates the rest.
+
+What happens to the process from outside is said, not hidden: a pair measured while the process was
+stopped and continued (Ctrl-Z then ``fg``, SIGSTOP then SIGCONT) is measured again, its samples holding
+the stop; a pair whose thread was moved off its CPU (``taskset -p``) is measured again on freshly
+pinned threads, and the result's warnings and ``extras["moved"]`` say so.
 """
 from __future__ import annotations
 
 import math
+import signal
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
+from corelat._core.errors import MeasurementTimeout
 from corelat._core.types import CPUs, Kernel, Progress, ResultOrder
 from corelat._measure import assemble as _assemble
 from corelat._measure import progress as _progress
@@ -156,12 +164,36 @@ def _run_median(run):
     return float(np.mean(meds))
 
 
-def _grow(bar, k):
-    # Progress totals grow when the sample strategy or the re-tests add pairs.
-    if k and hasattr(bar, "total") and bar.total is not None:
-        bar.total += k
-        if hasattr(bar, "refresh"):
-            bar.refresh()
+#: How many times a pair is measured again because the process was stopped and continued while it
+#: was measured (a user who keeps pressing Ctrl-Z gets the last attempt, with a warning).
+STOP_RETRIES = 3
+
+
+class _Stops:
+    """Counts the times the process was continued after a stop (SIGCONT: Ctrl-Z then ``fg``, SIGSTOP
+    then SIGCONT) while a sweep runs. Python handles signals in the main thread only, so the count is
+    kept there, and only where SIGCONT has its default action (a program's own handler is left alone);
+    elsewhere it stays 0 and the C side's waits, which do not count a stop as a partner's silence,
+    are what keeps the sweep going."""
+
+    def __init__(self):
+        self.count = 0
+        self._old = None
+
+    def _seen(self, signum, frame):
+        self.count += 1
+
+    def __enter__(self):
+        sig = getattr(signal, "SIGCONT", None)
+        main = threading.current_thread() is threading.main_thread()
+        if sig is not None and main and signal.getsignal(sig) == signal.SIG_DFL:
+            self._old = signal.signal(sig, self._seen)
+        return self
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGCONT, self._old)
+            self._old = None
 
 
 def measure(
@@ -320,6 +352,7 @@ def run(options, *, measurer=None, clock=None):
     meta.update(_assemble.metadata(options, sweep, flags, data, extras, sweep.symmetric, sweep.estimates,
                                    sweep.classes, timer, meta, home_notes))
     meta.update(_measurer_metadata(measurer))
+    _interference(options, sweep, extras, meta)
     if clock_check is not None:
         meta["clock_check"] = {
             "method": "smallest one-way time per direction brackets the timer offset",
@@ -329,6 +362,30 @@ def run(options, *, measurer=None, clock=None):
     result = LatencyResult(cpus=options.cpus, kernel=options.kernel, samples=data, metadata=meta,
                            name=options.name or meta["hostname"], flags=flags, extras=extras)
     return result if options.order is None else result.ordered(options.order)
+
+
+def _interference(options, sweep, extras, meta):
+    """What was done to the process from outside while it measured, and what the sweep did about it:
+    threads moved off their CPUs (``extras["moved"]``, a warning) and stops (a note, or a warning when
+    a pair's last attempt still held one)."""
+    cpus = options.cpus
+
+    def ids(p):
+        return (cpus[p[0]], cpus[p[1]])
+
+    meta["sampling"]["pairs_moved"] = len(sweep.moved)
+    meta["sampling"]["pairs_stopped"] = len(sweep.stopped)
+    if sweep.moved:
+        n = len(cpus)
+        moved = np.zeros((n, n), dtype=np.int32)
+        for (i, j), moves in sweep.moved.items():
+            moved[i, j] = moved[j, i] = len(moves)
+        extras["moved"] = moved
+        meta["warnings"].append(_quality.moved_warning({ids(p): m for p, m in sweep.moved.items()}))
+    warnings, notes = _quality.stop_lines([ids(p) for p in sweep.stopped],
+                                          [ids(p) for p in sweep.stopped_kept], STOP_RETRIES + 1)
+    meta["warnings"].extend(warnings)
+    meta["notes"].extend(notes)
 
 
 def _measurer_metadata(measurer):
@@ -377,27 +434,60 @@ class _Sweep:
         self.retested, self.skipped, self.limit = 0, 0, 0
         self.elapsed = 0.0
         self.bar = None
+        self.done = 0
+        self.stops = _Stops()
+        #: pair -> times measured again after a stop; the pairs whose last attempt still held one
+        self.stopped, self.stopped_kept = {}, set()
+        #: pair -> [(pinned CPU, CPU it ran on)] of threads moved from outside (each a new attempt)
+        self.moved = {}
 
     def _pair(self, p):
         i, j = p
-        t0 = time.perf_counter()
         cpus = self.options.cpus
-        out = measure_pair(self.measurer, cpus[j], cpus[i], self.options.plan, self.clock)
-        self.kernel_seconds += time.perf_counter() - t0
+        moves = getattr(self.measurer, "moves", None)
+        before = len(moves) if moves is not None else 0
+        out = self._through_stops(p, cpus[j], cpus[i])
+        if moves is not None and len(moves) > before:
+            self.moved.setdefault(p, []).extend(moves[before:])
+        self.done += 1
         self.bar.update(1)
         return out
+
+    def _through_stops(self, p, cpu_a, cpu_b):
+        """One pair's run, measured again when the process was stopped and continued meanwhile: its
+        samples hold the stop, and a time-out then was no partner's fault."""
+        for attempt in range(STOP_RETRIES + 1):
+            stops = self.stops.count
+            t0 = time.perf_counter()
+            try:
+                out = measure_pair(self.measurer, cpu_a, cpu_b, self.options.plan, self.clock)
+            except MeasurementTimeout:
+                if self.stops.count == stops or attempt == STOP_RETRIES:
+                    raise
+            finally:
+                self.kernel_seconds += time.perf_counter() - t0
+            if self.stops.count == stops:
+                return out
+            self.stopped[p] = attempt + 1
+        self.stopped_kept.add(p)
+        return out
+
+    def _reserve(self, pairs):
+        # the re-tests that many measured pairs may bring, counted in the progress total from the start
+        return min(retest_limit(self.options.retest, pairs), pairs)
 
     def run(self):
         started = time.monotonic()
         try:
-            if self.classes is None:
-                pairs = sweep_pairs(len(self.options.cpus))
-                self.bar = _progress.make(self.options.progress, len(pairs))
-                for p in pairs:
-                    self.runs[p] = self._pair(p)
-            else:
-                self._sample()
-            self._retest()
+            with self.stops:
+                if self.classes is None:
+                    pairs = sweep_pairs(len(self.options.cpus))
+                    self.bar = _progress.make(self.options.progress, len(pairs) + self._reserve(len(pairs)))
+                    for p in pairs:
+                        self.runs[p] = self._pair(p)
+                else:
+                    self._sample()
+                self._retest()
         finally:
             if self.bar is not None:
                 self.bar.close()
@@ -405,16 +495,26 @@ class _Sweep:
         if self.sampler is not None:
             self.estimates = self.sampler.estimates()
 
+    def _may_measure(self):
+        """The sample strategy's bound on the pairs it measures: those measured, and every pair not
+        yet measured of a class that is not settled."""
+        s = self.sampler
+        left = sum(sum(1 for p in pairs if p not in s.values)
+                   for key, pairs in s.classes.items() if not s.settled(key))
+        return s.measured + left
+
     def _sample(self):
         self.sampler = _sampling.Sampler(self.classes)
+        bound = self._may_measure()
+        self.bar = _progress.make(self.options.progress, bound + self._reserve(bound))
         batch = self.sampler.next_batch()
-        self.bar = _progress.make(self.options.progress, len(batch))
         while batch:
             for p in batch:
                 self.runs[p] = self._pair(p)
                 self.sampler.report(p, _run_median(self.runs[p]))
             batch = self.sampler.next_batch()
-            _grow(self.bar, len(batch))
+            bound = self._may_measure()
+            _progress.shrink(self.bar, bound + self._reserve(bound))
 
     def _retest(self):
         # LinkTest: the pairs that look worst, measured again one at a time now that the sweep
@@ -426,7 +526,7 @@ class _Sweep:
         candidates.sort(key=lambda p: _severity(runs[p]), reverse=True)
         chosen = candidates[: self.limit]
         self.retested, self.skipped = len(chosen), len(candidates) - len(chosen)
-        _grow(self.bar, len(chosen))
+        _progress.shrink(self.bar, self.done + len(chosen))
         for p in chosen:
             self.first[p] = runs[p]
             runs[p] = self._pair(p)

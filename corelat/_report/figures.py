@@ -3,6 +3,7 @@ when a report is written: the ``report`` extra)."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -12,6 +13,8 @@ from corelat._core.extras import require
 from corelat._report.model import Figure
 from corelat.plot._order import _ordered
 
+#: Resolution of the figures embedded in the HTML page (a 192-CPU heatmap is then ~1,100 pixels wide).
+PNG_DPI = 100
 #: Outlier nodes whose ratio map a fleet report draws (each is one figure; the rest are in the table).
 MAX_RATIO_MAPS = 6
 
@@ -37,7 +40,8 @@ def heatmap(result, statistic="median", order="topology"):
     side = _side(result.n)
     fig, ax = plt.subplots(figsize=(side + 1.7, side), layout="constrained")
     cplot.heatmap(result, order=order, statistic=statistic, ax=ax)
-    fig.canvas.draw()  # the axes' final place, in the pixels of the PNG saved at the figure's dpi
+    fig.set_dpi(PNG_DPI)
+    fig.canvas.draw()  # the axes' final place, in the pixels of the PNG made from this drawing
     ordered, _, _ = _ordered(result, order)
     drawn = np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
     box = ax.get_window_extent()
@@ -51,7 +55,9 @@ def heatmap(result, statistic="median", order="topology"):
     }
     caption = (f"{statistic} per CPU pair; lines between the groups of the topology"
                " (or of the latency structure where none is recorded)")
-    return Figure(fig, caption, hover)
+    buf = io.BytesIO()
+    plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", metadata={"Software": None})
+    return Figure(fig, caption, hover, buf.getvalue())
 
 
 def distribution(result):

@@ -14,11 +14,10 @@ import io
 import json
 from urllib.parse import quote
 
+from corelat._report.figures import PNG_DPI
 from corelat._report.model import Data, Figure, Table, Text
 from corelat._version import __version__
 
-#: Resolution of the embedded figures (a 192-CPU heatmap is then about a thousand pixels wide).
-DPI = 100
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -73,7 +72,7 @@ def _e(text):
     return html.escape(str(text), quote=True)
 
 
-def png(fig, dpi=DPI):
+def png(fig, dpi=PNG_DPI):
     """The figure as PNG bytes, without the PNG's software note (it names a web address)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
@@ -90,7 +89,7 @@ class _Ids:
 
 
 def _figure(block, ids):
-    src = "data:image/png;base64," + base64.b64encode(png(block.fig)).decode("ascii")
+    src = "data:image/png;base64," + base64.b64encode(block.png or png(block.fig)).decode("ascii")
     cap = f"<figcaption>{_e(block.caption)}</figcaption>"
     if block.hover is None:
         return f'<figure><img alt="{_e(block.caption)}" src="{src}">{cap}</figure>'

@@ -36,6 +36,7 @@ class Figure:
     fig: Any
     caption: str = ""
     hover: dict[str, Any] | None = None
+    png: bytes | None = None  # the figure as drawn for ``hover`` (the page's PNG: no second drawing)
 
 
 @dataclass

@@ -32,7 +32,8 @@ def machine(n, samples=20, seed=0):
     s = base[:, :, None] * np.exp(0.03 * rng.standard_normal((n, n, samples)))
     s = (s + s.transpose(1, 0, 2)) / 2
     s[cpu, cpu] = np.nan
-    md = {"cpu_model": f"Synthetic {n}-CPU machine", "symmetric": True, "latency": "one-way = round-trip time / 2"}
+    md = {"cpu_model": f"Synthetic {n}-CPU machine", "symmetric": True,
+          "latency": "one-way = round-trip time / 2"}
     return LatencyResult(cpus=tuple(cpu), kernel="cas", samples=s, metadata=md, name=f"syn{n}")
 
 
@@ -60,7 +61,7 @@ def main():
                                                        metadata={"cpu_model": "Synthetic"}), count, seed=1)
         f = corelat.fleet(nodes, name="synthetic")
         rows.append((f"fleet-{count}", *timed(f, os.path.join(d, "fleet.html"))))
-    print("| report | wall s | CPU s | size (MB) | limit (time: CPU s; wall time varies on a shared machine) |")
+    print("| report | wall s | CPU s | size (MB) | limit (on CPU s) |")
     print("|--------|--------|-------|-----------|-------|")
     failed = False
     for what, wall, s, size in rows:

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import corelat
-from corelat import InputError, LatencyResult, PlacementResult, SMTResult
+from corelat import InputError, LatencyResult, LockResult, PlacementResult, SMTResult
 from corelat._fleet import synth
+from corelat._measure.locks import summarise
 from corelat._report import write_report
 from corelat.cli import main
 
@@ -158,12 +159,28 @@ def _smt():
                      metadata={"cpu_model": "Synthetic SMT CPU"}, name="syn")
 
 
+def _locks():
+    raw = {"calls": [[100_000_000, 100_000_000], [20_000_000, 20_000_000]],
+           "ticks": [[2_000_000_000] * 2, [2_000_000_000] * 2],
+           "sermin": [[60, 60], [90, 90]], "sercalls": [[5, 5], [7, 7]], "counter": [0, 40_000_014]}
+    data, threads = summarise(["baseline", "lock-pthread-mutex"], [0, 1], raw, 2.0, 50.0)
+    return LockResult(cpus=[0, 1], shared=True, duration=1.0, data=data, threads=threads,
+                      metadata={"timer": {"name": "tsc", "ticks_per_ns": 2.0}, "cpu_model": "Synthetic CPU"})
+
+
 def test_smt_and_locks_reports(tmp_path):
     out = tmp_path / "smt.html"
     corelat.report(_smt(), out)
     page = out.read_text(encoding="utf-8")
     assert "siblings 8.0 ns" in page and _sections(page)[0] == "summary"
     _offline(page)
+    out = tmp_path / "locks.html"
+    corelat.report(_locks(), out)
+    page = out.read_text(encoding="utf-8")
+    assert "lock-pthread-mutex" in page and page.count("data:image/png") == 1  # the table and its bars
+    _offline(page)
+    corelat.report(_locks(), tmp_path / "locks.pdf")
+    assert (tmp_path / "locks.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_pdf_has_pages_and_the_sections(tmp_path):

@@ -84,8 +84,9 @@ def method_table(result):
     md = result.metadata
     params = thaw(md.get("parameters") or {})
     home = thaw(md.get("home") or {})
-    rows = [["kernel", f"{result.kernel}" + (f": {md['kernel_description']}" if md.get("kernel_description")
-                                             else "")],
+    kernel = getattr(result, "kernel", None) or f"lock tests, {result.mode}, {result.duration:g} s per test"
+    described = f": {md['kernel_description']}" if md.get("kernel_description") else ""
+    rows = [["kernel", f"{kernel}{described}"],
             ["value", str(md.get("latency") or md.get("statistic") or "not recorded")]]
     rows += [[k.replace("_", " "), _word(v)] for k, v in params.items()]
     if hasattr(result, "count") and not result.value_only:

@@ -15,6 +15,8 @@ from corelat.plot._order import _ordered
 
 #: Resolution of the figures embedded in the HTML page (a 192-CPU heatmap is then ~1,100 pixels wide).
 PNG_DPI = 100
+#: Rows of the fleet's heat table in the report (the per-node table holds every node).
+MAX_FLEET_ROWS = 40
 #: Outlier nodes whose ratio map a fleet report draws (each is one figure; the rest are in the table).
 MAX_RATIO_MAPS = 6
 
@@ -54,7 +56,7 @@ def heatmap(result, statistic="median", order="topology"):
         "unit": "ns",
     }
     caption = (f"{statistic} per CPU pair; lines between the groups of the topology"
-               " (or of the latency structure where none is recorded)")
+               " (or of the latency structure where none is recorded).")
     buf = io.BytesIO()
     plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", metadata={"Software": None})
     return Figure(fig, caption, hover, buf.getvalue())
@@ -81,7 +83,9 @@ def placement(result, statistic="median"):
 
 def fleet(result):
     """The fleet's heat table and the ratio maps of (a few) outlier nodes with a recorded file."""
-    out = [Figure(cplot.fleet(result), "class median per node; outliers boxed")]
+    out = [Figure(cplot.fleet(result, max_nodes=MAX_FLEET_ROWS),
+                  f"class median per node (at most {MAX_FLEET_ROWS} per group: those that deviate most; "
+                  "every node is in the table below); outliers boxed")]
     shown = []
     for o in result.outliers:
         rec = next((x for x in result.nodes if x["node"] == o.node), None)

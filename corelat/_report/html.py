@@ -30,7 +30,7 @@ h1{font-size:1.5em;margin:.2em 0}
 .headline{font-size:1.2em;font-weight:600;background:#eef4fb;border-left:4px solid #2b6cb0;padding:8px 12px}
 nav a{margin-right:12px;font-size:.9em}
 h2{font-size:1.2em;border-bottom:1px solid #eee;padding-bottom:3px;margin-top:1.6em}
-pre{background:#f6f6f6;padding:8px 10px;overflow-x:auto;font-size:.85em;white-space:pre}
+pre{background:#f6f6f6;padding:8px 10px;overflow-x:auto;font-size:.85em;white-space:pre-wrap}
 table{border-collapse:collapse;font-size:.88em;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3;position:sticky;top:0}

@@ -179,7 +179,10 @@ def placement(result, statistic="median"):
     lines = [f"home {label}: {structure(r, statistic=statistic).summary()['reading']}"
              for label, r in zip(result.homes, result.results)]
     rep.sections.append(Section("structure", "Structure", [Text("\n".join(lines), pre=True)]))
-    rep.sections += common_sections(first)
+    common = common_sections(first)
+    for block in next(s for s in common if s.id == "method").blocks:  # every home, not the first's
+        block.rows = [[k, ", ".join(result.homes) if k == "home of the line" else v] for k, v in block.rows]
+    rep.sections += common
     parts = [matrices_csv(r, label=label).text.split("\n", 1)
              for label, r in zip(result.homes, result.results)]
     text = parts[0][0] + "\n" + "".join(p[1] for p in parts)

@@ -41,8 +41,8 @@ def _verdict(result):
     s = result.summary()
     lines = []
     if s["ok"]:
-        lines.append(f"Every node is typical: {s['nodes']} nodes in {s['groups']} groups, no outlier, "
-                     "no error, none missing.")
+        lines.append(f"Every node is typical: {_n(s['nodes'], 'node')} in {_n(s['groups'], 'group')}, "
+                     "no outlier, no error, none missing.")
     for o in result.outliers:
         lines.append(f"outlier: {o.describe()}")
     lines += [f"error: {e['node']}: {e['error']}" for e in result.errors]
@@ -62,6 +62,10 @@ def _differs_rows(result):
             text = "; ".join(f"{k}: {v!r} (group: {g!r})" for k, (v, g) in differs.items())
             rows.append([rec["node"], text or "no recorded setting differs"])
     return rows
+
+
+def _n(k, word):
+    return f"{k} {word}{'s' if k != 1 else ''}"
 
 
 def _ns(v):
@@ -85,8 +89,8 @@ def node_table(result):
 def fleet(result):
     """A fleet's report: the verdict first, then its figures, the outliers' settings, every node."""
     s = result.summary()
-    headline = (f"{s['nodes']} nodes in {s['groups']} groups: {s['outliers']} outliers, "
-                f"{s['errors']} errors, {s['missing']} missing")
+    headline = (f"{_n(s['nodes'], 'node')} in {_n(s['groups'], 'group')}: {_n(s['outliers'], 'outlier')}, "
+                f"{_n(s['errors'], 'error')}, {s['missing']} missing")
     rep = Report(f"Fleet {result.name}: core-to-core latency", headline, "fleet")
     rep.sections.append(Section("verdict", "Verdict", [Text("\n".join(_verdict(result)), pre=True)]))
     groups = [[str(g.id), str(len(g.nodes)), g.label,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Sequence
+from typing import Literal, Union
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from corelat._results.load import load
 from corelat._results.locks import LockResult
 from corelat._results.placement import PlacementResult
 from corelat._results.smt import SMTResult
+
+#: What a report is made of: a result, or a path to a result file, a fleet.json or a fleet's folder.
+Reportable = Union[LatencyResult, PlacementResult, SMTResult, LockResult, FleetResult, Path]
 
 #: Suffix -> format.
 FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -85,7 +89,8 @@ def _figures(rep):
     return [b for s in rep.sections for b in s.blocks if isinstance(b, figures.Figure)]
 
 
-def write_report(result_or_results, path: Path, *, statistic: str = "median", paper: str = "a4") -> None:
+def write_report(result_or_results, path: Path, *, statistic: Statistic = "median",
+                 paper: str = "a4") -> None:
     """Write the report of a result (or of several, compared; or of a fleet) to ``path``.
 
     HTML for ``.html``/``.htm``, PDF for ``.pdf``; written atomically (a failed write leaves
@@ -109,7 +114,8 @@ def write_report(result_or_results, path: Path, *, statistic: str = "median", pa
         figures.close(_figures(rep))
 
 
-def report(result_or_results, path: Path, *, statistic: str = "median", paper: str = "a4") -> None:
+def report(result_or_results: Reportable | Sequence[Reportable] | Comparison, path: Path, *,
+           statistic: Statistic = "median", paper: Literal["a4", "letter"] = "a4") -> None:
     """Write a report to share: one offline HTML page, or a PDF, by the path's suffix.
 
     The page holds the headline, the heatmap (each cell's value on hover), the distribution, the

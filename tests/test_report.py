@@ -239,3 +239,52 @@ def test_import_corelat_stays_light_and_report_is_lazy():
             "assert 'matplotlib' not in sys.modules; print(f.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "corelat._report"
+
+
+def test_hover_box_points_at_the_cells_the_png_draws(tmp_path):
+    """The script maps the pointer through ``box`` to a cell: the PNG's pixel at each cell's centre
+    must have the colour of the value the array gives for that cell."""
+    import base64
+    import io
+
+    import matplotlib
+    import matplotlib.image
+
+    n = 40  # cells too small for written values: the centre pixel is the cell's colour
+    m = np.add.outer(np.arange(n), 3 * np.arange(n)).astype(float) + 10.0  # every cell its own value
+    np.fill_diagonal(m, np.nan)
+    r = LatencyResult.from_matrix(m, list(range(n)), name="distinct", symmetric=False)
+    out = tmp_path / "h.html"
+    write_report(r, out)
+    page = out.read_text(encoding="utf-8")
+    (hover,) = _hover(page)
+    src = re.search(r'<figure data-hover="values\d+"><img alt="[^"]*" src="data:image/png;base64,([^"]+)"',
+                    page).group(1)
+    img = matplotlib.image.imread(io.BytesIO(base64.b64decode(src)), format="png")[..., :3]
+    h, w = img.shape[:2]
+    left, top, bw, bh = hover["box"]
+    values = [v for v in hover["values"] if v is not None]
+    lo, hi = min(values), max(values)
+    cmap = matplotlib.colormaps["viridis"]
+    for i in range(n):
+        for j in range(n):
+            v = hover["values"][i * n + j]
+            y, x = int((top + (i + 0.5) * bh / n) * h), int((left + (j + 0.5) * bw / n) * w)
+            want = (0xD9 / 255,) * 3 if v is None else cmap((v - lo) / (hi - lo))[:3]
+            assert np.allclose(img[y, x], want, atol=0.04), (i, j, v, img[y, x], want)
+            if v is not None:
+                a, b = hover["cpus"][i], hover["cpus"][j]  # the drawn order; CPU k is row k of m
+                assert v == pytest.approx(m[a, b], abs=0.06)
+
+
+def test_cli_reports_a_fleet_folder_and_its_json(tmp_path):
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for i, r in enumerate(synth.copies(_value_only(6, seed=5), 12, seed=3)):
+        r.save(folder / f"node{i:02d}.npz")
+    assert main(["report", str(folder), "--html", str(tmp_path / "f.html")]) == 0
+    page = (tmp_path / "f.html").read_text(encoding="utf-8")
+    assert _sections(page)[0] == "verdict" and "12 nodes in 1 group" in page
+    assert main(["fleet-report", str(folder), "-o", str(tmp_path / "fleet.json")]) == 0
+    assert main(["report", str(tmp_path / "fleet.json"), "--pdf", str(tmp_path / "f.pdf")]) == 0
+    assert (tmp_path / "f.pdf").read_bytes().startswith(b"%PDF")

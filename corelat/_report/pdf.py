@@ -15,7 +15,7 @@ from corelat._version import __version__
 PAPERS = {"a4": (8.27, 11.69), "letter": (8.5, 11.0)}
 _LINE_PT = 9.6  # 8 pt monospace with its leading
 _MARGIN_IN = 0.6
-_WRAP = 118
+_WRAP = 100  # characters of 8 pt monospace across an A4 page within its margins
 #: A table longer than this is cut in the PDF (the HTML page and the CSV hold all rows).
 MAX_TABLE_ROWS = 400
 
@@ -77,7 +77,8 @@ class _Pages:
         self.flush()
         fig = block.fig
         fig.set_size_inches(*self.size)
-        fig.suptitle(f"{title}: {block.caption}" if block.caption else title, fontsize=9, y=0.995)
+        words = f"{title}: {block.caption}" if block.caption else title
+        fig.suptitle("\n".join(textwrap.wrap(words, 110)), fontsize=8.5)
         self.count += 1
         fig.text(0.5, 0.25 / self.size[1], f"{self.footer} — page {self.count}", ha="center", fontsize=7,
                  color="#666")

@@ -118,6 +118,7 @@ __all__ = [
     "measure",
     "measure_fleet",
     "placement",
+    "report",
     "smt",
     "structure",
     "timer_info",
@@ -134,6 +135,10 @@ def __getattr__(name):
         return value
     if name == "plot":
         return importlib.import_module(".plot", __name__)
+    if name == "report":  # the report's module loads corelat.plot (and matplotlib when it writes)
+        import importlib
+
+        return importlib.import_module("._report", __name__).report
     raise AttributeError(f"module 'corelat' has no attribute {name!r}")
 
 

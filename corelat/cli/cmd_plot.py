@@ -7,6 +7,7 @@ from corelat._analysis.compare import labels_for
 from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._core.extras import install_command
+from corelat._report import check_statistic_held
 from corelat._results.load import load
 from corelat._results.placement import PlacementResult
 from corelat._system.home import one_home
@@ -50,6 +51,13 @@ def _pairs(texts):
     return out or None
 
 
+def _check_input(args, results):
+    for r in results:  # a file without samples has no std: say so, not an all-grey map
+        check_statistic_held(r, args.statistic)
+    if len(results) > 1 and args.kind != "heatmap":
+        raise InputError("several files are compared as heatmaps only; drop --kind or give one file")
+
+
 def run(args):
 
     if not 20 <= args.dpi <= 1200:
@@ -66,8 +74,7 @@ def run(args):
         results, names = labels_for(args.files, args.names)
     out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
     common.check_output_path(out, suffixes=_FORMATS)
-    if len(results) > 1 and args.kind != "heatmap":
-        raise InputError("several files are compared as heatmaps only; drop --kind or give one file")
+    _check_input(args, results)
     try:
         import matplotlib
 

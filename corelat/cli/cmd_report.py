@@ -1,13 +1,18 @@
-"""What a result file says: summary, machine structure, agreement with the OS topology."""
+"""What a result file says: summary, machine structure, agreement with the OS topology; or the report
+to share, one offline HTML page or a PDF (``--html``, ``--pdf``) of a result, several compared, a fleet."""
 
 import json
+import os
+import sys
 
 import numpy as np
 
 from corelat._analysis.structure import structure
 from corelat._core import text as _text
+from corelat._core.errors import InputError, MissingDependencyError
 from corelat._core.stats import median_err
 from corelat._measure.quality import _pairs
+from corelat._report import check_statistic_held, write_report
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._results.load import load
 from corelat._results.placement import PlacementResult
@@ -17,8 +22,14 @@ from . import common
 
 
 def add_arguments(p):
-    p.add_argument("file", metavar="FILE",
-                   help="result file: corelat .npz, core-to-core-latency CSV, c2clat table")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="result file: corelat .npz, core-to-core-latency CSV, c2clat table; with --html or "
+                        "--pdf also several files (compared), a fleet.json or a folder of node results")
+    p.add_argument("--html", metavar="OUT", type=common.output_file,
+                   help="write the report as one self-contained HTML page (opens offline, e.g. from a mail)")
+    p.add_argument("--pdf", metavar="OUT", type=common.output_file,
+                   help="write the report as a PDF (same sections, paginated)")
+    p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="the PDF's page size (default a4)")
     common.add_statistic_argument(p, "per-pair statistic to read (default median)")
     p.add_argument("--matrix", action="store_true", help="also print the latency matrix")
     p.add_argument("--pairs", action="store_true",
@@ -135,9 +146,34 @@ def placement_text(result, structures, statistic="median"):
     return "\n".join(lines)
 
 
+def _write_reports(args):
+    """--html/--pdf: the report of the files (one result, several compared, or a fleet)."""
+    for out, suffixes in ((args.html, (".html", ".htm")), (args.pdf, (".pdf",))):
+        if out is not None:
+            common.check_output_path(out, suffixes=suffixes)
+    what = args.files[0] if len(args.files) == 1 else args.files
+    if isinstance(what, str) and not os.path.isdir(what):
+        what = load(what)  # once, for both formats
+    for out in (args.html, args.pdf):
+        if out is not None:
+            try:
+                write_report(what, out, statistic=args.statistic, paper=args.paper)
+            except MissingDependencyError as e:  # exit 2, like `corelat plot` without matplotlib
+                print(f"corelat: error: {' '.join(str(e).split())}", file=sys.stderr)
+                return 2
+            print(f"report written to {out}", file=sys.stderr)
+    return 0
+
+
 def run(args):
 
-    result = load(args.file)
+    if args.html is not None or args.pdf is not None:
+        return _write_reports(args)
+    if len(args.files) > 1:
+        raise InputError("several files make a report to share: give --html OUT or --pdf OUT "
+                         "(or compare them in the terminal with corelat compare)")
+    result = load(args.files[0])
+    check_statistic_held(result, args.statistic)
     if isinstance(result, PlacementResult) and args.home is None:
         sts = {label: structure(res, statistic=args.statistic)
                for label, res in zip(result.homes, result.results)}

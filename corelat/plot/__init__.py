@@ -45,7 +45,7 @@ from corelat.plot._values import (
     _pair_indices,
     _pair_samples,
 )
-from corelat.plot._words import _count_text, _statistic_words, _value_label
+from corelat.plot._words import _count_text, _statistic_words, _value_label, _who
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported when a function is first called
     from matplotlib.axes import Axes
@@ -182,7 +182,7 @@ def _cpu_axes(ax, ordered, lines):
 def _heatmap_title(ordered, statistic, note, single_value):
     """The default title; ``single_value`` (the values when every pair has the same one, and no
     colour bar says so) adds that value."""
-    title = f"{ordered.name or 'result'}: {ordered.kernel} kernel, {ordered.n} CPUs\n{note}"
+    title = f"{_who(ordered)}: {ordered.kernel} kernel, {ordered.n} CPUs\n{note}"
     if single_value is not None:
         shown = (ordered.metadata.get("statistic") or "one value") if ordered.value_only else statistic
         title += f"\n{shown} {_fmt(float(single_value[0]))} ns for every pair"
@@ -276,7 +276,7 @@ def distribution(
             _mark_clipped(ax, clipped, clip)
     else:
         _histograms(ax, data, labels, log, everything)
-    ax.set_title(f"{result.name or 'result'}: {result.kernel} kernel, {_count_text(counts)}", fontsize=10)
+    ax.set_title(f"{_who(result)}: {result.kernel} kernel, {_count_text(counts)}", fontsize=10)
     if own_figure:
         _settle(ax.figure)
     return ax
@@ -328,17 +328,25 @@ def compare(
     items = list(results)
     if not items:
         raise InputError("nothing to compare")
+    titles = list(names) if names is not None else None
     loaded, names = labels_for(items, names)
+    titles = titles if titles is not None else _panel_titles(loaded, names)
     values = np.concatenate([np.ravel(r.statistic(statistic)) for r in loaded])
     values = values[np.isfinite(values)]
     vmin, vmax = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
     k = len(loaded)
-    side = min(max(4.0, 0.3 * max(r.n for r in loaded) + 2.0), 9.0)
-    fig, axes = plt.subplots(1, k, figsize=(side * k + 1.5, side + 1.0), layout="constrained", squeeze=False)
-    axes = list(axes[0])
-    for ax, r, name in zip(axes, loaded, names):
+    # A grid, not one long row: up to 3 side by side, then about as many rows as columns.
+    ncols = k if k <= 3 else math.ceil(math.sqrt(k))
+    nrows = math.ceil(k / ncols)
+    side = min(max(4.0, 0.3 * max(r.n for r in loaded) + 2.0), 9.0 if k <= 3 else 6.0)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(side * ncols + 1.5, (side + 1.0) * nrows),
+                             layout="constrained", squeeze=False)
+    axes = list(grid.ravel()[:k])
+    for spare in grid.ravel()[k:]:
+        spare.remove()
+    for ax, r, title in zip(axes, loaded, titles):
         heatmap(r, order=order, statistic=statistic, annotate=annotate, ax=ax, vmin=vmin, vmax=vmax,
-                colorbar=False, title=f"{name}\n{r.kernel} kernel, {r.n} CPUs")
+                colorbar=False, title=f"{title}\n{r.kernel} kernel, {r.n} CPUs")
     mappable = axes[0].images[0]
     cb = fig.colorbar(mappable, ax=axes, shrink=0.85, pad=0.02)
     quantities = {_value_label(r, statistic).split(", ", 1)[0] for r in loaded}
@@ -348,6 +356,13 @@ def compare(
     fig.suptitle("core-to-core latency, one colour scale")
     _settle(fig)
     return fig
+
+
+def _panel_titles(results, labels):
+    """Each panel's title: the CPU model (see _who), with the label where two panels would share one;
+    a file's name where it tells apart two results of one name (two runs on one host)."""
+    who = [label if label != (r.name or "result") else _who(r) for r, label in zip(results, labels)]
+    return [w if who.count(w) == 1 or w == label else f"{w} ({label})" for w, label in zip(who, labels)]
 
 
 # -- fleets ------------------------------------------------------------------------------------------------

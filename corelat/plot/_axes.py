@@ -24,7 +24,13 @@ def _mark_clipped(ax, clipped, clip):
     from matplotlib.transforms import blended_transform_factory
 
     edge = blended_transform_factory(ax.transData, ax.transAxes)
-    for side, y, marker in ((1, 0.985, "^"), (0, 0.015, "v")):
+    # Room for the markers above (below) the data, so that they neither sit on a violin's end nor
+    # stick out of the axes into the title.
+    low, high = ax.get_ylim()
+    pad = 0.09 * (high - low)
+    ax.set_ylim(low - (pad if any(c[0].size for c in clipped) else 0.0),
+                high + (pad if any(c[1].size for c in clipped) else 0.0))
+    for side, y, marker in ((1, 0.96, "^"), (0, 0.04, "v")):
         xs = [k for k, c in enumerate(clipped) if c[side].size]
         if not xs:
             continue
@@ -34,9 +40,10 @@ def _mark_clipped(ax, clipped, clip):
         what = f"above {whose} pair's {_pct(clip[1])}" if side else f"below {whose} pair's {_pct(clip[0])}"
         label = (f"{count} sample{'s' if count != 1 else ''} {what}, not drawn "
                  f"({'up to' if side else 'down to'} {_fmt(worst)} ns)")
-        ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, clip_on=False,
-                   label=label, zorder=3)
-    ax.legend(fontsize=7, loc="upper left")
+        ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, label=label,
+                   zorder=3)
+    # Below the axes, not over the violins (the pairs' tops are where their slow samples are).
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
 def _log_labels(axis, lo, hi):

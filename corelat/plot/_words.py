@@ -23,6 +23,18 @@ def _statistic_words(result, statistic):
     return "one value per pair (the file does not say which statistic)"
 
 
+def _who(result):
+    """Who a title names: the CPU model (a measured result's name is the host's, which tells a
+    reader little), with a name the user gave beside it; the name where no model is recorded."""
+    model = result.metadata.get("cpu_model")
+    name = result.name
+    if not model:
+        return name or "result"
+    if not name or name == result.metadata.get("hostname") or name == model:
+        return str(model)
+    return f"{name} ({model})"
+
+
 def _count_text(counts):
     """How many samples each drawn pair has (they differ in precision-driven sweeps)."""
 

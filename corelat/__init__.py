@@ -25,6 +25,7 @@ from ._version import __version__
 # fleet or analysis modules it does not use. Type checkers see the real imports.
 if TYPE_CHECKING:
     from ._analysis.compare import Comparison, compare, example_files
+    from ._report import report
     from ._analysis.structure import Structure, structure
     from ._fleet.nodes import fleet
     from ._fleet.run import measure_fleet
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from ._system.validate import ALL_KERNELS, KERNELS, allowed_cpus
 
 _LAZY = {
+    # the report's module loads corelat.plot (and matplotlib when it writes)
+    "report": "._report",
     "Comparison": "._analysis.compare",
     "compare": "._analysis.compare",
     "example_files": "._analysis.compare",
@@ -135,10 +138,6 @@ def __getattr__(name):
         return value
     if name == "plot":
         return importlib.import_module(".plot", __name__)
-    if name == "report":  # the report's module loads corelat.plot (and matplotlib when it writes)
-        import importlib
-
-        return importlib.import_module("._report", __name__).report
     raise AttributeError(f"module 'corelat' has no attribute {name!r}")
 
 

@@ -4,10 +4,11 @@
 :class:`LatencyResult`; ``corelat.load()`` reads saved results and other tools' files.
 """
 
+from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401, I001
+
 import importlib
 from typing import TYPE_CHECKING
 
-from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # noqa: F401
 from ._core.errors import (
     CorelatError,
     InputError,

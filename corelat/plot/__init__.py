@@ -128,7 +128,7 @@ def heatmap(
     >>> import corelat, corelat.plot
     >>> ax = corelat.plot.heatmap(corelat.load(corelat.example_files()[0]), order="os")
     >>> ax.get_title().splitlines()[0]
-    '2-CPU VM, cas: cas kernel, 2 CPUs'
+    '2-CPU VM, cas (AMD EPYC): cas kernel, 2 CPUs'
     """
     plt = _plt()
     result = _one_home(result, home)

@@ -42,9 +42,17 @@ def _mark_clipped(ax, clipped, clip):
                  f"({'up to' if side else 'down to'} {_fmt(worst)} ns)")
         ax.scatter(xs, [y] * len(xs), transform=edge, marker=marker, color="tab:red", s=30, label=label,
                    zorder=3)
-    # Below the axes, not over the violins (the pairs' tops are where their slow samples are).
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+    # Below the axis label, not over the violins (the pairs' tops are where their slow samples are).
+    # The gap is measured in points once the labels are laid out: a fixed fraction of the axes sat on
+    # the label "CPU pair" (points do not change when the layout then resizes the axes).
+    from matplotlib.transforms import offset_copy
 
+    fig = ax.figure
+    fig.draw_without_rendering()
+    below = ax.get_window_extent().y0 - ax.get_tightbbox().y0  # pixels: tick labels and axis label
+    gap = below * 72.0 / fig.dpi + 4.0
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False, borderaxespad=0.0,
+              bbox_transform=offset_copy(ax.transAxes, fig=fig, y=-gap, units="points"))
 
 def _log_labels(axis, lo, hi):
     # matplotlib labels only the decades (10³, 10⁴): with 2× and 5× labelled too, a peak between them

@@ -258,12 +258,12 @@ class FleetResult(SavedResult):
         -------
         dict
             ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
-            and ``ok`` (True when nothing is off).
+            and ``ok`` (True when nothing is off and at least one node has a result).
         """
         off = len({o.node for o in self.outliers})
         return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
                 "errors": len(self.errors), "missing": len(self.missing),
-                "ok": not (off or self.errors or self.missing)}
+                "ok": bool(self.nodes) and not (off or self.errors or self.missing)}
 
     def to_dict(self, arrays: bool = True) -> dict[str, Any]:
         """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
@@ -451,6 +451,8 @@ class FleetResult(SavedResult):
                     f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
                     f"{md.get('mad_threshold', MAD_THRESHOLD):g} robust SD); groups of fewer than "
                     f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
+        if not nodes:
+            head.append("no node has a result: nothing was judged (see the errors and notes below)")
         lines = head + [""]
         for g in self.groups:
             meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
@@ -485,6 +487,12 @@ class FleetResult(SavedResult):
             for r in others:
                 lines.append("  " + r["node"] + ": " + ", ".join(
                     f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
+        subs = self.metadata.get("subgroups") or ()
+        if subs:
+            lines.append("Sub-groups of other hardware (several nodes off alike; not outliers):")
+            for sub in subs:
+                devs = ", ".join(f"{label(c)} {d:+.0%}" for c, d in sub["classes"].items())
+                lines.append(f"  group {sub['group']}: {', '.join(sub['nodes'])} ({devs})")
         if self.errors:
             lines.append("Errors:")
             lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)

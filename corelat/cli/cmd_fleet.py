@@ -2,16 +2,22 @@
 
 Run it under MPI: ``mpiexec -n N corelat fleet -o DIR`` or ``srun --ntasks-per-node=1 corelat fleet -o DIR``.
 The lowest rank of each node measures it (the others wait), saves ``DIR/<node>.npz`` as soon as it
-is done, and rank 0 writes ``DIR/fleet.json`` and prints the fleet report. Exit status 0 when every
-node has a result, 1 when a node failed or did not report in time, 2 for bad input or no mpi4py.
+is done, and rank 0 writes ``DIR/fleet.json`` and prints the fleet report. Exit status: 0 every node
+has a result and none is off; 1 a node failed or did not report in time, or no node has a result;
+3 outliers and nothing worse; 2 bad input (an output folder that cannot be written, before anything
+is measured) or no mpi4py. Under ``srun``, ``--expect`` defaults to ``SLURM_JOB_NODELIST``.
 """
 
 import math
+import os
 import sys
 
+from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.nodes import REPORT_NAME
 from corelat._fleet.run import mpi, run_options
+from corelat._fleet.verdict import exit_status, write_prometheus
 
 from . import cmd_measure
 
@@ -22,10 +28,35 @@ def add_arguments(p):
                    help="folder for the nodes' results and fleet.json (created if missing; use a new one "
                         "per run)")
     p.add_argument("--expect", metavar="NODES",
-                   help="nodes that should report: a file of names or a Slurm-style list like node[01-64]")
+                   help="nodes that should report: a file of names or a Slurm-style list like node[01-64] "
+                        "(default under srun: SLURM_JOB_NODELIST)")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
                    help="how long rank 0 waits for the nodes' results before it ends the job "
                         "(default: the sweep's worst-case time for this node's CPU count plus 5 minutes)")
+    p.add_argument("--prometheus", metavar="FILE",
+                   help="also write the verdict in Prometheus text format (node_exporter's textfile "
+                        "collector), atomically")
+
+
+def check_folder(folder):
+    """Refuse an output folder that cannot be written, before minutes of measuring (InputError)."""
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise InputError(f"-o {folder}: not a folder (a file, a device or a FIFO is there); give a folder")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"-o {folder}: cannot create the folder: {e.strerror or e}") from None
+    try:
+        _files.check_writable(os.path.join(folder, REPORT_NAME))
+    except OSError as e:
+        raise InputError(f"-o {folder}: cannot write in the folder: {e.strerror or e}") from None
+
+
+def _expect(args):
+    if args.expect is not None:
+        return expected_nodes(args.expect)
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") if os.environ.get("SLURM_STEP_ID") is not None else None
+    return expected_nodes(nodelist) if nodelist else None
 
 
 def run(args):
@@ -36,11 +67,15 @@ def run(args):
         print(f"corelat fleet: {e}", file=sys.stderr)
         return 2
 
-    if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait)):
-        raise InputError(f"--wait must be a positive number of seconds, got {args.wait:g}")
+    if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait) and args.wait <= 1e7):
+        raise InputError(f"--wait must be a number of seconds between 0 and 1e7 (115 days), "
+                         f"got {args.wait:g}")
     options = cmd_measure.request_options(args)
-    expect = expected_nodes(args.expect)
+    expect = _expect(args)
+    check_folder(args.output)
     result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect)
     if result is None:  # not rank 0
         return 0
-    return 0 if not (result.errors or result.missing) else 1
+    if args.prometheus:
+        write_prometheus(result, args.prometheus)
+    return exit_status(result)

@@ -1,0 +1,168 @@
+"""Fleet v2 (issue 25): other tools' files in a fleet folder, hardware sub-groups, one bad file never
+the fleet's problem, exit statuses for monitoring, the Prometheus file, paths relative to the folder."""
+
+import json
+import os
+import shutil
+
+import pytest
+from conftest import run_cli
+
+import corelat
+from corelat._fleet import synth as _fleet_synth
+
+PEERS = "fixtures/peer-results/core-to-core-latency"
+R5950 = "AMD Ryzen 9 5950X @ 3.40 GHz.csv"
+R7950 = "AMD Ryzen 9 7950X.csv"
+GRAVITON = "AWS Graviton3.csv"
+
+
+@pytest.fixture(scope="module")
+def peers(shared_dir):
+    return {p.name: corelat.load(p) for p in sorted((shared_dir / PEERS).glob("*.csv"))}
+
+
+def _peer_folder(shared_dir, folder, counts):
+    """``folder`` of copies of peers' CSV files, named like a fleet folder: ``<node>.csv``."""
+    folder.mkdir()
+    k = 0
+    for file, n in counts.items():
+        for _ in range(n):
+            shutil.copy(shared_dir / PEERS / file, folder / f"node{k:02d}.csv")
+            k += 1
+    return folder
+
+
+def _csv_fleet(folder, results):
+    """Synthetic nodes written as core-to-core-latency CSV files (the synthetic fleets from disk)."""
+    folder.mkdir(exist_ok=True)
+    for r in results:
+        r.to_csv(folder / f"{r.name}.csv")
+    return folder
+
+
+# -- 1: other tools' files ---------------------------------------------------------------------------------
+def test_a_folder_of_other_tools_csv_files_is_read(peers, tmp_path):
+    nodes = _fleet_synth.copies(peers[GRAVITON], 12, seed=4, slow=(5, "cores", 1.3))
+    folder = _csv_fleet(tmp_path / "csv", nodes)
+    r = corelat.fleet(folder, expect="node[000-011]")
+    assert len(r.nodes) == 12 and not r.errors and not r.missing
+    assert [o.node for o in r.outliers] == ["node005"]
+    p = run_cli("fleet-report", folder, "--expect", "node[000-011]")
+    assert "12 nodes" in p.stdout and "node005" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_folder_without_any_usable_file_is_never_a_silent_zero(tmp_path):
+    folder = tmp_path / "junk"
+    folder.mkdir()
+    (folder / "readme.md").write_text("hello")
+    (folder / "node01.csv").write_text("not, a, matrix\nat all\n")
+    r = corelat.fleet(folder)
+    assert not r.nodes and not r.summary()["ok"]
+    text = r.describe()
+    assert "readme.md" in text and "node01.csv" in text and "no node has a result" in text
+    p = run_cli("fleet-report", folder)
+    assert p.returncode == 1, p.stdout + p.stderr
+    (tmp_path / "empty").mkdir()
+    p = run_cli("fleet-report", tmp_path / "empty")
+    assert p.returncode == 1 and "no node" in p.stdout
+
+
+# -- 9: one bad file is its node's problem -------------------------------------------------------------------
+def _encrypted(path):
+    data = bytearray(path.read_bytes())
+    for sig, off in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        i = data.find(sig)
+        while i >= 0:
+            data[i + off] |= 1  # "encrypted" general purpose flag
+            i = data.find(sig, i + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_a_deeply_nested_error_file_or_an_encrypted_npz_is_an_error_of_its_node(peers, tmp_path):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    for r in _fleet_synth.copies(peers[GRAVITON], 4, seed=1):
+        r.save(folder / f"{r.name}.npz")
+    (folder / "deep.error.json").write_text("[" * 200_000)
+    _fleet_synth.copies(peers[GRAVITON], 1, seed=2, names="locked")[0].save(folder / "locked.npz")
+    _encrypted(folder / "locked.npz")
+    r = corelat.fleet(folder)
+    assert len(r.nodes) == 4
+    assert {e["node"] for e in r.errors} == {"deep", "locked"}
+    p = run_cli("fleet-report", folder)
+    assert p.returncode == 1 and "4 nodes" in p.stdout and "Traceback" not in p.stderr, p.stderr
+
+
+# -- exit statuses -----------------------------------------------------------------------------------------
+def test_outliers_alone_exit_3_and_problems_win(peers, tmp_path):
+    nodes = _fleet_synth.copies(peers[GRAVITON], 8, seed=5, slow=(2, "cores", 1.4))
+    folder = tmp_path / "f"
+    folder.mkdir()
+    for r in nodes:
+        r.save(folder / f"{r.name}.npz")
+    p = run_cli("fleet-report", folder, "--json")
+    assert p.returncode == 3, p.stderr
+    assert json.loads(p.stdout)["summary"]["ok"] is False
+    p = run_cli("fleet-report", folder, "--expect", "node[000-008]")  # node008 missing: 1 wins over 3
+    assert p.returncode == 1
+    os.unlink(folder / "node002.npz")
+    assert run_cli("fleet-report", folder).returncode == 0
+
+
+# -- 2: other hardware among other tools' files ------------------------------------------------------------
+def test_a_second_kind_of_machine_is_a_sub_group_and_a_lone_one_an_outlier(shared_dir, tmp_path):
+    folder = _peer_folder(shared_dir, tmp_path / "peers", {R5950: 8, R7950: 4})
+    r = corelat.fleet(folder)
+    assert not r.outliers, [o.describe() for o in r.outliers]
+    (sub,) = r.metadata["subgroups"]
+    assert sub["nodes"] == ["node08", "node09", "node10", "node11"]
+    text = r.describe()
+    assert "Sub-groups of other hardware" in text and "unknown hardware" in text and "--model" in text
+    lone = _peer_folder(shared_dir, tmp_path / "lone", {R5950: 8, R7950: 1})
+    r = corelat.fleet(lone)
+    assert {o.node for o in r.outliers} == {"node08"} and not r.metadata["subgroups"]
+
+
+def test_a_model_or_a_mapping_file_splits_the_groups(shared_dir, tmp_path):
+    folder = _peer_folder(shared_dir, tmp_path / "peers", {R5950: 8, R7950: 4})
+    mapping = tmp_path / "models.txt"
+    mapping.write_text("# node list  model\nnode[00-07] AMD Ryzen 9 5950X\nnode[08-11] AMD Ryzen 9 7950X\n")
+    r = corelat.fleet(folder, model=mapping)
+    assert sorted(len(g.nodes) for g in r.groups) == [4, 8] and not r.outliers
+    assert {g.cpu_model for g in r.groups} == {"AMD Ryzen 9 5950X", "AMD Ryzen 9 7950X"}
+    r = corelat.fleet(_peer_folder(shared_dir, tmp_path / "one", {R5950: 5}), model="AMD Ryzen 9 5950X")
+    assert r.groups[0].cpu_model == "AMD Ryzen 9 5950X" and "unknown hardware" not in r.describe()
+    p = run_cli("fleet-report", folder, "--model", mapping)
+    assert p.returncode == 0 and "7950X" in p.stdout, p.stdout + p.stderr
+
+
+# -- monitoring: Prometheus --------------------------------------------------------------------------------
+def test_prometheus_file_parses_and_says_the_verdict(peers, tmp_path):
+    parser = pytest.importorskip("prometheus_client.parser")
+    nodes = _fleet_synth.copies(peers[GRAVITON], 6, seed=5, slow=(2, "cores", 1.4),
+                                names='we"ird\\node{}')
+    folder = _csv_fleet(tmp_path / "f", nodes[:5])
+    (folder / "gone.error.json").write_text(json.dumps({"kind": "fleet-node-error", "node": "gone",
+                                                        "error": "boom"}))
+    prom = tmp_path / "corelat.prom"
+    (tmp_path / "nodes.txt").write_text("absent\n")
+    p = run_cli("fleet-report", folder, "--prometheus", prom, "--expect", tmp_path / "nodes.txt")
+    assert p.returncode == 1, p.stderr
+    families = {f.name: f for f in parser.text_string_to_metric_families(prom.read_text())}
+    outlier = {(s.labels["node"], s.labels["class"]): s.value
+               for s in families["corelat_fleet_outlier"].samples}
+    assert outlier[('we"ird\\node2', "cores")] == 1 and sum(outlier.values()) == 1
+    medians = families["corelat_fleet_class_median_ns"].samples
+    assert len(medians) == 5 and all(s.value > 0 for s in medians)
+    assert families["corelat_fleet_missing_nodes"].samples[0].value == 1
+    assert families["corelat_fleet_failed_nodes"].samples[0].value == 1
+    assert families["corelat_fleet_run_timestamp_seconds"].samples[0].value > 1.5e9
+    assert families["corelat_fleet_exit_status"].samples[0].value == 1
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]  # atomic: no temporary left
+
+
+# -- 8: the small ones ------------------------------------------------------------------------------------
+def test_a_node_list_file_that_is_not_there_is_an_error_not_a_host(tmp_path):
+    p = run_cli("fleet-report", tmp_path, "--expect", "nosuchfile.txt")
+    assert p.returncode == 2 and "nosuchfile.txt" in p.stderr and "no such file" in p.stderr

@@ -195,3 +195,27 @@ def test_a_rank_that_never_joins_ends_the_job(tmp_path):
     assert "not every rank joined: rank(s) 2 of 3 did not start" in p.stderr, p.stderr
     assert "the others: a, b" in p.stderr
     assert time.monotonic() - t0 < MPI_TIMEOUT / 2
+
+
+# -- issue 25 ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stray", [["sleep", "300"], ["true"]])
+def test_a_rank_that_never_starts_mpi_ends_the_job_within_the_wait(tmp_path, stray):
+    # Under MPICH the other ranks wait inside MPI_Init (before any corelat time-out): a watchdog
+    # process started before it ends them, saying why. The hard time-out only guards the test.
+    cmd = [_launcher(), "-n", "1", "env", "CORELAT_NODE_NAME=a", sys.executable, *fleet_cli(tmp_path / "run"),
+           "--wait", "8", ":", "-n", "1", *stray]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert p.returncode != 0
+    if stray[0] == "sleep":  # a rank that ends first may end the job through the launcher instead
+        assert "never started MPI" in p.stderr, p.stdout + p.stderr
+    assert took < 60, took
+
+
+def test_wait_bounds_the_job_whatever_shares_the_machine(tmp_path):
+    # a, b and c share this machine and take turns; rank 0 (a) hangs: the others give up after the
+    # stated wait (not 3 × the wait, nor the wait plus 2 join time-outs) and a short grace.
+    p, out, took = driver_job(tmp_path, "hang_root", wait=20, join=4)
+    assert p.returncode != 0 and "rank 0 (a, which writes the report)" in p.stderr, p.stderr
+    assert took < 20 + 4 + 30, took  # wait + join + start-up of three interpreters on a busy machine

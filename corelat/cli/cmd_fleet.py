@@ -16,7 +16,7 @@ from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.nodes import REPORT_NAME
-from corelat._fleet.run import mpi, run_options
+from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._fleet.verdict import exit_status, write_prometheus
 
 from . import cmd_measure
@@ -61,18 +61,17 @@ def _expect(args):
 
 def run(args):
 
-    try:
-        mpi()
-    except ImportError as e:
-        print(f"corelat fleet: {e}", file=sys.stderr)
-        return 2
-
     if args.wait is not None and not (args.wait > 0 and math.isfinite(args.wait) and args.wait <= 1e7):
         raise InputError(f"--wait must be a number of seconds between 0 and 1e7 (115 days), "
                          f"got {args.wait:g}")
     options = cmd_measure.request_options(args)
     expect = _expect(args)
-    check_folder(args.output)
+    check_folder(args.output)  # before MPI_Init: a bad -o ends every rank at once, nothing measured
+    try:  # MPI_Init: bounded by the join time-out, or by --wait when that is shorter
+        mpi(JOIN_TIMEOUT if args.wait is None else min(JOIN_TIMEOUT, args.wait))
+    except ImportError as e:
+        print(f"corelat fleet: {e}", file=sys.stderr)
+        return 2
     result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect)
     if result is None:  # not rank 0
         return 0

@@ -123,6 +123,10 @@ DRIVER = textwrap.dedent("""
                 time.sleep(3600)
             if mode == "raise":
                 raise RuntimeError("injected failure")
+            if mode == "nosave":  # a full disk once measured
+                def full(self, path):
+                    raise OSError(28, "No space left on device")
+                corelat.LatencyResult.save = full
         if node == "a" and mode == "hang_root":
             time.sleep(3600)
         return corelat.measure(samples=10, round_trips=50, retest=False, timeout=20, name=node)
@@ -219,3 +223,11 @@ def test_wait_bounds_the_job_whatever_shares_the_machine(tmp_path):
     p, out, took = driver_job(tmp_path, "hang_root", wait=20, join=4)
     assert p.returncode != 0 and "rank 0 (a, which writes the report)" in p.stderr, p.stderr
     assert took < 20 + 4 + 30, took  # wait + join + start-up of three interpreters on a busy machine
+
+
+def test_a_node_whose_file_cannot_be_written_is_still_in_the_report(tmp_path):
+    p, out, _ = driver_job(tmp_path, "nosave")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Fleet run: 3 nodes" in p.stdout and "c was measured, but its file could not be written" in p.stdout
+    assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "fleet.json"]
+    assert {r["node"] for r in corelat.FleetResult.load(out / "fleet.json").nodes} == {"a", "b", "c"}

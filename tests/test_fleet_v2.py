@@ -166,3 +166,19 @@ def test_prometheus_file_parses_and_says_the_verdict(peers, tmp_path):
 def test_a_node_list_file_that_is_not_there_is_an_error_not_a_host(tmp_path):
     p = run_cli("fleet-report", tmp_path, "--expect", "nosuchfile.txt")
     assert p.returncode == 2 and "nosuchfile.txt" in p.stderr and "no such file" in p.stderr
+
+
+# -- 5: an output folder that cannot be written is refused before anything is measured --------------------
+@pytest.mark.parametrize("what", ["file", "fifo", "devnull", "proc"])
+def test_fleet_refuses_an_output_that_is_not_a_writable_folder(tmp_path, what):
+    out = {"file": tmp_path / "f.txt", "fifo": tmp_path / "fifo", "devnull": "/dev/null",
+           "proc": "/proc/corelat-fleet-out"}[what]
+    if what == "file":
+        out.write_text("keep me")
+    if what == "fifo":
+        os.mkfifo(out)
+    p = run_cli("fleet", "50", "10", "-o", out, timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert str(out) in p.stderr and "File exists" not in p.stderr and "Traceback" not in p.stderr
+    if what == "file":
+        assert out.read_text() == "keep me"

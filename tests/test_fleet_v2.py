@@ -182,3 +182,23 @@ def test_fleet_refuses_an_output_that_is_not_a_writable_folder(tmp_path, what):
     assert str(out) in p.stderr and "File exists" not in p.stderr and "Traceback" not in p.stderr
     if what == "file":
         assert out.read_text() == "keep me"
+
+
+# -- 7: node files relative to the report -----------------------------------------------------------------
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_a_saved_report_finds_its_node_files_from_anywhere(peers, tmp_path, monkeypatch, suffix):
+    job = tmp_path / "job"
+    (job / "run").mkdir(parents=True)
+    for r in _fleet_synth.copies(peers[GRAVITON], 3, seed=1):
+        r.save(job / "run" / f"{r.name}.npz")
+    monkeypatch.chdir(job)  # the job's working directory: paths as the job sees them
+    report = corelat.fleet("run")
+    report.save(f"run/fleet{suffix}")
+    monkeypatch.chdir(tmp_path.parent)
+    got = corelat.load(job / "run" / f"fleet{suffix}")
+    for rec in got.nodes:
+        assert corelat.load(rec["file"]).name == rec["node"]
+    moved = tmp_path / "moved"
+    os.rename(job / "run", moved)  # the whole folder moved: still found
+    got = corelat.load(moved / f"fleet{suffix}")
+    assert all(os.path.exists(rec["file"]) for rec in got.nodes)

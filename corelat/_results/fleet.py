@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -27,6 +28,8 @@ KIND = "fleet"
 
 #: Largest fleet.json read.
 MAX_JSON = 256 << 20
+#: Metadata flag of a saved report whose node files are relative to the report's folder.
+_RELATIVE = "files_relative_to_report"
 
 
 # -- the result -----------------------------------------------------------------------------------------
@@ -361,9 +364,9 @@ class FleetResult(SavedResult):
     def _from_npz(cls, header, arrays, path):
         if header.get("kind") != KIND:
             raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
-        return from_file(path, lambda: cls.from_dict(header, {
+        return _resolved(from_file(path, lambda: cls.from_dict(header, {
             int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
-            for g in header.get("groups", [])}))
+            for g in header.get("groups", [])})), path)
 
     def save(self, path: Path) -> None:
         """Write the result (atomically).
@@ -390,12 +393,27 @@ class FleetResult(SavedResult):
         True
         """
         path = os.fspath(path)
-        if path.lower().endswith(".json"):
-            write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
-        elif path.lower().endswith(".npz"):
-            super().save(path)
-        else:
+        if not path.lower().endswith((".json", ".npz")):
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
+        # Node files relative to the report's folder: it still finds them read from anywhere else.
+        base = os.path.dirname(os.path.abspath(path))
+        stored = self._with_files(lambda f: os.path.relpath(os.path.abspath(f), base), relative=True)
+        if path.lower().endswith(".json"):
+            write_bytes(path, json.dumps(stored.to_dict(), indent=1, allow_nan=False).encode())
+        else:
+            SavedResult.save(stored, path)
+
+    def _with_files(self, change, relative):
+        """This result with every node's and error's ``file`` changed (empty ones kept)."""
+        def one(d):
+            return {**d, "file": change(d["file"])} if d.get("file") else d
+
+        md = dict(self.metadata)
+        md.pop(_RELATIVE, None)
+        if relative:
+            md[_RELATIVE] = True
+        return dataclasses.replace(self, nodes=tuple(one(thaw(r)) for r in self.nodes),
+                                   errors=tuple(one(dict(e)) for e in self.errors), metadata=md)
 
     # -- text --------------------------------------------------------------------------------------------
     def table(self, group: int | None = None) -> str:
@@ -521,15 +539,27 @@ def write_bytes(path, data):
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def _resolved(result, path):
+    """``result`` read from ``path``, its node files (stored relative to ``path``'s folder) made paths
+    that work from here."""
+    if not result.metadata.get(_RELATIVE):
+        return result
+    base = os.path.dirname(os.path.abspath(os.fspath(path)))
+    return result._with_files(lambda f: os.path.normpath(os.path.join(base, str(f))), relative=False)
+
+
 def load_fleet(path):
-    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``)."""
+    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``); node files stored
+    relative to the report's folder come back as paths that work from here."""
     path = os.fspath(path)
     try:
         if _npz.is_npz(path):
             header, arrays = _npz.read(path)
-            return FleetResult._from_npz(header, arrays, path)
-        text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
-        return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
+            result = FleetResult._from_npz(header, arrays, path)
+        else:
+            text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
+            result = _resolved(FleetResult.from_dict(_npz.parse_json(text, path, "the file")), path)
+        return result
     except InputError as e:
         raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

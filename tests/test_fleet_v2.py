@@ -202,3 +202,41 @@ def test_a_saved_report_finds_its_node_files_from_anywhere(peers, tmp_path, monk
     os.rename(job / "run", moved)  # the whole folder moved: still found
     got = corelat.load(moved / f"fleet{suffix}")
     assert all(os.path.exists(rec["file"]) for rec in got.nodes)
+
+
+# -- 6: stale and mixed runs -------------------------------------------------------------------------------
+def test_files_of_another_run_are_named_and_left_out_unless_asked(peers, tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+
+    def run_of(run):
+        return lambda i: {"fleet": {"node": f"node{i:03d}", "run": run, "job": "4242"}}
+
+    old = _fleet_synth.copies(peers[GRAVITON], 5, seed=1, metadata=run_of("old-run"))
+    for r in old:
+        r.save(folder / f"{r.name}.npz")
+        os.utime(folder / f"{r.name}.npz", (1e9, 1e9))
+    (folder / "node009.error.json").write_text(json.dumps({"kind": "fleet-node-error", "node": "node009",
+                                                           "error": "old failure", "run": "old-run"}))
+    os.utime(folder / "node009.error.json", (1e9, 1e9))
+    new = _fleet_synth.copies(peers[GRAVITON], 3, seed=2, metadata=run_of("new-run"))
+    for r in new:  # node000..002 again, the newer run
+        r.save(folder / f"{r.name}.npz")
+    r = corelat.fleet(folder)
+    assert sorted(x["node"] for x in r.nodes) == ["node000", "node001", "node002"] and not r.errors
+    note = next(n for n in r.notes if "another run" in n)
+    assert "node003.npz" in note and "node009.error.json" in note and "new-run" in note
+    assert r.metadata["run"] == {"run": "new-run"}
+    assert len(corelat.fleet(folder, all_runs=True).nodes) == 5
+    p = run_cli("fleet-report", folder, "--all-runs")
+    assert "5 nodes" in p.stdout and p.returncode == 1  # node009's old error
+
+
+def test_a_fleet_job_writes_its_run_into_each_file(tmp_path, monkeypatch):
+    from corelat._fleet import run as _run
+
+    monkeypatch.setenv("SLURM_JOB_ID", "777")
+    got = _run._save_result(corelat.load(corelat.example_files()[0]), str(tmp_path), "n1", 0,
+                            _run.new_run())
+    md = corelat.load(got[1]).metadata["fleet"]
+    assert md["job"] == "777" and md["run"] and md["started"]

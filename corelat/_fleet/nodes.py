@@ -31,6 +31,7 @@ from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeEr
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
 from corelat._fleet import classes, kinds
+from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.stats import RunningMedian, nan_median, robust
 from corelat._results import formats as _formats
@@ -113,6 +114,7 @@ def node_data(node, cpus, kernel, median, md, file=""):
     meta = {
         "cpu_model": md.get("cpu_model") or md.get("source"),
         "model_known": bool(md.get("cpu_model")),
+        "run": (md.get("fleet") or {}).get("run") if isinstance(md.get("fleet"), Mapping) else None,
         "topology_summary": md.get("topology_summary") if codes is not None else None,
         "hostname": md.get("hostname"),
         "date": md.get("date"),
@@ -203,6 +205,8 @@ class FleetBuilder:
     def __init__(self, name="fleet", model=None):
         self.name = name
         self._model = kinds.model_of(model)
+        self.run = None  # reading a folder: the run whose files are taken (see corelat._fleet.runs)
+        self.stale = []
         self._subgroups = []
         self._groups = {}
         self._records = {}
@@ -276,6 +280,11 @@ class FleetBuilder:
             if g.pending:
                 self._flush(g)
         groups, outliers, nodes = [], [], []
+        if self.stale:
+            runs = ", ".join(dict.fromkeys(run for run, _ in self.stale))
+            self._notes.append(f"{len(self.stale)} file(s) of another run than {runs} were left out "
+                               "(take them with --all-runs): " + ", ".join(f for _, f in self.stale[:10])
+                               + (" ..." if len(self.stale) > 10 else ""))
         unknown = sum(len(g.nodes) for g in self._groups.values() if g.unknown)
         if unknown:
             self._notes.append(f"{unknown} node(s) of unknown hardware (other tools' files carry no CPU "
@@ -397,12 +406,13 @@ def node_files(folder):
     return folder_files(folder)[0]
 
 
-def read_error_file(path):
-    """(node, error text) from a ``<node>.error.json`` file."""
+def read_error_file(path, with_run=False):
+    """(node, error text) from a ``<node>.error.json`` file (and its run id, ``with_run``)."""
     d = json.loads(_files.read_bytes(path, MAX_ERROR_FILE).decode("utf-8"))
     if not isinstance(d, dict) or d.get("kind") != "fleet-node-error":
         raise ValueError("not a corelat fleet error file")
-    return str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
+    got = str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
+    return (*got, d.get("run")) if with_run else got
 
 
 def _read_text(path, node):
@@ -421,7 +431,7 @@ def _read_path(path):
     try:
         if path.endswith(ERROR_SUFFIX):
             try:
-                return "error", read_error_file(path)
+                return "error", read_error_file(path, with_run=True)
             except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
                 return "error", (node, f"unreadable error file ({type(e).__name__}: {e})")
         if path.lower().endswith(TEXT_SUFFIXES):
@@ -439,6 +449,11 @@ def _read_path(path):
 
 def _add(builder, path, got):
     what, value = got
+    if builder.run is not None and what != "note":
+        run = value.meta.get("run") if what == "node" else (value[2] if len(value) > 2 else None)
+        if run != builder.run:
+            builder.stale.append((builder.run, os.path.basename(path)))
+            return
     if what == "node":
         builder.add(value)
     elif what == "error":
@@ -478,6 +493,7 @@ def fleet(
     *,
     name: str | None = None,
     model: str | Path | Mapping[str, str] | None = None,
+    all_runs: bool = False,
 ) -> FleetResult:
     """Compare many machines: group them by hardware and name the nodes that are off.
 
@@ -497,6 +513,9 @@ def fleet(
         them, a file of lines ``NODELIST MODEL``, or a dict {node list: model}. Without one such
         files are grouped by CPU count, and several nodes of a group that are off alike are named
         as a sub-group of other hardware (``metadata["subgroups"]``) rather than as outliers.
+    all_runs : bool
+        Take every file of a folder. By default the files of another run than the folder's last
+        one (``corelat fleet`` writes the run into each file) are named and left out.
 
     Returns
     -------
@@ -527,7 +546,7 @@ def fleet(
         name = os.path.basename(os.path.normpath(os.fspath(first))) if isinstance(first, (str, os.PathLike)) \
             else "fleet"
     builder = FleetBuilder(name=name, model=model)
-    folders = []
+    folders, run = [], None
     for item in items:
         if isinstance(item, LatencyResult):
             builder.add(summarize(item))
@@ -536,7 +555,10 @@ def fleet(
             if os.path.isdir(path):
                 folders.append(path)
                 used, others = folder_files(path)
+                builder.run = None if all_runs else _runs.folder_run(path, used, REPORT_NAME)
+                run = run or builder.run
                 _add_paths(builder, used)
+                builder.run = None
                 _note_others(builder, path, others)
             elif os.path.exists(path):
                 _add_paths(builder, [path])
@@ -545,4 +567,7 @@ def fleet(
         else:
             raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or "
                              "results")
-    return builder.finish(expect=expect, metadata={"source": folders or "results"})
+    md = {"source": folders or "results"}
+    if run:
+        md["run"] = {"run": run}
+    return builder.finish(expect=expect, metadata=md)

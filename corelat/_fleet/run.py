@@ -41,6 +41,7 @@ from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
+from corelat._fleet.runs import new_run
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, refuse_unknown_keywords
 from corelat._results.fleet import FleetResult, write_bytes
@@ -196,12 +197,13 @@ def _plan(hellos, wait, per_node=False):
     return roles, leaders, notes
 
 
-def _save_result(result, directory, node, rank):
-    """``DIR/<node>.npz``, atomically; returns the path."""
+def _save_result(result, directory, node, rank, run=None):
+    """``DIR/<node>.npz``, atomically; returns the path. The file records the run (its id, the Slurm
+    job id, when it started) so that a report of the folder tells it from other runs' files."""
 
     md = thaw(result.metadata)
     md["fleet"] = {"node": node, "rank": rank, "microcode": _sysinfo.microcode(),
-                   "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID")}
+                   "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID"), **(run or {})}
     result = LatencyResult(cpus=result.cpus, kernel=result.kernel, samples=result.samples, metadata=md,
                            name=node, flags=result.flags, extras=dict(result.extras))
     if directory is None:
@@ -214,21 +216,21 @@ def _save_result(result, directory, node, rank):
     return result, path
 
 
-def _save_error(directory, node, rank, error):
+def _save_error(directory, node, rank, error, run=None):
     if directory is None:
         return
 
     d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
-         "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
+         "error": error, "hostname": socket.gethostname(), "date": collect()["date"], **(run or {})}
     write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
 
 
-def _measure_node(measure, directory, node, rank):
+def _measure_node(measure, directory, node, rank, run=None):
     """(NodeData or None, error text or None)."""
     try:
         result = measure(node)
         try:
-            result, path = _save_result(result, directory, node, rank)
+            result, path = _save_result(result, directory, node, rank, run)
         except Exception as e:  # noqa: BLE001 - a full disk: the node is measured all the same
             nd = _fleet.summarize(result, node=node)
             nd.meta["save_error"] = f"{type(e).__name__}: {e}"
@@ -239,7 +241,7 @@ def _measure_node(measure, directory, node, rank):
     except Exception as e:  # noqa: BLE001 - a node's failure is reported, the fleet goes on
         error = f"{type(e).__name__}: {e}"
         try:
-            _save_error(directory, node, rank, error)
+            _save_error(directory, node, rank, error, run)
         except Exception as e2:  # noqa: BLE001
             error += f" (and its error file could not be written: {e2})"
         return None, error
@@ -349,6 +351,9 @@ class _Job:
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
         roles, self.leaders, self.notes = _plan(hellos, self.wait, self.per_node)
+        run = new_run()
+        for role in roles.values():
+            role["run"] = run
         for r in range(1, self.size):
             self.link.send(pack(roles[r]), r, TAG_PLAN)
         self.role = roles[0]
@@ -364,7 +369,7 @@ class _Job:
                      f"within {self.total_wait:g} s")
             with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
                 folder = self.directory if self.folder_error is None else None
-                _save_error(folder, self.node, self.rank, error)
+                _save_error(folder, self.node, self.rank, error, self.role.get("run"))
             return error
         return self.folder_error
 
@@ -373,7 +378,7 @@ class _Job:
         report builder with its own node in it."""
         nd, error = None, self._turn_error()
         if error is None:
-            nd, error = _measure_node(measure, self.directory, self.node, self.rank)
+            nd, error = _measure_node(measure, self.directory, self.node, self.rank, self.role.get("run"))
         if self.role["next"] is not None:
             self.link.send(b"turn", self.role["next"], TAG_TURN)
         if self.rank != 0:
@@ -416,7 +421,7 @@ class _Job:
                        f"measuring, hung or dead)") for r, n in pending.items()}
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": self.size, "directory": directory,
-                                          "wait_s": total_wait})
+                                          "wait_s": total_wait, "run": self.role.get("run")})
         print(result.describe(), file=out or sys.stdout, flush=True)
         if directory is not None:
             try:

@@ -33,12 +33,15 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
                    help="save the fleet result (.json or .npz)")
+    p.add_argument("--all-runs", action="store_true",
+                   help="take every file of the folder (default: files of another run than the folder's "
+                        "last one are named and left out)")
     add_report_options(p)
 
 
 def run(args):
 
-    result = fleet(args.folder, expect=args.expect, model=args.model)
+    result = fleet(args.folder, expect=args.expect, model=args.model, all_runs=args.all_runs)
     if args.output:
         result.save(args.output)
     if args.prometheus:

@@ -1,0 +1,70 @@
+"""Which run a fleet folder's files belong to: a folder re-used for another run keeps the old files.
+
+``corelat fleet`` writes into each node's file (and error file) the run's id, the Slurm job id where
+there is one, and the date. :func:`folder_run` finds the run a folder's report is about: the run of
+its ``fleet.json``, else the run of its newest node file. Files of other runs (and, once the folder
+has a run, files without one) are named in the report and left out unless asked for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import secrets
+
+from corelat._core import files as _files
+from corelat._core import npz as _npz
+from corelat._core.errors import InputError
+
+#: Largest fleet.json whose run id is read (its metadata comes first, the rest is not parsed twice).
+_MAX_REPORT = 256 << 20
+
+
+def new_run():
+    """A new run's record: ``{"run": id, "job": Slurm job id or None, "date": ISO date}``."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return {"run": now.strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3),
+            "job": os.environ.get("SLURM_JOB_ID"), "started": now.isoformat(timespec="seconds")}
+
+
+def _report_run(path):
+    try:
+        d = json.loads(_files.read_bytes(path, _MAX_REPORT).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    md = d.get("metadata") if isinstance(d, dict) else None
+    run = md.get("run") if isinstance(md, dict) else None
+    return run.get("run") if isinstance(run, dict) else None
+
+
+def _file_run(path):
+    if path.endswith(".npz"):
+        try:
+            header, _ = _npz.read(path, only=())
+        except InputError:
+            return None
+        fleet = (header.get("metadata") or {}).get("fleet")
+        return fleet.get("run") if isinstance(fleet, dict) else None
+    try:
+        d = json.loads(_files.read_bytes(path, 1 << 20).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return d.get("run") if isinstance(d, dict) else None
+
+
+def folder_run(folder, paths, report_name):
+    """The run id a folder's report is about: that of its newest file that names one (the report or
+    a node's file), or None."""
+    report = os.path.join(folder, report_name)
+    stamped = []
+    for p in [*paths, report]:
+        try:
+            stamped.append((os.stat(p).st_mtime_ns, p))
+        except OSError:
+            continue
+    for _, p in sorted(stamped, reverse=True)[:8]:  # the newest files: the last run's
+        run = _report_run(p) if p == report else _file_run(p)
+        if run:
+            return run
+    return None

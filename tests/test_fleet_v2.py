@@ -240,3 +240,71 @@ def test_a_fleet_job_writes_its_run_into_each_file(tmp_path, monkeypatch):
                             _run.new_run())
     md = corelat.load(got[1]).metadata["fleet"]
     assert md["job"] == "777" and md["run"] and md["started"]
+
+
+# -- figures ------------------------------------------------------------------------------------------------
+@pytest.fixture
+def plt():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import corelat.plot  # noqa: F401
+
+    yield plt
+    plt.close("all")
+
+
+def _inside(fig, artist):
+    renderer = fig.canvas.get_renderer()
+    box, page = artist.get_window_extent(renderer), fig.bbox
+    return box.x0 >= page.x0 - 1 and box.x1 <= page.x1 + 1 and box.y0 >= page.y0 - 1 and box.y1 <= page.y1 + 1
+
+
+def test_overview_of_a_thousand_nodes_reads_and_names_failed_missing_and_long_names(peers, plt):
+    import matplotlib.colors
+
+    long = "rack-0042-chassis-07-blade-3-" + "x" * 80 + "-node{:04d}"
+    nodes = _fleet_synth.copies(peers[GRAVITON], 1000, seed=7, slow=(417, "cores", 2.0), names=long)
+    fleet = corelat.fleet(nodes, expect=[n.name for n in nodes] + ["lost01"])
+    fleet = corelat.FleetResult.from_dict({**fleet.to_dict(), "errors": [
+        {"node": "broken07", "error": "boom", "file": ""}]})
+    fig = corelat.plot.fleet(fleet)
+    w, h = fig.get_size_inches()
+    assert h <= 12 and w <= 14  # not a 46-inch strip
+    (ax,) = [a for a in fig.axes if a.images]
+    assert ax.images[0].get_array().shape[0] == 1000  # every node is a row
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert 10 <= len(labels) <= 60 and all(len(t.get_text()) <= 32 for t in labels)
+    assert any(t.get_text().endswith("node0417") for t in labels)  # the outlier is named
+    assert all(_inside(fig, t) for t in labels)  # long names not clipped
+    text = "\n".join(t.get_text() for a in fig.axes for t in a.texts)
+    assert "failed (1): broken07" in text and "missing (1): lost01" in text
+    # the outlier's value reads on its cell: white on a dark cell, its box drawn
+    (value,) = [t for t in ax.texts if t.get_fontweight() == "bold"]
+    cell = ax.images[0].cmap(ax.images[0].norm(ax.images[0].get_array()[417, 0]))
+    dark = sum(c * k for c, k in zip(matplotlib.colors.to_rgb(cell), (0.299, 0.587, 0.114))) < 0.5
+    assert dark and value.get_color() == "white" and len(ax.patches) == 1
+
+
+def test_ratio_heatmap_says_when_the_ratio_lies_beyond_its_scale(peers, tmp_path, plt):
+    nodes = _fleet_synth.copies(peers[GRAVITON], 6, seed=3, slow=(2, "cores", 0.24))
+    folder = tmp_path / "f"
+    folder.mkdir()
+    for r in nodes:
+        r.save(folder / f"{r.name}.npz")
+    fig = corelat.plot.fleet(corelat.fleet(folder), node="node002")
+    (ax,) = [a for a in fig.axes if a.images]
+    assert "beyond the colour scale" in ax.get_title() and "ratios from ×0.1" in ax.get_title()
+
+
+def test_corelat_plot_draws_fleet_json(peers, tmp_path):
+    pytest.importorskip("matplotlib")
+    folder = _csv_fleet(tmp_path / "f", _fleet_synth.copies(peers[GRAVITON], 4, seed=1))
+    corelat.fleet(folder).save(folder / "fleet.json")
+    p = run_cli("plot", folder / "fleet.json", "-o", tmp_path / "fleet.png")
+    assert p.returncode == 0 and (tmp_path / "fleet.png").stat().st_size > 1000, p.stderr
+    p = run_cli("plot", folder / "fleet.json", "--node", "node001", "-o", tmp_path / "node.png")
+    assert p.returncode == 0 and (tmp_path / "node.png").exists(), p.stderr

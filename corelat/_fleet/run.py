@@ -560,7 +560,7 @@ def measure_fleet(
     >>> if fleet is not None:  # rank 0  # doctest: +SKIP
     ...     print(fleet)
     """
-    MPI = mpi(JOIN_TIMEOUT if wait is None else min(JOIN_TIMEOUT, float(wait)))
+    MPI = mpi()  # a script that calls this has imported mpi4py (and so run MPI_Init) already, mostly
     if comm is None:
         comm = MPI.COMM_WORLD
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end

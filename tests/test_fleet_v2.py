@@ -308,3 +308,17 @@ def test_corelat_plot_draws_fleet_json(peers, tmp_path):
     assert p.returncode == 0 and (tmp_path / "fleet.png").stat().st_size > 1000, p.stderr
     p = run_cli("plot", folder / "fleet.json", "--node", "node001", "-o", tmp_path / "node.png")
     assert p.returncode == 0 and (tmp_path / "node.png").exists(), p.stderr
+
+
+# -- Slurm defaults -------------------------------------------------------------------------------------------
+def test_under_srun_expect_defaults_to_the_job_node_list(monkeypatch):
+    from corelat.cli import cmd_fleet
+
+    args = type("Args", (), {"expect": None})()
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "cn[01-03],gpu7")
+    monkeypatch.delenv("SLURM_STEP_ID", raising=False)
+    assert cmd_fleet._expect(args) is None  # the batch script, not a step: nothing implied
+    monkeypatch.setenv("SLURM_STEP_ID", "0")
+    assert cmd_fleet._expect(args) == ["cn01", "cn02", "cn03", "gpu7"]
+    args.expect = "a,b"
+    assert cmd_fleet._expect(args) == ["a", "b"]  # --expect wins

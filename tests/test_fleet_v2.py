@@ -118,7 +118,7 @@ def test_a_second_kind_of_machine_is_a_sub_group_and_a_lone_one_an_outlier(share
     (sub,) = r.metadata["subgroups"]
     assert sub["nodes"] == ["node08", "node09", "node10", "node11"]
     text = r.describe()
-    assert "Sub-groups of other hardware" in text and "unknown hardware" in text and "--model" in text
+    assert "sub-group of other hardware" in text and "unknown hardware" in text and "--model" in text
     lone = _peer_folder(shared_dir, tmp_path / "lone", {R5950: 8, R7950: 1})
     r = corelat.fleet(lone)
     assert {o.node for o in r.outliers} == {"node08"} and not r.metadata["subgroups"]
@@ -310,7 +310,7 @@ def test_corelat_plot_draws_fleet_json(peers, tmp_path):
     assert p.returncode == 0 and (tmp_path / "node.png").exists(), p.stderr
 
 
-# -- Slurm defaults -------------------------------------------------------------------------------------------
+# -- Slurm defaults ------------------------------------------------------------------------------------
 def test_under_srun_expect_defaults_to_the_job_node_list(monkeypatch):
     from corelat.cli import cmd_fleet
 

@@ -44,6 +44,7 @@ from corelat._results.fleet import (
     FleetResult,
     Outlier,
     _frozen,
+    label,
 )
 from corelat._results.latency import MEDIAN_MEMBER, LatencyResult, thaw
 from corelat._version import __version__
@@ -343,6 +344,10 @@ class FleetBuilder:
         if g.unknown:
             outliers, subs = kinds.subgroups(outliers, len(recs))
             self._subgroups += [dict(sub, group=g.id) for sub in subs]
+            for sub in subs:
+                devs = ", ".join(f"{label(c)} {d:+.0%}" for c, d in sub["classes"].items())
+                self._warnings.append(f"sub-group of other hardware in group {g.id} (several nodes off "
+                                      f"alike, not outliers): {', '.join(sub['nodes'])} ({devs})")
         group = FleetGroup(
             id=g.id, label=g.label(), cpu_model=g.cpu_model, topology_summary=g.topology_summary,
             kernel=g.kernel, cpus=g.cpus, class_source=g.source, classes=present, nodes=tuple(g.nodes),

@@ -15,7 +15,6 @@ import secrets
 
 from corelat._core import files as _files
 from corelat._core import npz as _npz
-from corelat._core.errors import InputError
 
 #: Largest fleet.json whose run id is read (its metadata comes first, the rest is not parsed twice).
 _MAX_REPORT = 256 << 20
@@ -42,7 +41,7 @@ def _file_run(path):
     if path.endswith(".npz"):
         try:
             header, _ = _npz.read(path, only=())
-        except InputError:
+        except Exception:  # noqa: BLE001 - a forged file: its node's error, found when it is read
             return None
         fleet = (header.get("metadata") or {}).get("fleet")
         return fleet.get("run") if isinstance(fleet, dict) else None

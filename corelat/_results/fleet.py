@@ -408,10 +408,8 @@ class FleetResult(SavedResult):
         def one(d):
             return {**d, "file": change(d["file"])} if d.get("file") else d
 
-        md = dict(self.metadata)
-        md.pop(_RELATIVE, None)
-        if relative:
-            md[_RELATIVE] = True
+        md = {k: v for k, v in self.metadata.items() if k != _RELATIVE}
+        md.update({_RELATIVE: True} if relative else {})
         return dataclasses.replace(self, nodes=tuple(one(thaw(r)) for r in self.nodes),
                                    errors=tuple(one(dict(e)) for e in self.errors), metadata=md)
 
@@ -505,12 +503,6 @@ class FleetResult(SavedResult):
             for r in others:
                 lines.append("  " + r["node"] + ": " + ", ".join(
                     f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
-        subs = self.metadata.get("subgroups") or ()
-        if subs:
-            lines.append("Sub-groups of other hardware (several nodes off alike; not outliers):")
-            for sub in subs:
-                devs = ", ".join(f"{label(c)} {d:+.0%}" for c, d in sub["classes"].items())
-                lines.append(f"  group {sub['group']}: {', '.join(sub['nodes'])} ({devs})")
         if self.errors:
             lines.append("Errors:")
             lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
@@ -554,12 +546,9 @@ def load_fleet(path):
     path = os.fspath(path)
     try:
         if _npz.is_npz(path):
-            header, arrays = _npz.read(path)
-            result = FleetResult._from_npz(header, arrays, path)
-        else:
-            text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
-            result = _resolved(FleetResult.from_dict(_npz.parse_json(text, path, "the file")), path)
-        return result
+            return FleetResult._from_npz(*_npz.read(path), path)
+        text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
+        return _resolved(FleetResult.from_dict(_npz.parse_json(text, path, "the file")), path)
     except InputError as e:
         raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

@@ -22,6 +22,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -572,7 +573,7 @@ def fleet(
         else:
             raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or "
                              "results")
-    md = {"source": folders or "results"}
+    md: dict[str, Any] = {"source": folders or "results"}
     if run:
         md["run"] = {"run": run}
     return builder.finish(expect=expect, metadata=md)

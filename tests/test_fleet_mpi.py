@@ -232,3 +232,14 @@ def test_a_node_whose_file_cannot_be_written_is_still_in_the_report(tmp_path):
     assert "c was measured, but its file could not be written" in p.stdout
     assert sorted(os.listdir(out)) == ["a.npz", "b.npz", "fleet.json"]
     assert {r["node"] for r in corelat.FleetResult.load(out / "fleet.json").nodes} == {"a", "b", "c"}
+
+
+def test_node_options_measure_each_kind_of_node_as_its_line_says(tmp_path):
+    table = tmp_path / "types.txt"
+    table.write_text("a 50 4 --no-retest --timeout 20\n")
+    out = tmp_path / "run"
+    argv = fleet_cli(out, "--node-options", str(table))
+    p = mpirun([("a", argv), ("b", argv)])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert corelat.load(out / "a.npz").samples.shape[2] == 4
+    assert corelat.load(out / "b.npz").samples.shape[2] == 10  # TINY: the command's own options

@@ -322,3 +322,28 @@ def test_under_srun_expect_defaults_to_the_job_node_list(monkeypatch):
     assert cmd_fleet._expect(args) == ["cn01", "cn02", "cn03", "gpu7"]
     args.expect = "a,b"
     assert cmd_fleet._expect(args) == ["a", "b"]  # --expect wins
+
+
+# -- node types that differ ----------------------------------------------------------------------------------
+def test_node_options_file_gives_each_kind_of_node_its_options(tmp_path):
+    import argparse
+
+    from corelat.cli import cmd_fleet
+
+    p = argparse.ArgumentParser()
+    cmd_fleet.add_arguments(p)
+    table = tmp_path / "types.txt"
+    table.write_text("# kinds of node\ngpu[01-02] --cpus 0-3 --kernel rw   # the GPU nodes\n"
+                     "cpu[01-64] 200 20\n")
+    args = p.parse_args(["-o", str(tmp_path / "o"), "--node-options", str(table), "--timeout", "7"])
+    got = cmd_fleet.node_options(args)
+    assert [sorted(names)[:2] for names, _ in got] == [["gpu01", "gpu02"], ["cpu01", "cpu02"]]
+    gpu, cpu = got[0][1], got[1][1]
+    assert gpu.kernel == "rw" and cpu.kernel == "cas" and gpu.timeout == 7 == cpu.timeout  # the command's
+    assert (cpu.round_trips, cpu.samples) == (200, 20) and gpu.round_trips == 1000
+    table.write_text("gpu01 --bogus 3\n")
+    with pytest.raises(corelat.InputError, match="line 1"):
+        cmd_fleet.node_options(args)
+    table.write_text("gpu01 --kernel nonsense\n")
+    p2 = run_cli("fleet", "-o", tmp_path / "o2", "--node-options", table)
+    assert p2.returncode == 2 and "Traceback" not in p2.stderr, p2.stderr

@@ -572,13 +572,14 @@ def measure_fleet(
     return run_options(comm, options, directory, wait, expect=expect)
 
 
-def run_options(comm, options, directory=None, wait=None, *, expect=None):
+def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None):
     """The fleet job measuring every node as ``options`` (a requested
-    :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say."""
+    :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say, or as
+    ``options_for(node)`` says for a node (a mixed partition)."""
     defaulted = _options_wait(options) if wait is None else None
 
     def measure_node(node):
-        return _sweep.run(dataclasses.replace(options, name=node))
+        return _sweep.run(dataclasses.replace(options_for(node) if options_for else options, name=node))
 
     return run(comm, measure_node, directory, float(defaulted if wait is None else wait), expect=expect,
                wait_per_node=wait is None)

@@ -8,13 +8,15 @@ has a result and none is off; 1 a node failed or did not report in time, or no n
 is measured) or no mpi4py. Under ``srun``, ``--expect`` defaults to ``SLURM_JOB_NODELIST``.
 """
 
+import argparse
 import math
 import os
+import shlex
 import sys
 
 from corelat._core import files as _files
 from corelat._core.errors import InputError
-from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
 from corelat._fleet.nodes import REPORT_NAME
 from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._fleet.verdict import exit_status, write_prometheus
@@ -33,6 +35,10 @@ def add_arguments(p):
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS",
                    help="how long rank 0 waits for the nodes' results before it ends the job "
                         "(default: the sweep's worst-case time for this node's CPU count plus 5 minutes)")
+    p.add_argument("--node-options", metavar="FILE",
+                   help="measure options per kind of node: lines 'NODELIST OPTIONS' "
+                        "(gpu[01-16] --cpus 0-31); the first line that names a node wins, the command's "
+                        "options for the others")
     p.add_argument("--prometheus", metavar="FILE",
                    help="also write the verdict in Prometheus text format (node_exporter's textfile "
                         "collector), atomically")
@@ -52,6 +58,34 @@ def check_folder(folder):
         raise InputError(f"-o {folder}: cannot write in the folder: {e.strerror or e}") from None
 
 
+def node_options(args):
+    """[(node names, SweepOptions)] from ``--node-options FILE`` (each line's options over the
+    command's), all checked now: a bad line is bad input before anything is measured."""
+    if not args.node_options:
+        return []
+    try:
+        text = _files.read_bytes(args.node_options, MAX_LIST_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"--node-options {args.node_options}: cannot read it ({e})") from None
+    out = []
+    for k, line in enumerate(text.splitlines(), 1):
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        sub = argparse.ArgumentParser(prog=f"{args.node_options}, line {k}", add_help=False,
+                                      exit_on_error=False)
+        cmd_measure.add_measure_options(sub)
+        sub.set_defaults(**{a.dest: getattr(args, a.dest) for a in sub._actions if hasattr(args, a.dest)})
+        try:
+            ns, extra = sub.parse_known_args(words[1:])
+        except argparse.ArgumentError as e:
+            raise InputError(f"{args.node_options}, line {k}: {e}") from None
+        if extra:
+            raise InputError(f"{args.node_options}, line {k}: not a measuring option: {' '.join(extra)}")
+        out.append((set(expected_nodes(words[0]) or ()), cmd_measure.request_options(ns)))
+    return out
+
+
 def _expect(args):
     if args.expect is not None:
         return expected_nodes(args.expect)
@@ -65,6 +99,7 @@ def run(args):
         raise InputError(f"--wait must be a number of seconds between 0 and 1e7 (115 days), "
                          f"got {args.wait:g}")
     options = cmd_measure.request_options(args)
+    per_node = node_options(args)
     expect = _expect(args)
     check_folder(args.output)  # before MPI_Init: a bad -o ends every rank at once, nothing measured
     try:  # MPI_Init: bounded by the join time-out, or by --wait when that is shorter
@@ -72,7 +107,11 @@ def run(args):
     except ImportError as e:
         print(f"corelat fleet: {e}", file=sys.stderr)
         return 2
-    result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect)
+    def options_for(node):
+        return next((o for names, o in per_node if node in names), options)
+
+    result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect,
+                         options_for=options_for)
     if result is None:  # not rank 0
         return 0
     if args.prometheus:

@@ -243,3 +243,20 @@ def test_node_options_measure_each_kind_of_node_as_its_line_says(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert corelat.load(out / "a.npz").samples.shape[2] == 4
     assert corelat.load(out / "b.npz").samples.shape[2] == 10  # TINY: the command's own options
+
+
+def test_rerun_measures_only_the_failed_and_missing_nodes_and_reports_the_merged_run(tmp_path):
+    out = tmp_path / "run"
+    bad = fleet_cli(out, "--cpus", "4096")
+    p = mpirun([("a", fleet_cli(out)), ("b", bad), ("c", fleet_cli(out))])
+    assert p.returncode == 1, p.stdout + p.stderr
+    before = {n: os.stat(out / f"{n}.npz").st_mtime_ns for n in ("a", "c")}
+    argv = ["-m", "corelat", "fleet", *TINY, "--rerun", str(out)]
+    p = mpirun([("a", argv), ("b", argv), ("c", argv)])
+    assert p.returncode in (0, 3), p.stdout + p.stderr  # 3: b, measured later on this busy machine, is off
+    assert "Fleet run: 3 nodes in 1 group" in p.stdout and "Errors:" not in p.stdout
+    assert {n: os.stat(out / f"{n}.npz").st_mtime_ns for n in ("a", "c")} == before  # not measured again
+    assert not (out / "b.error.json").exists()
+    q = subprocess.run([sys.executable, "-m", "corelat", "fleet-report", str(out)], check=False,
+                       capture_output=True, text=True, timeout=120)
+    assert q.returncode in (0, 3) and "3 nodes" in q.stdout and "another run" not in q.stdout, q.stdout

@@ -457,8 +457,8 @@ def _add(builder, path, got):
     what, value = got
     if builder.run is not None and what != "note":
         run = value.meta.get("run") if what == "node" else (value[2] if len(value) > 2 else None)
-        if run != builder.run:
-            builder.stale.append((builder.run, os.path.basename(path)))
+        if run not in builder.run:
+            builder.stale.append((builder.run[0], os.path.basename(path)))
             return
     if what == "node":
         builder.add(value)
@@ -562,7 +562,7 @@ def fleet(
                 folders.append(path)
                 used, others = folder_files(path)
                 builder.run = None if all_runs else _runs.folder_run(path, used, REPORT_NAME)
-                run = run or builder.run
+                run = run or (builder.run and builder.run[0])
                 _add_paths(builder, used)
                 builder.run = None
                 _note_others(builder, path, others)

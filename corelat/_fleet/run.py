@@ -225,6 +225,25 @@ def _save_error(directory, node, rank, error, run=None):
     write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
 
 
+def _kept(directory, node):
+    """A re-run's (NodeData or None, error or None) of a node it does not measure again: its file
+    of the earlier run; None where there is none (then it is measured)."""
+    path = os.path.join(directory, node + ".npz")
+    if not os.path.exists(path):
+        error_path = os.path.join(directory, node + ERROR_SUFFIX)
+        if not os.path.exists(error_path):
+            return None
+        try:
+            return None, _fleet.read_error_file(error_path)[1]
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+            return None, f"unreadable error file ({e})"
+    try:
+        nd = _fleet.read_node_file(path, node)
+    except Exception as e:  # noqa: BLE001 - its node's error
+        return None, f"{type(e).__name__}: {e}"
+    return (nd, None) if nd is not None else (None, f"{path} holds another kind of result")
+
+
 def _measure_node(measure, directory, node, rank, run=None):
     """(NodeData or None, error text or None)."""
     try:
@@ -248,18 +267,19 @@ def _measure_node(measure, directory, node, rank, run=None):
 
 
 def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
-        log=None, wait_per_node=False):
+        log=None, wait_per_node=False, only=None, includes=()):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
     (MPI_Abort) when a rank does not answer within its time-out: every rank is gone at most
     ``join_timeout`` (joining) + ``wait`` (measuring and reporting) + ``min(join_timeout,
     LEAVE_GRACE)`` (leaving) after it started. ``wait_per_node``: ``wait`` is one node's time, and
-    node names that share a machine (and take turns) get it each.
+    node names that share a machine (and take turns) get it each. ``only``: re-run just these
+    nodes; the others' files in ``directory`` (of the runs ``includes`` names) go into the report.
     """
     job = _Job(comm, directory, wait, join_timeout,
                log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
-    job.per_node = wait_per_node
+    job.per_node, job.only, job.includes = wait_per_node, only, tuple(includes)
     job.join()
     job.plan()
     builder = job.measure(measure) if job.role["leader"] else None
@@ -288,7 +308,7 @@ class _Job:
         self.hellos = {0: self.hello}  # rank 0: every rank's hello
         self.role, self.leaders, self.notes = {}, {}, []
         self.t_plan = self.total_wait = 0.0
-        self.per_node = False
+        self.per_node, self.only, self.includes = False, None, ()
         self.node = self.name
 
     def _abort(self, message):
@@ -351,7 +371,7 @@ class _Job:
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
         roles, self.leaders, self.notes = _plan(hellos, self.wait, self.per_node)
-        run = new_run()
+        run = new_run(self.includes)
         for role in roles.values():
             role["run"] = run
         for r in range(1, self.size):
@@ -377,7 +397,10 @@ class _Job:
         """2. measure (node leaders, one after another on a shared machine); rank 0 returns its
         report builder with its own node in it."""
         nd, error = None, self._turn_error()
-        if error is None:
+        kept = None if self.only is None or self.node in self.only else _kept(self.directory, self.node)
+        if kept is not None:
+            nd, error = kept
+        elif error is None:
             nd, error = _measure_node(measure, self.directory, self.node, self.rank, self.role.get("run"))
         if self.role["next"] is not None:
             self.link.send(b"turn", self.role["next"], TAG_TURN)
@@ -572,7 +595,8 @@ def measure_fleet(
     return run_options(comm, options, directory, wait, expect=expect)
 
 
-def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None):
+def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None, only=None,
+                includes=()):
     """The fleet job measuring every node as ``options`` (a requested
     :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say, or as
     ``options_for(node)`` says for a node (a mixed partition)."""
@@ -582,4 +606,4 @@ def run_options(comm, options, directory=None, wait=None, *, expect=None, option
         return _sweep.run(dataclasses.replace(options_for(node) if options_for else options, name=node))
 
     return run(comm, measure_node, directory, float(defaulted if wait is None else wait), expect=expect,
-               wait_per_node=wait is None)
+               wait_per_node=wait is None, only=only, includes=includes)

@@ -20,11 +20,23 @@ from corelat._core import npz as _npz
 _MAX_REPORT = 256 << 20
 
 
-def new_run():
-    """A new run's record: ``{"run": id, "job": Slurm job id or None, "date": ISO date}``."""
+def new_run(includes=()):
+    """A new run's record: ``{"run": id, "job": Slurm job id or None, "started": ISO date}``, and
+    ``"includes"``: the runs whose files a re-run keeps (``corelat fleet --rerun``)."""
     now = datetime.datetime.now(datetime.timezone.utc)
-    return {"run": now.strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3),
-            "job": os.environ.get("SLURM_JOB_ID"), "started": now.isoformat(timespec="seconds")}
+    run = {"run": now.strftime("%Y%m%dT%H%M%SZ-") + secrets.token_hex(3),
+           "job": os.environ.get("SLURM_JOB_ID"), "started": now.isoformat(timespec="seconds")}
+    if includes:
+        run["includes"] = list(includes)
+    return run
+
+
+def _ids(run):
+    """(the run's id, the ids of the runs it includes) of a run record, or None."""
+    if not isinstance(run, dict) or not run.get("run"):
+        return None
+    more = run.get("includes")
+    return (str(run["run"]), *(str(x) for x in more)) if isinstance(more, list) else (str(run["run"]),)
 
 
 def _report_run(path):
@@ -33,8 +45,7 @@ def _report_run(path):
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     md = d.get("metadata") if isinstance(d, dict) else None
-    run = md.get("run") if isinstance(md, dict) else None
-    return run.get("run") if isinstance(run, dict) else None
+    return _ids(md.get("run")) if isinstance(md, dict) else None
 
 
 def _file_run(path):
@@ -43,18 +54,17 @@ def _file_run(path):
             header, _ = _npz.read(path, only=())
         except Exception:  # noqa: BLE001 - a forged file: its node's error, found when it is read
             return None
-        fleet = (header.get("metadata") or {}).get("fleet")
-        return fleet.get("run") if isinstance(fleet, dict) else None
+        return _ids((header.get("metadata") or {}).get("fleet"))
     try:
         d = json.loads(_files.read_bytes(path, 1 << 20).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
-    return d.get("run") if isinstance(d, dict) else None
+    return _ids(d)
 
 
 def folder_run(folder, paths, report_name):
-    """The run id a folder's report is about: that of its newest file that names one (the report or
-    a node's file), or None."""
+    """The runs a folder's report is about: (id, ids of the runs it includes) of its newest file that
+    names one (the report or a node's file), or None."""
     report = os.path.join(folder, report_name)
     stamped = []
     for p in [*paths, report]:

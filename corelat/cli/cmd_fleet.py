@@ -17,8 +17,9 @@ import sys
 from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
-from corelat._fleet.nodes import REPORT_NAME
+from corelat._fleet.nodes import REPORT_NAME, fleet
 from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
+from corelat._results.fleet import load_fleet
 from corelat._fleet.verdict import exit_status, write_prometheus
 
 from . import cmd_measure
@@ -26,9 +27,14 @@ from . import cmd_measure
 
 def add_arguments(p):
     cmd_measure.add_measure_options(p)
-    p.add_argument("-o", "--output", metavar="DIR", required=True,
-                   help="folder for the nodes' results and fleet.json (created if missing; use a new one "
-                        "per run)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="folder for the nodes' results and fleet.json (created if missing; a folder's "
+                        "report takes its last run's files)")
+    p.add_argument("--rerun", metavar="DIR",
+                   help="measure again only the nodes of DIR's last run that --only names, into DIR, and "
+                        "report the merged run")
+    p.add_argument("--only", metavar="KINDS", default="failed,missing,outliers",
+                   help="with --rerun: which nodes, any of failed,missing,outliers (default: all three)")
     p.add_argument("--expect", metavar="NODES",
                    help="nodes that should report: a file of names or a Slurm-style list like node[01-64] "
                         "(default under srun: SLURM_JOB_NODELIST)")
@@ -86,6 +92,36 @@ def node_options(args):
     return out
 
 
+RERUN_KINDS = ("failed", "missing", "outliers")
+
+
+def rerun_plan(args, expect):
+    """(nodes to measure, runs whose files are kept, expect) of ``--rerun DIR --only KINDS``."""
+    kinds = {k.strip() for k in args.only.split(",") if k.strip()}
+    if not kinds or kinds - set(RERUN_KINDS):
+        raise InputError(f"--only {args.only!r}: give any of {','.join(RERUN_KINDS)}")
+    if args.output not in (None, args.rerun):
+        raise InputError("--rerun DIR measures into DIR: drop -o")
+    if not os.path.isdir(args.rerun):
+        raise InputError(f"--rerun {args.rerun}: no such folder")
+    if expect is None:  # the nodes the earlier report knew of, missing ones included
+        expect = [r["node"] for r in fleet(args.rerun).records()] + _reported_missing(args.rerun)
+    prev = fleet(args.rerun, expect=expect)
+    only = set()
+    only |= {e["node"] for e in prev.errors} if "failed" in kinds else set()
+    only |= set(prev.missing) if "missing" in kinds else set()
+    only |= {o.node for o in prev.outliers} if "outliers" in kinds else set()
+    run = (prev.metadata.get("run") or {}).get("run")
+    return only, ([run] if run else []), expect
+
+
+def _reported_missing(folder):
+    try:
+        return list(load_fleet(os.path.join(folder, REPORT_NAME)).missing)
+    except InputError:  # no report (the job was killed): the files say who took part
+        return []
+
+
 def _expect(args):
     if args.expect is not None:
         return expected_nodes(args.expect)
@@ -100,7 +136,12 @@ def run(args):
                          f"got {args.wait:g}")
     options = cmd_measure.request_options(args)
     per_node = node_options(args)
-    expect = _expect(args)
+    expect, only, includes = _expect(args), None, []
+    if args.rerun:
+        only, includes, expect = rerun_plan(args, expect)
+        args.output = args.rerun
+    if not args.output:
+        raise InputError("give -o DIR (or --rerun DIR)")
     check_folder(args.output)  # before MPI_Init: a bad -o ends every rank at once, nothing measured
     try:  # MPI_Init: bounded by the join time-out, or by --wait when that is shorter
         mpi(JOIN_TIMEOUT if args.wait is None else min(JOIN_TIMEOUT, args.wait))
@@ -111,7 +152,7 @@ def run(args):
         return next((o for names, o in per_node if node in names), options)
 
     result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect,
-                         options_for=options_for)
+                         options_for=options_for, only=only, includes=includes)
     if result is None:  # not rank 0
         return 0
     if args.prometheus:

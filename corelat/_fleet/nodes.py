@@ -276,6 +276,28 @@ class FleetBuilder:
             "settings": dict(nd.meta.get("settings") or {}),
         }
 
+    def flagged(self):
+        """The nodes the report would call outliers now, worst first (for a re-test before blame)."""
+        saved = (list(self._notes), list(self._warnings), list(self._subgroups))
+        result = self.finish()
+        self._notes, self._warnings, self._subgroups = saved
+        return list(dict.fromkeys(o.node for o in sorted(result.outliers, key=lambda o: -abs(o.deviation))))
+
+    def retest(self, node, nd, error=None):
+        """A node measured again: its class medians become the new attempt's; ``attempts`` keeps both."""
+        rec = self._records.get(node)
+        g = next((g for g in self._groups.values() if node in g.nodes), None)
+        if rec is None or g is None:
+            return
+        first = {"date": rec.get("date"), "classes": dict(rec["classes"])}
+        if nd is None or tuple(nd.cpus) != tuple(g.cpus):
+            second = {"date": None, "error": error or "measured on other CPUs"}
+        else:
+            got = classes.class_medians(nd.median, g.index())
+            second = {"date": nd.meta.get("date"), "classes": {c: got[c] for c in rec["classes"]}}
+            rec["classes"] = dict(second["classes"])
+        rec["attempts"] = [first, second]
+
     def finish(self, expect=None, missing_reasons=None, metadata=None):
         """The :class:`FleetResult`; ``expect`` names the nodes that should be there."""
         for g in self._groups.values():
@@ -388,9 +410,8 @@ def _is_report(name):
 
 
 def folder_files(folder):
-    """(sorted node files, other files) of a fleet folder: ``<node>.npz``, ``<node>.error.json`` and
-    other tools' text matrices (``<node>.csv``, ``.txt``, ``.dat``, ``.out``); the rest is named in
-    the report, never silently left out."""
+    """(sorted node files, other files) of a fleet folder: ``<node>.npz``, ``<node>.error.json``, other
+    tools' text matrices (``<node>.csv``, ...); the rest is named in the report, never left out silently."""
     try:
         names = sorted(os.listdir(folder))
     except OSError as e:

@@ -54,6 +54,7 @@ from corelat._system.validate import (
 )
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
+TAG_RETEST, TAG_RETESTED = 7307, 7308
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
 JOIN_TIMEOUT = 120.0
 #: Exit status after the job was ended for a rank that did not answer in time.
@@ -323,6 +324,7 @@ class _Job:
     def measure(self, measure):
         """2. measure (node leaders, one after another on a shared machine); rank 0 returns its
         report builder with its own node in it."""
+        self.measure_fn = measure
         nd, error = None, self._turn_error()
         kept = None if self.only is None or self.node in self.only else _kept(self.directory, self.node)
         if kept is not None:
@@ -366,6 +368,8 @@ class _Job:
     def report(self, builder, expect, out):
         """3. report (rank 0): collect, print, save; end the job when a node did not report."""
         pending = self._collect(builder)
+        if not pending:
+            self._retest(builder)
         total_wait, directory = self.total_wait, self.directory
         reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {self.hellos[r]['host']}: still "
                        f"measuring, hung or dead)") for r, n in pending.items()}
@@ -383,9 +387,40 @@ class _Job:
                         "ending the job")
         return result
 
+    def _retest(self, builder):
+        """Re-test before blame: each node flagged as an outlier is measured again, one at a time (no
+        two measurements share a machine), while the wait lasts; its record keeps both attempts, its
+        file the second (so that the folder gives the same report)."""
+        deadline, ranks = self.t_plan + self.total_wait, {n: r for r, n in self.leaders.items()}
+        first = builder.flagged()
+        for node in first:
+            r = ranks.get(node)
+            if r is None or time.monotonic() >= deadline:
+                continue
+            if r == 0:
+                nd, error = _measure_node(self.measure_fn, self.directory, node, 0, self.role.get("run"))
+            else:
+                self.link.send(b"retest", r, TAG_RETEST)
+                data = self.link.recv(TAG_RETESTED, r, deadline)
+                h, nd = read_summary(data) if data is not None else ({"error": "no answer in time"}, None)
+                error = h.get("error")
+            builder.retest(node, nd, error)
+        still = set(builder.flagged())
+        for node in first:
+            builder.note(f"re-test before blame: {node} " + ("still an outlier" if node in still else
+                         "no longer an outlier") + " when measured again (both attempts in its record)")
+
+    def _serve_retest(self):
+        """A node leader waiting to leave measures its node again when rank 0 asks (re-test)."""
+        if self.role.get("leader") and self.rank != 0 and self.link.poll(TAG_RETEST, 0) is not None:
+            run = self.role.get("run")
+            nd, error = _measure_node(self.measure_fn, self.directory, self.node, self.rank, run)
+            self.link.send(summary_message(nd, self.rank, error, self.node), 0, TAG_RETESTED)
+
     def leave(self):
         """4. leave: all ranks meet in a non-blocking barrier, with a time-out too."""
-        if not self.link.barrier(self.t_plan + self.total_wait + min(self.join_timeout, LEAVE_GRACE)):
+        if not self.link.barrier(self.t_plan + self.total_wait + min(self.join_timeout, LEAVE_GRACE),
+                                 idle=self._serve_retest):
             who = ("a rank" if self.rank == 0
                    else f"rank 0 ({self.role['root']}, which writes the report) or another rank")
             self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} "

@@ -42,6 +42,15 @@ def _csv_fleet(folder, results):
 
 
 # -- 1: other tools' files ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("file", [R5950, GRAVITON, "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz.csv"])
+def test_one_slowed_node_is_found_from_csv_files_on_disk(peers, tmp_path, file):
+    nodes = _fleet_synth.copies(peers[file], 30, seed=11)
+    nodes[9] = corelat.LatencyResult.from_matrix(nodes[9].median * 1.3, nodes[9].cpus, name="node009")
+    r = corelat.fleet(_csv_fleet(tmp_path / "csv", nodes))  # no topology on disk: classes from the structure
+    assert len(r.nodes) == 30
+    assert {o.node for o in r.outliers} == {"node009"}, [o.describe() for o in r.outliers]
+
+
 def test_a_folder_of_other_tools_csv_files_is_read(peers, tmp_path):
     nodes = _fleet_synth.copies(peers[GRAVITON], 12, seed=4, slow=(5, "cores", 1.3))
     folder = _csv_fleet(tmp_path / "csv", nodes)

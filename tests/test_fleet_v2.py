@@ -356,3 +356,11 @@ def test_node_options_file_gives_each_kind_of_node_its_options(tmp_path):
     table.write_text("gpu01 --kernel nonsense\n")
     p2 = run_cli("fleet", "-o", tmp_path / "o2", "--node-options", table)
     assert p2.returncode == 2 and "Traceback" not in p2.stderr, p2.stderr
+
+
+def test_the_report_says_when_its_files_were_measured(peers):
+    nodes = _fleet_synth.copies(peers[GRAVITON], 3, seed=1,
+                                metadata=lambda i: {"date": f"2026-11-0{i + 1}T10:00:00+00:00"})
+    r = corelat.fleet(nodes)
+    assert "measured from 2026-11-01T10:00:00+00:00 to 2026-11-03T10:00:00+00:00" in r.describe()
+    assert [x["date"] for x in r.to_dict()["nodes"]][0] == "2026-11-01T10:00:00+00:00"

@@ -469,6 +469,9 @@ class FleetResult(SavedResult):
                     f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
         if not nodes:
             head.append("no node has a result: nothing was judged (see the errors and notes below)")
+        dates = sorted(str(r["date"]) for r in self.nodes if r.get("date"))
+        if dates:  # per node: its record's "date" (to_dict, --json)
+            head.append(f"measured from {dates[0]} to {dates[-1]}")
         lines = head + [""]
         for g in self.groups:
             meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)

@@ -364,3 +364,9 @@ def test_the_report_says_when_its_files_were_measured(peers):
     r = corelat.fleet(nodes)
     assert "measured from 2026-11-01T10:00:00+00:00 to 2026-11-03T10:00:00+00:00" in r.describe()
     assert [x["date"] for x in r.to_dict()["nodes"]][0] == "2026-11-01T10:00:00+00:00"
+
+
+def test_an_absurd_wait_is_refused_in_a_few_words(tmp_path):
+    p = run_cli("fleet", "50", "10", "--wait", "1e308", "-o", tmp_path / "o")
+    assert p.returncode == 2 and "--wait" in p.stderr, p.stderr
+    assert not any(len(w) > 30 for w in p.stderr.split()), p.stderr  # not 309 digits

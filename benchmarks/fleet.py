@@ -11,10 +11,16 @@
    (node-class flags with no node slowed) and the detection rate of one node slowed by 25 % in one
    class (flagged, and nothing else flagged).
 
+   With ``--folder DIR`` the files are generated once and reused; ``--runs`` (2) analyses each run in
+   a fresh process: record the last (warm page cache).
+
     python benchmarks/fleet.py [--nodes 1000] [--cpus 192] [--samples 1] [--old-layout] [--fleets 100]
+                               [--folder DIR] [--runs 2]
 """
 
 import argparse
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -100,21 +106,42 @@ print(dt, peak_mib(), r.summary()["nodes"], len(r.groups))
 BASELINE = PEAK + "import corelat; print(peak_mib())"
 
 
-def scale(nodes, n, samples, old_layout=False):
-    with tempfile.TemporaryDirectory(prefix="fleet-bench-") as folder:
-        t = time.perf_counter()
-        write_fleet(folder, nodes, n, samples, old_layout=old_layout)
-        gen = time.perf_counter() - t
+def _generated(folder, nodes, n, samples, old_layout):
+    """Write the fleet into ``folder`` unless a previous run left exactly it there (generate once)."""
+    stamp = os.path.join(folder, ".bench.json")
+    want = {"nodes": nodes, "cpus": n, "samples": samples, "old_layout": old_layout}
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            if json.load(f) == want:
+                return None
+    os.makedirs(folder, exist_ok=True)
+    t = time.perf_counter()
+    write_fleet(folder, nodes, n, samples, old_layout=old_layout)
+    with open(stamp, "w") as f:
+        json.dump(want, f)
+    return time.perf_counter() - t
+
+
+def scale(nodes, n, samples, old_layout=False, folder=None, runs=2):
+    """Time ``corelat.fleet(folder)`` ``runs`` times, each in a fresh process; the last run's page
+    cache is warm (the figure to record). ``folder`` keeps the files for the next call."""
+    with contextlib.ExitStack() as stack:
+        if folder is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="fleet-bench-"))
+        gen = _generated(folder, nodes, n, samples, old_layout)
         size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 2**20
         base_rss = float(subprocess.check_output([sys.executable, "-c", BASELINE]))
-        out = subprocess.check_output([sys.executable, "-c", ANALYSE, folder]).split()
-        dt, rss, got, groups = float(out[0]), float(out[1]), int(out[2]), int(out[3])
+        got_runs = []
+        for _ in range(runs):
+            out = subprocess.check_output([sys.executable, "-c", ANALYSE, folder]).split()
+            got_runs.append((float(out[0]), float(out[1]), int(out[2]), int(out[3])))
     layout = " (old layout: no median member)" if old_layout and samples > 1 else ""
-    print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files "
-          f"(written in {gen:.0f} s)")
-    print(f"  corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms per node), peak RSS {rss:.0f} "
-          "MiB "
-          f"(import corelat alone: {base_rss:.0f} MiB); {got} nodes in {groups} group(s)")
+    made = "reused" if gen is None else f"written in {gen:.0f} s"
+    print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files ({made})")
+    for k, (dt, rss, got, groups) in enumerate(got_runs, 1):
+        print(f"  run {k} of {runs}: corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms a node), "
+              f"peak RSS {rss:.0f} MiB (import corelat alone: {base_rss:.0f} MiB); {got} nodes in "
+              f"{groups} group(s)")
 
 
 def errors(fleets):
@@ -153,6 +180,10 @@ def main(argv=None):
     ap.add_argument("--old-layout", action="store_true",
                     help="write the files without their median member, as corelat did before")
     ap.add_argument("--fleets", type=int, default=100, help="random fleets per peer file for the error rates")
+    ap.add_argument("--folder", metavar="DIR",
+                    help="keep the generated node files here and reuse them on the next call (generate once)")
+    ap.add_argument("--runs", type=int, default=2,
+                    help="analyses of the folder, each in a fresh process (record the last: warm page cache)")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-errors", action="store_true")
     ap.add_argument("--quick", action="store_true",
@@ -161,7 +192,7 @@ def main(argv=None):
     if args.quick:
         args.nodes, args.cpus, args.fleets, args.samples = 20, 16, 3, max(args.samples, 3)
     if not args.skip_scale:
-        scale(args.nodes, args.cpus, args.samples, args.old_layout)
+        scale(args.nodes, args.cpus, args.samples, args.old_layout, args.folder, args.runs)
     if not args.skip_errors:
         if not os.path.isdir(PEERS):
             sys.exit(f"peer result files not found at {PEERS} (set CORELAT_SHARED)")

@@ -18,9 +18,16 @@ for node in node01 node02 node03; do
   [ ${#ranks[@]} -gt 0 ] && ranks+=(:)
   ranks+=(-n 1 env "CORELAT_NODE_NAME=$node" "$venv/bin/corelat" fleet 200 50 --timeout 20 -o "$fleet_dir/run")
 done
-timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt"
+# Exit 3 is outliers only (three node names on one shared CI machine can differ): a verdict, not a failure.
+fleet_rc=0
+timeout 600 "$venv/bin/mpiexec" "${ranks[@]}" > "$fleet_dir/report.txt" || fleet_rc=$?
 cat "$fleet_dir/report.txt"
-"$venv/bin/corelat" fleet-report "$fleet_dir/run" --expect 'node[01-03]' > /dev/null
+[ "$fleet_rc" = 0 ] || [ "$fleet_rc" = 3 ] || { echo "corelat fleet: exit $fleet_rc"; exit 1; }
+report_rc=0
+"$venv/bin/corelat" fleet-report "$fleet_dir/run" --expect 'node[01-03]' --prometheus "$fleet_dir/corelat.prom" \
+  > /dev/null || report_rc=$?
+[ "$report_rc" = 0 ] || [ "$report_rc" = 3 ] || { echo "corelat fleet-report: exit $report_rc"; exit 1; }
+grep -q '^corelat_fleet_exit_status ' "$fleet_dir/corelat.prom"
 "$venv/bin/corelat" report "$fleet_dir/run/fleet.json" | grep -q "Fleet run: 3 nodes in 1 group"  # corelat.load reads it
 
 "$venv/bin/python" -m pip install -q "papermill>=2.4"

@@ -14,6 +14,8 @@ _RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
 MAX_NODES = 1_000_000
 #: Largest node list file read (a million names of 16 characters).
 MAX_LIST_BYTES = 16 << 20
+#: Endings of node list files: such a name that is not there is a missing file, not a host name.
+LIST_SUFFIXES = (".txt", ".list", ".lst", ".csv", ".hosts", ".nodes", ".conf")
 
 
 def _split_top(text):
@@ -98,6 +100,6 @@ def expected_nodes(spec):
         for line in text.splitlines():
             words.extend(line.split("#", 1)[0].split())
         return list(dict.fromkeys(n for w in words for n in expand(w)))
-    if "/" in path:
+    if "/" in path or path.lower().endswith(LIST_SUFFIXES):  # nosuchfile.txt is a typo, not a host
         raise InputFileNotFoundError(f"node list {path}: no such file")
     return expand(path)

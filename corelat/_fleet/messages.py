@@ -106,10 +106,13 @@ class Link:
         self._out = [(r, b) for r, b in self._out if not r.Test()]
         return not self._out
 
-    def barrier(self, deadline):
+    def barrier(self, deadline, idle=None):
+        """True once every rank reached the barrier; False at ``deadline``. ``idle()`` runs while waiting."""
         req = self.comm.Ibarrier()
         k = 0
         while not req.Test():
+            if idle is not None:
+                idle()
             self.flush()
             if time.monotonic() > deadline:
                 return False

@@ -22,6 +22,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,9 +31,11 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
-from corelat._fleet import classes
+from corelat._fleet import classes, kinds
+from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.stats import RunningMedian, nan_median, robust
+from corelat._results import formats as _formats
 from corelat._results import schema as _schema
 from corelat._results.fleet import (
     MAD_THRESHOLD,
@@ -42,6 +45,7 @@ from corelat._results.fleet import (
     FleetResult,
     Outlier,
     _frozen,
+    label,
 )
 from corelat._results.latency import MEDIAN_MEMBER, LatencyResult, thaw
 from corelat._version import __version__
@@ -51,6 +55,8 @@ CLASSIFY_AFTER = 15
 #: Metadata compared between a node and the rest of its group.
 SETTINGS = ("governor", "boost", "kernel_release", "hypervisor", "microcode", "smt_active", "corelat_version")
 ERROR_SUFFIX = ".error.json"
+#: Other tools' text matrices read as nodes (``corelat.load`` reads them; the file name is the node's).
+TEXT_SUFFIXES = (".csv", ".txt", ".dat", ".out")
 REPORT_NAME = "fleet.json"
 #: Largest node error file read.
 MAX_ERROR_FILE = 1 << 20
@@ -109,6 +115,8 @@ def node_data(node, cpus, kernel, median, md, file=""):
     settings["microcode"] = _microcode(md)
     meta = {
         "cpu_model": md.get("cpu_model") or md.get("source"),
+        "model_known": bool(md.get("cpu_model")),
+        "run": (md.get("fleet") or {}).get("run") if isinstance(md.get("fleet"), Mapping) else None,
         "topology_summary": md.get("topology_summary") if codes is not None else None,
         "hostname": md.get("hostname"),
         "date": md.get("date"),
@@ -165,6 +173,7 @@ class _Group:
         self.cpus = first.cpus
         self.kernel = first.kernel
         self.cpu_model = first.meta.get("cpu_model") or "unknown CPU"
+        self.unknown = not first.meta.get("model_known", True)
         self.topology_summary = first.meta.get("topology_summary") or ""
         self.running = RunningMedian((len(first.cpus),) * 2)
         self.pending = []
@@ -181,6 +190,9 @@ class _Group:
 
     def label(self):
         topo = self.topology_summary or "no OS topology"
+        if self.unknown:
+            return (f"unknown hardware ({self.cpu_model} files, grouped by CPU count); {topo}; "
+                    f"{len(self.cpus)} CPUs; kernel {self.kernel}")
         return f"{self.cpu_model}; {topo}; {len(self.cpus)} CPUs; kernel {self.kernel}"
 
     def classify_pending(self):
@@ -192,8 +204,12 @@ class _Group:
 class FleetBuilder:
     """Streaming analysis: :meth:`add` nodes (or :meth:`add_error`) one at a time, then :meth:`finish`."""
 
-    def __init__(self, name="fleet"):
+    def __init__(self, name="fleet", model=None):
         self.name = name
+        self._model = kinds.model_of(model)
+        self.run = None  # reading a folder: the run whose files are taken (see corelat._fleet.runs)
+        self.stale = []
+        self._subgroups = []
         self._groups = {}
         self._records = {}
         self._errors = []
@@ -216,6 +232,13 @@ class FleetBuilder:
         if isinstance(nd, LatencyResult):
             nd = summarize(nd)
         nd.node = self._unique(nd.node)
+        if nd.meta.get("save_error"):
+            self._warnings.append(f"{nd.node} was measured, but its file could not be written "
+                                  f"({nd.meta['save_error']})")
+        if not nd.meta.get("model_known", True):
+            model = self._model(nd.node)
+            if model:
+                nd.meta = dict(nd.meta, cpu_model=model, model_known=True)
         key = nd.key()
         g = self._groups.get(key)
         if g is None:
@@ -253,12 +276,43 @@ class FleetBuilder:
             "settings": dict(nd.meta.get("settings") or {}),
         }
 
+    def flagged(self):
+        """The nodes the report would call outliers now, worst first (for a re-test before blame)."""
+        saved = (list(self._notes), list(self._warnings), list(self._subgroups))
+        result = self.finish()
+        self._notes, self._warnings, self._subgroups = saved
+        return list(dict.fromkeys(o.node for o in sorted(result.outliers, key=lambda o: -abs(o.deviation))))
+
+    def retest(self, node, nd, error=None):
+        """A node measured again: its class medians become the new attempt's; ``attempts`` keeps both."""
+        rec = self._records.get(node)
+        g = next((g for g in self._groups.values() if node in g.nodes), None)
+        if rec is None or g is None:
+            return
+        first = {"date": rec.get("date"), "classes": dict(rec["classes"])}
+        if nd is None or tuple(nd.cpus) != tuple(g.cpus):
+            second = {"date": None, "error": error or "measured on other CPUs"}
+        else:
+            got = classes.class_medians(nd.median, g.index())
+            second = {"date": nd.meta.get("date"), "classes": {c: got[c] for c in rec["classes"]}}
+            rec["classes"] = dict(second["classes"])
+        rec["attempts"] = [first, second]
+
     def finish(self, expect=None, missing_reasons=None, metadata=None):
         """The :class:`FleetResult`; ``expect`` names the nodes that should be there."""
         for g in self._groups.values():
             if g.pending:
                 self._flush(g)
         groups, outliers, nodes = [], [], []
+        if self.stale:
+            runs = ", ".join(dict.fromkeys(run for run, _ in self.stale))
+            self._notes.append(f"{len(self.stale)} file(s) of another run than {runs} were left out "
+                               "(take them with --all-runs): " + ", ".join(f for _, f in self.stale[:10])
+                               + (" ..." if len(self.stale) > 10 else ""))
+        unknown = sum(len(g.nodes) for g in self._groups.values() if g.unknown)
+        if unknown:
+            self._notes.append(f"{unknown} node(s) of unknown hardware (other tools' files carry no CPU "
+                               "model) are grouped by CPU count; name their models with --model (model=)")
         for g in self._groups.values():
             group, outs, recs = self._judge(g)
             groups.append(group)
@@ -280,6 +334,7 @@ class FleetBuilder:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "missing_reasons": {n: reasons[n] for n in missing if n in reasons},
             "warnings": list(self._warnings), "notes": list(self._notes),
+            "subgroups": list(self._subgroups),
         }
         md.update(metadata or {})
         return FleetResult(groups=tuple(groups), nodes=tuple(nodes), outliers=tuple(outliers),
@@ -309,6 +364,13 @@ class FleetBuilder:
                     outliers.append(Outlier(node=r["node"], group=g.id, cls=c, value=float(v), median=med,
                                             deviation=float(v / med - 1.0), threshold=float(threshold),
                                             differs=differs))
+        if g.unknown:
+            outliers, subs = kinds.subgroups(outliers, len(recs))
+            self._subgroups += [dict(sub, group=g.id) for sub in subs]
+            for sub in subs:
+                devs = ", ".join(f"{label(c)} {d:+.0%}" for c, d in sub["classes"].items())
+                self._warnings.append(f"sub-group of other hardware in group {g.id} (several nodes off "
+                                      f"alike, not outliers): {', '.join(sub['nodes'])} ({devs})")
         group = FleetGroup(
             id=g.id, label=g.label(), cpu_model=g.cpu_model, topology_summary=g.topology_summary,
             kernel=g.kernel, cpus=g.cpus, class_source=g.source, classes=present, nodes=tuple(g.nodes),
@@ -336,42 +398,76 @@ def _usual_settings(recs):
 # -- reading a folder ----------------------------------------------------------------------------------------
 def _node_from_file(path):
     base = os.path.basename(path)
-    for suffix in (ERROR_SUFFIX, ".npz", ".csv", ".txt"):
+    for suffix in (ERROR_SUFFIX, ".npz") + TEXT_SUFFIXES:
         if base.lower().endswith(suffix):
             return base[: -len(suffix)]
     return base
 
 
-def node_files(folder):
-    """Sorted result and error files of a fleet folder (``<node>.npz``, ``<node>.error.json``)."""
+def _is_report(name):
+    """fleet.json and the files corelat writes beside the nodes' (a Prometheus file): not nodes."""
+    return name == REPORT_NAME or name.lower().endswith(".prom")
+
+
+def folder_files(folder):
+    """(sorted node files, other files) of a fleet folder: ``<node>.npz``, ``<node>.error.json``, other
+    tools' text matrices (``<node>.csv``, ...); the rest is named in the report, never left out silently."""
     try:
         names = sorted(os.listdir(folder))
     except OSError as e:
         raise unreadable(folder, e, "the folder ") from None
-    return [os.path.join(folder, n) for n in names
-            if n.endswith((".npz", ERROR_SUFFIX)) and not n.startswith(".")]  # .name.tmp: a save under way
+    used, others = [], []
+    for n in names:
+        if n.startswith(".") or _is_report(n):  # .name.tmp: a save under way
+            continue
+        path = os.path.join(folder, n)
+        if n.lower().endswith((".npz", ERROR_SUFFIX) + TEXT_SUFFIXES) and not os.path.isdir(path):
+            used.append(path)
+        else:
+            others.append(n)
+    return used, others
 
 
-def read_error_file(path):
-    """(node, error text) from a ``<node>.error.json`` file."""
+def node_files(folder):
+    """Sorted node files of a fleet folder (see :func:`folder_files`)."""
+    return folder_files(folder)[0]
+
+
+def read_error_file(path, with_run=False):
+    """(node, error text) from a ``<node>.error.json`` file (and its run id, ``with_run``)."""
     d = json.loads(_files.read_bytes(path, MAX_ERROR_FILE).decode("utf-8"))
     if not isinstance(d, dict) or d.get("kind") != "fleet-node-error":
         raise ValueError("not a corelat fleet error file")
-    return str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
+    got = str(d.get("node") or _node_from_file(path)), str(d.get("error", "unknown error"))
+    return (*got, d.get("run")) if with_run else got
+
+
+def _read_text(path, node):
+    """Another tool's matrix as a node: ("node", NodeData), or ("note", why it is left out)."""
+    try:
+        result = _formats.load_text(path)
+    except InputError as e:
+        return "note", f"{os.path.basename(path)} left out: not a latency matrix ({e})"
+    return "node", summarize(result, node=node, file=path)
 
 
 def _read_path(path):
-    """("node", NodeData) | ("error", (node, text)) | ("note", text) for one file of a fleet folder."""
+    """("node", NodeData) | ("error", (node, text)) | ("note", text) for one file of a fleet folder.
+    Whatever is wrong with one file is its node's problem, never the fleet's: no exception leaves."""
     node = _node_from_file(path)
-    if path.endswith(ERROR_SUFFIX):
-        try:
-            return "error", read_error_file(path)
-        except (OSError, ValueError, UnicodeDecodeError) as e:
-            return "error", (node, f"unreadable error file ({e})")
     try:
+        if path.endswith(ERROR_SUFFIX):
+            try:
+                return "error", read_error_file(path, with_run=True)
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError) as e:
+                return "error", (node, f"unreadable error file ({type(e).__name__}: {e})")
+        if path.lower().endswith(TEXT_SUFFIXES):
+            return _read_text(path, node)
         nd = read_node_file(path, node)
     except InputError as e:
         return "error", (node, str(e))
+    except Exception as e:  # noqa: BLE001 - a forged file (encrypted zip entries, ...)
+        return "error", (node, f"unreadable file ({type(e).__name__}: {e})")
     if nd is None:
         return "note", (f"{os.path.basename(path)} holds another kind of result than a node's latency; "
                         "left out")
@@ -380,6 +476,11 @@ def _read_path(path):
 
 def _add(builder, path, got):
     what, value = got
+    if builder.run is not None and what != "note":
+        run = value.meta.get("run") if what == "node" else (value[2] if len(value) > 2 else None)
+        if run not in builder.run:
+            builder.stale.append((builder.run[0], os.path.basename(path)))
+            return
     if what == "node":
         builder.add(value)
     elif what == "error":
@@ -407,11 +508,19 @@ def _add_paths(builder, paths):
             _add(builder, q, fut.result())
 
 
+def _note_others(builder, folder, others):
+    if others:
+        builder.note(f"{len(others)} file(s) in {folder} are not node results and were left out: "
+                     + ", ".join(others[:10]) + (" ..." if len(others) > 10 else ""))
+
+
 def fleet(
     paths_or_results: Path | LatencyResult | Iterable[Path | LatencyResult],
     expect: Nodes | None = None,
     *,
     name: str | None = None,
+    model: str | Path | Mapping[str, str] | None = None,
+    all_runs: bool = False,
 ) -> FleetResult:
     """Compare many machines: group them by hardware and name the nodes that are off.
 
@@ -426,6 +535,14 @@ def fleet(
         like ``"node[01-64]"``. Nodes without a result are reported as missing.
     name : str, optional
         A label for the report (default: the folder's name).
+    model : str, path or dict, optional
+        The CPU model of nodes whose files do not say (other tools' files): one model for all of
+        them, a file of lines ``NODELIST MODEL``, or a dict {node list: model}. Without one such
+        files are grouped by CPU count, and several nodes of a group that are off alike are named
+        as a sub-group of other hardware (``metadata["subgroups"]``) rather than as outliers.
+    all_runs : bool
+        Take every file of a folder. By default the files of another run than the folder's last
+        one (``corelat fleet`` writes the run into each file) are named and left out.
 
     Returns
     -------
@@ -455,8 +572,8 @@ def fleet(
         first = items[0] if len(items) == 1 else None
         name = os.path.basename(os.path.normpath(os.fspath(first))) if isinstance(first, (str, os.PathLike)) \
             else "fleet"
-    builder = FleetBuilder(name=name)
-    folders = []
+    builder = FleetBuilder(name=name, model=model)
+    folders, run = [], None
     for item in items:
         if isinstance(item, LatencyResult):
             builder.add(summarize(item))
@@ -464,7 +581,12 @@ def fleet(
             path = os.fspath(item)
             if os.path.isdir(path):
                 folders.append(path)
-                _add_paths(builder, node_files(path))
+                used, others = folder_files(path)
+                builder.run = None if all_runs else _runs.folder_run(path, used, REPORT_NAME)
+                run = run or (builder.run and builder.run[0])
+                _add_paths(builder, used)
+                builder.run = None
+                _note_others(builder, path, others)
             elif os.path.exists(path):
                 _add_paths(builder, [path])
             else:
@@ -472,4 +594,7 @@ def fleet(
         else:
             raise InputError(f"cannot read a fleet from {type(item).__name__!r}: give folders, files or "
                              "results")
-    return builder.finish(expect=expect, metadata={"source": folders or "results"})
+    md: dict[str, Any] = {"source": folders or "results"}
+    if run:
+        md["run"] = {"run": run}
+    return builder.finish(expect=expect, metadata=md)

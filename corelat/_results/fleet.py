@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -27,6 +28,8 @@ KIND = "fleet"
 
 #: Largest fleet.json read.
 MAX_JSON = 256 << 20
+#: Metadata flag of a saved report whose node files are relative to the report's folder.
+_RELATIVE = "files_relative_to_report"
 
 
 # -- the result -----------------------------------------------------------------------------------------
@@ -258,12 +261,12 @@ class FleetResult(SavedResult):
         -------
         dict
             ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
-            and ``ok`` (True when nothing is off).
+            and ``ok`` (True when nothing is off and at least one node has a result).
         """
         off = len({o.node for o in self.outliers})
         return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
                 "errors": len(self.errors), "missing": len(self.missing),
-                "ok": not (off or self.errors or self.missing)}
+                "ok": bool(self.nodes) and not (off or self.errors or self.missing)}
 
     def to_dict(self, arrays: bool = True) -> dict[str, Any]:
         """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
@@ -361,9 +364,9 @@ class FleetResult(SavedResult):
     def _from_npz(cls, header, arrays, path):
         if header.get("kind") != KIND:
             raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
-        return from_file(path, lambda: cls.from_dict(header, {
+        return _resolved(from_file(path, lambda: cls.from_dict(header, {
             int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
-            for g in header.get("groups", [])}))
+            for g in header.get("groups", [])})), path)
 
     def save(self, path: Path) -> None:
         """Write the result (atomically).
@@ -390,12 +393,25 @@ class FleetResult(SavedResult):
         True
         """
         path = os.fspath(path)
-        if path.lower().endswith(".json"):
-            write_bytes(path, json.dumps(self.to_dict(), indent=1, allow_nan=False).encode())
-        elif path.lower().endswith(".npz"):
-            super().save(path)
-        else:
+        if not path.lower().endswith((".json", ".npz")):
             raise InputError(f"save a fleet result as .json or .npz, not {path!r}")
+        # Node files relative to the report's folder: it still finds them read from anywhere else.
+        base = os.path.dirname(os.path.abspath(path))
+        stored = self._with_files(lambda f: os.path.relpath(os.path.abspath(f), base), relative=True)
+        if path.lower().endswith(".json"):
+            write_bytes(path, json.dumps(stored.to_dict(), indent=1, allow_nan=False).encode())
+        else:
+            SavedResult.save(stored, path)
+
+    def _with_files(self, change, relative):
+        """This result with every node's and error's ``file`` changed (empty ones kept)."""
+        def one(d):
+            return {**d, "file": change(d["file"])} if d.get("file") else d
+
+        md = {k: v for k, v in self.metadata.items() if k != _RELATIVE}
+        md.update({_RELATIVE: True} if relative else {})
+        return dataclasses.replace(self, nodes=tuple(one(thaw(r)) for r in self.nodes),
+                                   errors=tuple(one(dict(e)) for e in self.errors), metadata=md)
 
     # -- text --------------------------------------------------------------------------------------------
     def table(self, group: int | None = None) -> str:
@@ -451,6 +467,11 @@ class FleetResult(SavedResult):
                     f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
                     f"{md.get('mad_threshold', MAD_THRESHOLD):g} robust SD); groups of fewer than "
                     f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
+        if not nodes:
+            head.append("no node has a result: nothing was judged (see the errors and notes below)")
+        dates = sorted(str(r["date"]) for r in self.nodes if r.get("date"))
+        if dates:  # per node: its record's "date" (to_dict, --json)
+            head.append(f"measured from {dates[0]} to {dates[-1]}")
         lines = head + [""]
         for g in self.groups:
             meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
@@ -513,15 +534,24 @@ def write_bytes(path, data):
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def _resolved(result, path):
+    """``result`` read from ``path``, its node files (stored relative to ``path``'s folder) made paths
+    that work from here."""
+    if not result.metadata.get(_RELATIVE):
+        return result
+    base = os.path.dirname(os.path.abspath(os.fspath(path)))
+    return result._with_files(lambda f: os.path.normpath(os.path.join(base, str(f))), relative=False)
+
+
 def load_fleet(path):
-    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``)."""
+    """Read a fleet result saved by :meth:`FleetResult.save` (``.json`` or ``.npz``); node files stored
+    relative to the report's folder come back as paths that work from here."""
     path = os.fspath(path)
     try:
         if _npz.is_npz(path):
-            header, arrays = _npz.read(path)
-            return FleetResult._from_npz(header, arrays, path)
+            return FleetResult._from_npz(*_npz.read(path), path)
         text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
-        return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
+        return _resolved(FleetResult.from_dict(_npz.parse_json(text, path, "the file")), path)
     except InputError as e:
         raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

@@ -1,16 +1,29 @@
 """The fleet report of a folder of node results (no MPI needed): groups, outliers, errors, missing nodes.
 
 The folder holds ``<node>.npz`` files (``corelat -o DIR/$(hostname).npz`` from a job array, ssh or
-Ansible; or ``corelat fleet``'s output) and ``<node>.error.json`` files of nodes that failed.
-Exit status 0 when every node has a result, 1 when a node failed or is missing, 2 for bad input.
+Ansible; or ``corelat fleet``'s output), ``<node>.error.json`` files of nodes that failed, and other
+tools' matrices (``<node>.csv``: core-to-core-latency, c2clat). Exit status: 0 every node has a result
+and none is off; 1 a node failed or is missing, or no node has a result; 3 outliers and nothing worse;
+2 bad input.
 """
 
 import json
 import sys
 
 from corelat._fleet.nodes import fleet
+from corelat._fleet.verdict import exit_status, write_prometheus
 
 from . import common
+
+
+def add_report_options(p):
+    """Options shared by ``corelat fleet`` and ``corelat fleet-report``."""
+    p.add_argument("--model", metavar="MODEL|FILE",
+                   help="CPU model of the nodes whose files do not say (other tools' files): one model for "
+                        "all, or a file of lines 'NODELIST MODEL' (node[01-08] AMD Ryzen 9 5950X)")
+    p.add_argument("--prometheus", metavar="FILE",
+                   help="also write the verdict in Prometheus text format (node_exporter's textfile "
+                        "collector), atomically")
 
 
 def add_arguments(p):
@@ -20,13 +33,19 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
                    help="save the fleet result (.json or .npz)")
+    p.add_argument("--all-runs", action="store_true",
+                   help="take every file of the folder (default: files of another run than the folder's "
+                        "last one are named and left out)")
+    add_report_options(p)
 
 
 def run(args):
 
-    result = fleet(args.folder, expect=args.expect)
+    result = fleet(args.folder, expect=args.expect, model=args.model, all_runs=args.all_runs)
     if args.output:
         result.save(args.output)
+    if args.prometheus:
+        write_prometheus(result, args.prometheus)
     if args.json:
         json.dump(result.to_dict(arrays=False), sys.stdout, indent=1, allow_nan=False)
         print()
@@ -34,4 +53,4 @@ def run(args):
         print(result.describe())
     if args.output:
         print(f"saved to {args.output}", file=sys.stderr)
-    return 0 if not (result.errors or result.missing) else 1
+    return exit_status(result)

@@ -8,6 +8,7 @@ from corelat._core import files as _files
 from corelat._core.errors import InputError
 from corelat._core.extras import install_command
 from corelat._report import check_statistic_held
+from corelat._results.fleet import FleetResult
 from corelat._results.load import load
 from corelat._results.placement import PlacementResult
 from corelat._system.home import one_home
@@ -38,6 +39,9 @@ def add_arguments(p):
     p.add_argument("--home", metavar="HOME", type=common.home_arg,
                    help="for a file of `corelat placement`: draw this home only (node:K, K, responder, ...); "
                         "default: every home side by side")
+    p.add_argument("--node", metavar="NAME",
+                   help="for a fleet report (fleet.json): draw this node's matrix over its group's median "
+                        "(default: the fleet's heat table)")
 
 
 def _pairs(texts):
@@ -65,11 +69,7 @@ def run(args):
     if len(args.files) > 1 and args.home is not None:
         raise InputError("--home draws one home of a single file of `corelat placement`; give one file")
     if len(args.files) == 1:
-        results, names = [load(args.files[0])], None
-        # A placement file: every home side by side, or the one --home names.
-        if args.home is not None or args.kind != "heatmap" or not isinstance(results[0], PlacementResult):
-            results = [one_home(results[0], args.home,
-                                hint=f"give --home HOME to draw one of them as {args.kind}")]
+        results, names = [_load_one(args)], None
     else:
         results, names = labels_for(args.files, args.names)
     out = args.output or (common_name(results[0].name or args.files[0]) + ".png")
@@ -86,7 +86,9 @@ def run(args):
         # Exit status 2, like any other input the command cannot use; 1 means a measurement failed.
         print(f"corelat: error: {no_matplotlib(e)}", file=sys.stderr)
         return 2
-    if isinstance(results[0], PlacementResult):
+    if isinstance(results[0], FleetResult):
+        fig = plot.fleet(results[0], node=args.node)
+    elif isinstance(results[0], PlacementResult):
         fig = plot.placement(results[0], order=args.order, statistic=args.statistic, annotate=args.annotate)
     elif len(results) > 1:
         fig = plot.compare(results, names=names, order=args.order, statistic=args.statistic,
@@ -113,6 +115,16 @@ def no_matplotlib(e):
     why = " ".join(str(e).split())
     return (f"corelat plot needs matplotlib, which is installed but did not load ({why}); is the "
             "address-space limit (ulimit -v) too low, or the install broken?")
+
+
+def _load_one(args):
+    result = load(args.files[0])
+    if isinstance(result, FleetResult):  # fleet.json: its heat table, or one node's ratio map
+        return result
+    # A placement file: every home side by side, or the one --home names.
+    if args.home is not None or args.kind != "heatmap" or not isinstance(result, PlacementResult):
+        result = one_home(result, args.home, hint=f"give --home HOME to draw one of them as {args.kind}")
+    return result
 
 
 def common_name(name):

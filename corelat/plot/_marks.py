@@ -1,5 +1,5 @@
 """What the pictures draw on an Axes: a heatmap's written values and group lines, violins and
-histograms of samples, a fleet group's heat table."""
+histograms of samples."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import numpy as np
 
 from corelat._core.text import value_err as _fmt
 from corelat.plot._axes import _log_labels
-from corelat.plot._words import _fleet_label
 
 
 def _group_lines(ax, lines):
@@ -77,34 +76,3 @@ def _histograms(ax, data, labels, log, everything):
     ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
     ax.set_ylabel("samples")
     ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
-
-
-def _fleet_cells(plt, ax, group, rows, flagged):
-    """The class medians written in the cells (up to 60 rows, where they stay readable) and the
-    outliers boxed."""
-    annotate = len(rows) <= 60
-    for y, i in enumerate(rows):
-        for x, c in enumerate(group.classes):
-            v = group.values[i, x]
-            if annotate and np.isfinite(v):
-                ax.text(x, y, _fmt(v), ha="center", va="center", fontsize=7)
-            if (group.nodes[i], c) in flagged:
-                ax.add_patch(plt.Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="black", lw=2))
-
-
-def _fleet_table(plt, fig, ax, shown, flagged, cm, r):
-    """One group's heat table: nodes × classes, coloured by deviation within ±``r``, with its
-    colour bar."""
-    g, dev, rows = shown
-    d = dev[rows] if dev.size else np.zeros((len(rows), 0))
-    im = ax.imshow(np.ma.masked_invalid(d), cmap=cm, vmin=-r, vmax=r, aspect="auto",
-                   interpolation="nearest")
-    ax.set_xticks(range(len(g.classes)), [_fleet_label(c) for c in g.classes], fontsize=8)
-    ax.set_yticks(range(len(rows)), [g.nodes[i] for i in rows], fontsize=7 if len(rows) > 30 else 8)
-    _fleet_cells(plt, ax, g, rows, flagged)
-    more = f", {len(rows)} of {len(g.nodes)} nodes (most deviating)" if len(rows) < len(g.nodes) else ""
-    ax.set_title(f"group {g.id}: {g.cpu_model}, {len(g.cpus)} CPUs, {len(g.nodes)} nodes{more}",
-                 fontsize=9)
-    cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.02)
-    cb.set_label("vs group median", fontsize=8)
-    cb.ax.yaxis.set_major_formatter(lambda v, _: f"{v:+.0%}")

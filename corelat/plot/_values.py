@@ -122,14 +122,3 @@ def _pair_samples(result, idx):
         counts.append(s.size)
         labels.append(f"{result.cpus[i]}↔{result.cpus[j]}{_pair_flag_word(flags[i, j] | flags[j, i])}")
     return data, labels, counts
-
-
-def _fleet_rows(group, max_nodes):
-    """``(group, deviation from the class medians, the node rows drawn)``: a group of more than
-    ``max_nodes`` nodes keeps those that deviate most, in their order."""
-    dev = np.asarray(group.values) / np.array([group.class_medians[c] for c in group.classes]) - 1.0
-    rows = np.arange(len(group.nodes))
-    if len(rows) > max_nodes:
-        worst = np.nan_to_num(np.abs(dev), nan=0.0).max(axis=1) if dev.size else np.zeros(len(rows))
-        rows = np.sort(np.argsort(-worst, kind="stable")[:max_nodes])
-    return group, dev, rows

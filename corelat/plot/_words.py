@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from corelat._core.text import counts as fmt_counts
-from corelat._results.fleet import label as class_label
 
 
 def _value_label(result, statistic):
@@ -51,8 +50,3 @@ def _short(v):
     if v >= 1000:
         return f"{v / 1000:g}k"
     return f"{v:g}"
-
-
-def _fleet_label(cls):
-
-    return class_label(cls).replace(", ", "\n").replace(" latency ", "\nlatency ")

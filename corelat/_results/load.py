@@ -73,6 +73,8 @@ def load(path: Path) -> Any:
         path = os.fspath(path)
     except TypeError:
         raise InputTypeError(f"load() reads a file: give a path, not {type(path).__name__}") from None
+    if isinstance(path, bytes):  # a path as bytes names the same file; every message wants text
+        path = os.fsdecode(path)
     if not _npz.is_npz(path):
         if path.lower().endswith(".json") or _starts_like_json(path):
             return load_fleet(path)  # the one kind saved as JSON: a fleet report (fleet.json)

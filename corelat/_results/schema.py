@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from corelat._core.errors import InputError
+from corelat._core import npz as _npz
 from corelat._core.npz import short
 from corelat._core.protocol import thaw
 from corelat._system.topology import Topology
@@ -185,6 +186,11 @@ def check_samples_member(header, arrays, n, path):
     samples = _numeric(arrays, "samples", "biuf", path)
     if samples.ndim != 3 or samples.shape[:2] != (n, n):
         raise _bad(path, f"samples has shape {samples.shape}; expected ({n}, {n}, k) for {n} CPUs")
+    # The cap on a file's arrays holds for what reading makes of them: int8 samples under the cap
+    # would become eight times as many bytes as float64.
+    if samples.size * 8 > _npz.MAX_ARRAY_BYTES:
+        raise _bad(path, f"samples of shape {samples.shape} would take {samples.size * 8 / 1024**3:.1f} GiB "
+                         f"as float64; at most {_npz.MAX_ARRAY_BYTES / 1024**3:g} GiB (refused before reading)")
     samples = samples.astype(np.float64, copy=False)
     check_samples(samples, path, floor=latency_floor(header))
     return samples
@@ -201,13 +207,36 @@ def check_cpus(cpus, path):
 
 def check_samples(samples, path, floor=0.0):
     """Latencies in ns: NaN (not measured) or finite and at least ``floor``, and not all zero."""
-    measured = samples[~np.isnan(samples)]
-    if measured.size == 0:
-        raise _bad(path, "samples: no measured value")
-    if not np.isfinite(measured).all():
-        raise _bad(path, "samples: infinite latency")
-    low = measured.min()
+    problem = latency_problem(samples, floor)
+    if problem:
+        raise _bad(path, f"samples: {problem}")
+
+
+def latency_problem(values, floor=0.0):
+    """What is wrong with ``values`` as latencies in ns (see :func:`check_samples`), or None.
+
+    The one rule for what a file may hold and for what ``LatencyResult.from_matrix`` accepts, so
+    that every result that can be saved can be loaded back.
+    """
+    flat = values.reshape(-1)
+    low, high, seen = np.inf, -np.inf, False
+    # In slices: a copy of a 2 GiB array's measured values doubled the memory reading a file takes.
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start:start + _CHUNK]
+        part = part[~np.isnan(part)]
+        if part.size == 0:
+            continue
+        if not np.isfinite(part).all():
+            return "infinite latency"
+        seen = True
+        low, high = min(low, float(part.min())), max(high, float(part.max()))
+    if not seen:
+        return "no measured value"
     if low < floor:
-        raise _bad(path, f"samples: negative latency {low:g} ns")
-    if measured.max() == 0:
-        raise _bad(path, "samples: every latency is 0 ns; not a measurement")
+        return f"negative latency {low:g} ns"
+    if high == 0:
+        return "every latency is 0 ns; not a measurement"
+    return None
+
+
+_CHUNK = 1 << 22  #: values per slice of :func:`latency_problem` (32 MiB of float64)

@@ -125,7 +125,7 @@ def value_only(matrix, cpus, symmetric):
         raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
     np.fill_diagonal(m, np.nan)
     # The rule load() applies to a file, so that what from_matrix makes can be saved and read back.
-    problem = _schema.latency_problem(m, 0.0 if symmetric else -_schema.ONEWAY_SLACK_NS)
+    problem = _schema.latency_problem(m, 0.0 if symmetric else -_schema.ONEWAY_SLACK_NS, empty_ok=True)
     if problem:
         raise InputError(f"a latency matrix: {problem}")
     flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)

@@ -212,11 +212,12 @@ def check_samples(samples, path, floor=0.0):
         raise _bad(path, f"samples: {problem}")
 
 
-def latency_problem(values, floor=0.0):
+def latency_problem(values, floor=0.0, empty_ok=False):
     """What is wrong with ``values`` as latencies in ns (see :func:`check_samples`), or None.
 
     The one rule for what a file may hold and for what ``LatencyResult.from_matrix`` accepts, so
-    that every result that can be saved can be loaded back.
+    that every result that can be saved can be loaded back (``empty_ok``: a matrix without any
+    value is no file's content but a result an analysis can still describe).
     """
     flat = values.reshape(-1)
     low, high, seen = np.inf, -np.inf, False
@@ -231,7 +232,7 @@ def latency_problem(values, floor=0.0):
         seen = True
         low, high = min(low, float(part.min())), max(high, float(part.max()))
     if not seen:
-        return "no measured value"
+        return None if empty_ok else "no measured value"
     if low < floor:
         return f"negative latency {low:g} ns"
     if high == 0:

@@ -18,6 +18,7 @@ from corelat._core import text as _text
 from corelat._core.errors import InputError, InputKeyError, unreadable
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
 from corelat._core.types import Path
+from corelat._results import schema as _schema
 from corelat._results.latency import thaw
 
 #: File layout version of fleet results (``.json`` / ``.npz``).
@@ -519,9 +520,9 @@ def load_fleet(path):
     try:
         if _npz.is_npz(path):
             header, arrays = _npz.read(path)
-            return FleetResult._from_npz(header, arrays, path)
+            return FleetResult._from_npz(_schema.check_kind(KIND, header, path), arrays, path)
         text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
-        return FleetResult.from_dict(_npz.parse_json(text, path, "the file"))
+        return FleetResult.from_dict(_schema.check_kind(KIND, _npz.parse_json(text, path, "the file"), path))
     except InputError as e:
         raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

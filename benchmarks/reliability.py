@@ -11,6 +11,7 @@ The hang cases of items 1-3 (frozen partner, SCHED_FIFO, shrinking cpusets) are 
 
 import argparse
 import os
+import random
 import resource
 import signal
 import subprocess
@@ -20,7 +21,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import hostile  # noqa: E402 (a test helper, found through the path set just above)
+import fuzzfiles as fz  # noqa: E402 (test helpers, found through the path set just above)
+import hostile  # noqa: E402
 
 # Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
 # sent to them; a caught signal is reset to the default at exec instead.
@@ -239,6 +241,59 @@ def messages(r, d):
     return cases, fails
 
 
+_CRAFTED_CHECK = r"""
+import contextlib, io, sys, warnings, corelat
+from corelat.cli import main
+warnings.simplefilter("ignore")
+for p in sys.argv[1:]:
+    try:
+        corelat.load(p)
+    except corelat.InputError:
+        print("ok"); continue
+    except Exception as e:
+        print("raw", type(e).__name__); continue
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(["report", p])
+    print("ok" if status in (0, 2) and "internal error" not in err.getvalue() else "report", status)
+"""
+
+
+def _crafted(r, d, count, arrays_share):
+    """Issue 24 item 11: ``count`` files, each a valid file of one kind changed at one place (header
+    fields, or an array with probability ``arrays_share``), loaded and reported by the code under test."""
+    rng = random.Random(24)
+    seeds = fz.seeds(d)
+    fails, done = 0, 0
+    while done < count:
+        paths = []
+        for k in range(min(1000, count - done)):
+            kind = rng.choice(sorted(seeds))
+            header, arrays = seeds[kind]
+            if rng.random() >= arrays_share or not arrays:
+                header = fz.change_header(header, rng.choice(fz.places(header)),
+                                          rng.choice(["set", "set", "set", "del", "add"]), rng.choice(fz.HOSTILE))
+            else:
+                name = rng.choice(sorted(arrays))
+                arrays = {**arrays, name: fz.change_array(arrays[name], rng.choice(fz.ARRAY_CHANGES))}
+            path = os.path.join(d, f"crafted{k}.npz")
+            fz.write(path, header, arrays)
+            paths.append(path)
+        p = r.run(["-c", _CRAFTED_CHECK, *paths], timeout=1800, python=True)
+        lines = p.stdout.splitlines() if p else []
+        fails += len(paths) - sum(ln.startswith("ok") for ln in lines)
+        done += len(paths)
+    return done, fails
+
+
+def crafted_headers(r, d, quick=False):
+    return _crafted(r, d, 300 if quick else 20_000, 0.0)
+
+
+def crafted_arrays(r, d, quick=False):
+    return _crafted(r, d, 100 if quick else 4_000, 1.0)
+
+
 CATEGORIES = [
     ("hostile .npz files (tests/hostile.py)", hostile_files),
     ("special files as FILE (/dev/zero, urandom, FIFO, links, 8 GiB sparse, folder)", special_files),
@@ -246,11 +301,16 @@ CATEGORIES = [
     ("saves: Ctrl-C mid-save, RLIMIT_FSIZE, 64 KB tmpfs, dangling -o link", saves),
     ("absurd CPU lists (0-5000 ... 0-1000000, range(10**5))", cpu_lists),
     ("messages: early Ctrl-C, broken pipe, usage, API arguments, threads, ulimit -v", messages),
+    ("schema: crafted header fields of latency, locks, smt, placement, fleet and check files "
+     "(load + report)", crafted_headers),
+    ("schema: crafted arrays (dtype, shape, values) of the same kinds (load + report)", crafted_arrays),
 ]
 
 
 #: --quick (CI's benchmark step): the categories that take seconds, not the signal and save loops.
-QUICK = ("hostile", "special", "sysfs", "CPU lists")
+QUICK = ("hostile", "special", "sysfs", "CPU lists", "schema")
+#: Categories that take a ``quick`` keyword (fewer cases under --quick).
+SIZED = (crafted_headers, crafted_arrays)
 
 
 def table(trees, only=None, quick=False):
@@ -262,7 +322,7 @@ def table(trees, only=None, quick=False):
         for tree in trees:
             with tempfile.TemporaryDirectory() as d:
                 t = time.monotonic()
-                cases, fails = fn(Runner(tree), d)
+                cases, fails = fn(Runner(tree), d, quick) if fn in SIZED else fn(Runner(tree), d)
                 row.append((cases, fails, time.monotonic() - t))
         rows.append(row)
         print(name, row[1:], file=sys.stderr, flush=True)
@@ -274,8 +334,10 @@ def main():
     ap.add_argument("--before", metavar="DIR", help="checkout of older code to compare with (PYTHONPATH)")
     ap.add_argument("--only", metavar="WORD", help="run only the categories whose name holds WORD")
     ap.add_argument("--quick", action="store_true", help="only the quick categories (CI)")
+    ap.add_argument("--before-only", action="store_true",
+                    help="run only the --before tree (to run the two trees side by side, in two processes)")
     args = ap.parse_args()
-    trees = ([args.before] if args.before else []) + [None]
+    trees = ([args.before] if args.before else []) + ([] if args.before_only else [None])
     rows = table(trees, args.only, args.quick)
     head = ("| category | cases | failures before | failures after |" if args.before
             else "| category | cases | failures |")

@@ -171,6 +171,13 @@ def write(path, header, arrays):
     _npz.write(path, header.get("kind", "latency"), header, arrays)
 
 
+def write_text_header(path, text, arrays):
+    """A corelat file whose header is ``text`` as it is (JSON that ``json.dumps`` never writes: 1e999)."""
+    members = {"header": np.array(text), **{k: np.asarray(v) for k, v in arrays.items()}}
+    with open(path, "wb") as f:
+        _npz._write_archive(f, members)
+
+
 def outcome(path):
     """"ok" when ``corelat.load`` gives a result or raises InputError and ``corelat report`` then
     ends with 0 or 2 without an internal error; else what went wrong (an exception's name)."""

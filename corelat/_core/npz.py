@@ -173,9 +173,9 @@ def _members(z, path):
             if version not in _NPY_HEADERS:
                 raise _bad(path, f"member {name}: unsupported .npy version {version}")
             shape, _, dtype = _NPY_HEADERS[version](m, max_header_size=_NPY_HEADER_BYTES)
-        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
-            raise _bad(path,
-                       f"member {name}: {dtype} arrays are not allowed (no objects, records or pickles)")
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or dtype.kind == "c":
+            raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records, pickles "
+                             "or complex numbers)")
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > info.file_size:
             raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "

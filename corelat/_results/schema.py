@@ -311,8 +311,8 @@ _FLEET_OUTLIER = ("map", {"node": TEXT, "group": ("int", 0, 2**31), "class": TEX
                   ("node", "group", "class", "value", "median", "deviation", "threshold"))
 HEADERS["fleet"] = ("map", {
     "fleet_version": ("int", 0, 2**31), "name": opt(TEXT), "warnings": opt(TEXTS), "notes": opt(TEXTS),
-    "metadata": ("map", {**METADATA_FIELDS, "rel_threshold": opt(NUMBER), "mad_threshold": opt(NUMBER),
-                         "min_group": opt(COUNT), "corelat_version": opt(TEXT),
+    "metadata": ("map", {**METADATA_FIELDS, "rel_threshold": NUMBER, "mad_threshold": NUMBER,
+                         "min_group": COUNT, "corelat_version": opt(TEXT), "source": ("any",),
                          "missing_reasons": ("dict", opt(TEXT))}, ()),
     "groups": ("list", _FLEET_GROUP, 100_000), "nodes": ("list", _FLEET_NODE, 10**6),
     "outliers": ("list", _FLEET_OUTLIER, 10**6),
@@ -406,6 +406,8 @@ def validate(value, spec, path, at=""):
 
 def check_kind(kind, header, path):
     """The header of a result of ``kind`` checked against its schema (:data:`HEADERS`)."""
+    if header.get("kind") != kind:
+        return header  # the kind's reader says what the file is instead
     validate(header, HEADERS[kind], path)
     if kind == "fleet":
         _check_fleet_classes(header, path)
@@ -434,6 +436,10 @@ def check_kind_arrays(kind, header, arrays, path):
         p, n = arrays["partners"], np.size(cpus)
         if p.dtype.kind not in "iu" or p.ndim != 1 or (p.size and not (-1 <= p.min() and p.max() < n)):
             raise _bad(path, f"partners must be positions -1 to {n - 1} of the CPUs (integers)")
+        pairs = arrays.get("pairs")
+        if pairs is not None and (pairs.dtype.kind not in "iu" or pairs.ndim != 2 or pairs.shape[1:] != (2,)
+                                  or (pairs.size and not (0 <= pairs.min() and pairs.max() < n))):
+            raise _bad(path, f"pairs must be (k, 2) positions 0 to {n - 1} of the CPUs (integers)")
         levels = header["partner_levels"]
         if len(levels) != p.size or any((lv == "") != (q < 0) for lv, q in zip(levels, p.tolist())):
             raise _bad(path, "partner_levels must name a level for each partner, and only for them")
@@ -444,10 +450,25 @@ def check_kind_arrays(kind, header, arrays, path):
                 if a.dtype.kind not in "iu" or a.shape != (n, n):
                     raise _bad(path, f"{name} must be ({n}, {n}) integers (NUMA nodes), not {a.dtype} {a.shape}")
     if kind == "locks":
-        for name in ("data.name", "threads.name"):
-            a = arrays.get(name)
-            if a is not None and (a.dtype.kind != "U" or not set(a.tolist()) <= _lock_tests()):
-                raise _bad(path, f"{name} must name lock tests ({', '.join(sorted(_lock_tests())[:3])}, ...)")
+        _check_lock_arrays(arrays, path)
+
+
+def _check_lock_arrays(arrays, path):
+    """One test (or one test on one CPU) per row: 1-d columns of one length, names of known tests."""
+    for part in ("data", "threads"):
+        names = arrays.get(f"{part}.name")
+        if names is None:
+            continue
+        if names.ndim != 1 or names.dtype.kind != "U" or not set(names.tolist()) <= _lock_tests():
+            raise _bad(path, f"{part}.name must name lock tests ({', '.join(sorted(_lock_tests())[:3])}, ...)")
+        dtype = _locks.ROW_DTYPE if part == "data" else _locks.THREAD_DTYPE
+        for key, a in arrays.items():
+            field = key[len(part) + 1:] if key.startswith(part + ".") else None
+            if field not in (dtype.names or ()):
+                continue
+            if (a.shape != names.shape or not np.can_cast(a.dtype, dtype[field], "same_kind")
+                    or a.dtype.kind == "f" and not np.isfinite(a).all()):
+                raise _bad(path, f"{key} must hold one finite {dtype[field]} value per row of {part}.name")
 
 
 def _lock_tests():

@@ -106,8 +106,8 @@ def main():
                     med = f"{statistics.median(honoured):.2f}" if honoured else "–"
                     full = full_run(cmd, env, args.limit)
                     full_s = f"> {args.limit:g}" if full is None else f"{full:.1f}"
-                    print(f"| {name} | {n:,} | {label} | {len(times)} | {within} | {worst} | {med} | {full_s} |",
-                          flush=True)
+                    row = [name, f"{n:,}", label, len(times), within, worst, med, full_s]
+                    print("| " + " | ".join(map(str, row)) + " |", flush=True)
 
 
 if __name__ == "__main__":

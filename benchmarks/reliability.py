@@ -271,8 +271,8 @@ def _crafted(r, d, count, arrays_share):
             kind = rng.choice(sorted(seeds))
             header, arrays = seeds[kind]
             if rng.random() >= arrays_share or not arrays:
-                header = fz.change_header(header, rng.choice(fz.places(header)),
-                                          rng.choice(["set", "set", "set", "del", "add"]), rng.choice(fz.HOSTILE))
+                op = rng.choice(["set", "set", "set", "del", "add"])
+                header = fz.change_header(header, rng.choice(fz.places(header)), op, rng.choice(fz.HOSTILE))
             else:
                 name = rng.choice(sorted(arrays))
                 arrays = {**arrays, name: fz.change_array(arrays[name], rng.choice(fz.ARRAY_CHANGES))}

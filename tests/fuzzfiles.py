@@ -134,36 +134,28 @@ def change_header(header, place, op, value):
     return h
 
 
+_ARRAY_CHANGE = {
+    "float": lambda a: a.astype(np.float64) + 0.5,
+    "int8": lambda a: np.zeros(a.shape, dtype=np.int8),
+    "bool": lambda a: np.ones(a.shape, dtype=bool),
+    "complex": lambda a: a.astype(np.complex128),
+    "scalar": lambda a: np.array(7),
+    "empty": lambda a: np.zeros((0,) * max(a.ndim, 1)),
+    "flat": lambda a: a.reshape(-1),
+    "transpose": lambda a: a.T if a.ndim > 1 else a[::-1],
+    "extra-dim": lambda a: a[..., None],
+    "negative": lambda a: -np.abs(a.astype(np.float64)) - 1,
+    "huge": lambda a: np.full(a.shape, 1e300),
+    "nan": lambda a: np.full(a.shape, np.nan),
+}
+
+
 def change_array(a, how):
     """``a`` of another dtype, shape or content (see :data:`ARRAY_CHANGES`)."""
     a = np.asarray(a)
     if a.dtype.kind not in "biuf" and how in ("float", "complex", "negative", "huge"):
         return np.zeros(a.shape)  # text arrays (names): numbers in their place
-    if how == "float":
-        return a.astype(np.float64) + 0.5
-    if how == "int8":
-        return np.zeros(a.shape, dtype=np.int8)
-    if how == "bool":
-        return np.ones(a.shape, dtype=bool)
-    if how == "complex":
-        return a.astype(np.complex128)
-    if how == "scalar":
-        return np.array(7)
-    if how == "empty":
-        return np.zeros((0,) * max(a.ndim, 1))
-    if how == "flat":
-        return a.reshape(-1)
-    if how == "transpose":
-        return a.T if a.ndim > 1 else a[::-1]
-    if how == "extra-dim":
-        return a[..., None]
-    if how == "negative":
-        return -np.abs(a.astype(np.float64)) - 1
-    if how == "huge":
-        return np.full(a.shape, 1e300)
-    if how == "nan":
-        return np.full(a.shape, np.nan)
-    raise ValueError(how)
+    return _ARRAY_CHANGE[how](a)
 
 
 def write(path, header, arrays):

@@ -457,7 +457,7 @@ def structure(
         metadata={"source": getattr(result, "name", "")},
         reliable=reliable,
         noise_ratio=ratio,
-        artifacts=_artifacts(level_objs, result) + tuple(filter(None, [_blocks.too_many_cores(len(core_idx))])),
+        artifacts=_artifacts(level_objs, result) + tuple(filter(None, [_blocks.too_many_cores(len(cd))])),
         smt_note=smt_note,
     )
     object.__setattr__(st, "_cores", tuple(tuple(cpus[i] for i in g) for g in core_idx))

@@ -157,10 +157,7 @@ def _members(z, path):
     if total > MAX_ARRAY_BYTES:
         raise _bad(path, f"its arrays would take {total / 1024**3:.1f} GiB uncompressed; the most a "
                          f"corelat file may hold is {MAX_ARRAY_BYTES / 1024**3:g} GiB")
-    encrypted = [i.filename for i in infos if i.flag_bits & 0x1]
-    if encrypted:  # zipfile would say so naming a ZipInfo, not the file; corelat never encrypts
-        raise _bad(path, f"member {short(encrypted[0], 60)} is encrypted (corelat files never are); "
-                         "not a corelat file, or a tampered one")
+    _refuse_encrypted(infos, path)
     out = {}
     for info in infos:
         name = info.filename[:-4] if info.filename.endswith(".npy") else ""
@@ -184,6 +181,13 @@ def _members(z, path):
     if "header" not in out:
         raise _bad(path, "no 'header' array; not a corelat result file")
     return out
+
+
+def _refuse_encrypted(infos, path):
+    encrypted = [i.filename for i in infos if i.flag_bits & 0x1]
+    if encrypted:  # zipfile would say so naming a ZipInfo, not the file; corelat never encrypts
+        raise _bad(path, f"member {short(encrypted[0], 60)} is encrypted (corelat files never are); "
+                         "not a corelat file, or a tampered one")
 
 
 def _read_member(z, members, name):

@@ -90,6 +90,17 @@ def expand(text, budget=MAX_NODES):
     return list(dict.fromkeys(n for n in names if n))
 
 
+def _names_in(text):
+    """The names a node list file's text gives, under one budget for the whole file."""
+    words = []
+    for line in text.splitlines():
+        words.extend(line.split("#", 1)[0].split())
+    names = []
+    for w in words:
+        names.extend(expand(w, MAX_NODES - len(names)))
+    return list(dict.fromkeys(names))
+
+
 def expected_nodes(spec):
     """Node names from ``spec``: a path to a file (names separated by lines, spaces or commas; ``#``
     starts a comment; each may be a host list), a host list string, or an iterable of names."""
@@ -112,13 +123,7 @@ def expected_nodes(spec):
         except UnicodeDecodeError as e:
             raise InputError(f"the node list {path} is not UTF-8 text ({e.reason} at byte {e.start})") \
                 from None
-        words = []
-        for line in text.splitlines():
-            words.extend(line.split("#", 1)[0].split())
-        names = []
-        for w in words:  # one budget for the whole file, not one per word
-            names.extend(expand(w, MAX_NODES - len(names)))
-        return list(dict.fromkeys(names))
+        return _names_in(text)
     if "/" in path:
         raise InputFileNotFoundError(f"node list {path}: no such file")
     return expand(path)

@@ -192,8 +192,9 @@ def check_samples_member(header, arrays, n, path):
     # The cap on a file's arrays holds for what reading makes of them: int8 samples under the cap
     # would become eight times as many bytes as float64.
     if samples.size * 8 > _npz.MAX_ARRAY_BYTES:
-        raise _bad(path, f"samples of shape {samples.shape} would take {samples.size * 8 / 1024**3:.1f} GiB "
-                         f"as float64; at most {_npz.MAX_ARRAY_BYTES / 1024**3:g} GiB (refused before reading)")
+        gib = samples.size * 8 / 1024**3
+        raise _bad(path, f"samples of shape {samples.shape} would take {gib:.1f} GiB as float64; at most "
+                         f"{_npz.MAX_ARRAY_BYTES / 1024**3:g} GiB (refused before converting them)")
     samples = samples.astype(np.float64, copy=False)
     check_samples(samples, path, floor=latency_floor(header))
     return samples
@@ -301,9 +302,10 @@ _FLEET_GROUP = ("map", {"id": ("int", 0, 2**31), "label": TEXT, "cpu_model": opt
                         "class_medians": ("dict", opt(NUMBER))},
                 ("id", "label", "cpu_model", "topology_summary", "kernel", "cpus", "class_source", "classes",
                  "nodes", "class_medians"))
-_FLEET_NODE = ("map", {"node": TEXT, "group": opt(("int", 0, 2**31)), "file": opt(TEXT), "hostname": opt(TEXT),
-                       "date": opt(TEXT), "result_warnings": opt(COUNT), "classes": ("dict", opt(NUMBER)),
-                       "settings": opt(("dict", opt(_SETTING))), "differs": ("dict", ("list", opt(_SETTING), 2, 2))},
+_FLEET_NODE = ("map", {"node": TEXT, "group": opt(("int", 0, 2**31)), "file": opt(TEXT),
+                       "hostname": opt(TEXT), "date": opt(TEXT), "result_warnings": opt(COUNT),
+                       "classes": ("dict", opt(NUMBER)), "settings": opt(("dict", opt(_SETTING))),
+                       "differs": ("dict", ("list", opt(_SETTING), 2, 2))},
                ("node", "classes", "differs"))
 _FLEET_OUTLIER = ("map", {"node": TEXT, "group": ("int", 0, 2**31), "class": TEXT, "value": NUMBER,
                           "median": NUMBER, "deviation": NUMBER, "threshold": NUMBER,
@@ -433,24 +435,38 @@ def check_kind_arrays(kind, header, arrays, path):
     if kind in ("smt", "locks") and cpus is not None and (cpus.ndim != 1 or cpus.dtype.kind not in "iu"):
         raise _bad(path, f"cpus must be a list of CPU ids, not {cpus.dtype} of shape {cpus.shape}")
     if kind == "smt" and "partners" in arrays:
-        p, n = arrays["partners"], np.size(cpus)
-        if p.dtype.kind not in "iu" or p.ndim != 1 or (p.size and not (-1 <= p.min() and p.max() < n)):
-            raise _bad(path, f"partners must be positions -1 to {n - 1} of the CPUs (integers)")
-        pairs = arrays.get("pairs")
-        if pairs is not None and (pairs.dtype.kind not in "iu" or pairs.ndim != 2 or pairs.shape[1:] != (2,)
-                                  or (pairs.size and not (0 <= pairs.min() and pairs.max() < n))):
-            raise _bad(path, f"pairs must be (k, 2) positions 0 to {n - 1} of the CPUs (integers)")
-        levels = header["partner_levels"]
-        if len(levels) != p.size or any((lv == "") != (q < 0) for lv, q in zip(levels, p.tolist())):
-            raise _bad(path, "partner_levels must name a level for each partner, and only for them")
+        _check_smt_arrays(header, arrays, np.size(cpus), path)
     if kind == "placement":
-        for name, a in arrays.items():
-            if name.endswith("_extra_home_node"):
-                n = np.size(arrays.get(name.split("_", 1)[0] + "_cpus", ()))
-                if a.dtype.kind not in "iu" or a.shape != (n, n):
-                    raise _bad(path, f"{name} must be ({n}, {n}) integers (NUMA nodes), not {a.dtype} {a.shape}")
+        _check_placement_arrays(arrays, path)
     if kind == "locks":
         _check_lock_arrays(arrays, path)
+
+
+def _positions(a, n):
+    """Whether ``a`` holds integers that are positions 0..n-1 (or -1 where ``a`` may say "none")."""
+    return a.dtype.kind in "iu" and (a.size == 0 or (a.min() >= -1 and a.max() < n))
+
+
+def _check_smt_arrays(header, arrays, n, path):
+    p = arrays["partners"]
+    if p.ndim != 1 or not _positions(p, n):
+        raise _bad(path, f"partners must be positions -1 to {n - 1} of the CPUs (integers)")
+    pairs = arrays.get("pairs")
+    if pairs is not None and (pairs.ndim != 2 or pairs.shape[1:] != (2,) or not _positions(pairs, n)
+                              or pairs.size and pairs.min() < 0):
+        raise _bad(path, f"pairs must be (k, 2) positions 0 to {n - 1} of the CPUs (integers)")
+    levels = header["partner_levels"]
+    if len(levels) != p.size or any((lv == "") != (q < 0) for lv, q in zip(levels, p.tolist())):
+        raise _bad(path, "partner_levels must name a level for each partner, and only for them")
+
+
+def _check_placement_arrays(arrays, path):
+    for name, a in arrays.items():
+        if name.endswith("_extra_home_node"):
+            n = np.size(arrays.get(name.split("_", 1)[0] + "_cpus", ()))
+            if a.dtype.kind not in "iu" or a.shape != (n, n):
+                raise _bad(path, f"{name} must be ({n}, {n}) integers (NUMA nodes), "
+                                 f"not {a.dtype} {a.shape}")
 
 
 def _check_lock_arrays(arrays, path):
@@ -460,7 +476,8 @@ def _check_lock_arrays(arrays, path):
         if names is None:
             continue
         if names.ndim != 1 or names.dtype.kind != "U" or not set(names.tolist()) <= _lock_tests():
-            raise _bad(path, f"{part}.name must name lock tests ({', '.join(sorted(_lock_tests())[:3])}, ...)")
+            known = ", ".join(sorted(_lock_tests())[:3])
+            raise _bad(path, f"{part}.name must name lock tests ({known}, ...)")
         dtype = _locks.ROW_DTYPE if part == "data" else _locks.THREAD_DTYPE
         for key, a in arrays.items():
             field = key[len(part) + 1:] if key.startswith(part + ".") else None

@@ -286,6 +286,35 @@ def _crafted(r, d, count, arrays_share):
     return done, fails
 
 
+def small_files(r, d):
+    """Issue 24 items 6 and 10: small files that asked for gigabytes or minutes, an encrypted member."""
+    cases = {"lines.csv": "x\n" * 12_000, "plot.gp": "$data << EOD\n" + "1\n" * 40_000 + "EOD\n",
+             "dup.csv": "cpu," + ",".join(map(str, range(40_000))) + ",7\n"}
+    paths = []
+    for name, text in cases.items():
+        paths.append(os.path.join(d, name))
+        with open(paths[-1], "w") as f:
+            f.write(text)
+    with open(hostile_example(), "rb") as f:
+        data = bytearray(f.read())
+    for magic, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the zip flag: encrypted
+        i = 0
+        while (i := data.find(magic, i)) >= 0:
+            data[i + at] |= 1
+            i += 4
+    paths.append(os.path.join(d, "locked.npz"))
+    with open(paths[-1], "wb") as f:
+        f.write(bytes(data))
+    fails = sum(not r.clean(r.run(["report", p], timeout=30)) for p in paths)
+    p = r.run(["fleet-report", d, "--expect", ",".join(f"n{k}x[0-999999]" for k in range(3000))], timeout=30)
+    fails += not r.clean(p)
+    return len(paths) + 1, fails
+
+
+def hostile_example():
+    return fz.corelat.example_files()[0]
+
+
 def crafted_headers(r, d, quick=False):
     return _crafted(r, d, 300 if quick else 20_000, 0.0)
 
@@ -301,6 +330,8 @@ CATEGORIES = [
     ("saves: Ctrl-C mid-save, RLIMIT_FSIZE, 64 KB tmpfs, dangling -o link", saves),
     ("absurd CPU lists (0-5000 ... 0-1000000, range(10**5))", cpu_lists),
     ("messages: early Ctrl-C, broken pipe, usage, API arguments, threads, ulimit -v", messages),
+    ("small files, huge memory: 24 KB of `x` lines, a c2clat plot of 40,000 rows, a 40,000-label header "
+     "with a duplicate, an encrypted member, `fleet-report --expect` of 3,000 x [0-999999]", small_files),
     ("schema: crafted header fields of latency, locks, smt, placement, fleet and check files "
      "(load + report)", crafted_headers),
     ("schema: crafted arrays (dtype, shape, values) of the same kinds (load + report)", crafted_arrays),
@@ -308,7 +339,7 @@ CATEGORIES = [
 
 
 #: --quick (CI's benchmark step): the categories that take seconds, not the signal and save loops.
-QUICK = ("hostile", "special", "sysfs", "CPU lists", "schema")
+QUICK = ("hostile", "special", "sysfs", "CPU lists", "schema", "small files")
 #: Categories that take a ``quick`` keyword (fewer cases under --quick).
 SIZED = (crafted_headers, crafted_arrays)
 

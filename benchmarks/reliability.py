@@ -12,6 +12,7 @@ The hang cases of items 1-3 (frozen partner, SCHED_FIFO, shrinking cpusets) are 
 import argparse
 import os
 import pathlib
+import random
 import resource
 import shutil
 import signal
@@ -22,7 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import hostile  # noqa: E402 (a test helper, found through the path set just above)
+import fuzzfiles as fz  # noqa: E402 (test helpers, found through the path set just above)
+import hostile  # noqa: E402
 
 # Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
 # sent to them; a caught signal is reset to the default at exec instead.
@@ -352,6 +354,88 @@ def progress(r, d):
     return 5, 5 - (p.stdout.split().count("ok") if p else 0)
 
 
+_CRAFTED_CHECK = r"""
+import contextlib, io, sys, warnings, corelat
+from corelat.cli import main
+warnings.simplefilter("ignore")
+for p in sys.argv[1:]:
+    try:
+        corelat.load(p)
+    except corelat.InputError:
+        print("ok"); continue
+    except Exception as e:
+        print("raw", type(e).__name__); continue
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(["report", p])
+    print("ok" if status in (0, 2) and "internal error" not in err.getvalue() else "report", status)
+"""
+
+
+def _crafted(r, d, count, arrays_share):
+    """Issue 24 item 11: ``count`` files, each a valid file of one kind changed at one place (header
+    fields, or an array with probability ``arrays_share``), loaded and reported by the code under test."""
+    rng = random.Random(24)
+    seeds = fz.seeds(d)
+    fails, done = 0, 0
+    while done < count:
+        paths = []
+        for k in range(min(1000, count - done)):
+            kind = rng.choice(sorted(seeds))
+            header, arrays = seeds[kind]
+            if rng.random() >= arrays_share or not arrays:
+                op = rng.choice(["set", "set", "set", "del", "add"])
+                header = fz.change_header(header, rng.choice(fz.places(header)), op, rng.choice(fz.HOSTILE))
+            else:
+                name = rng.choice(sorted(arrays))
+                arrays = {**arrays, name: fz.change_array(arrays[name], rng.choice(fz.ARRAY_CHANGES))}
+            path = os.path.join(d, f"crafted{k}.npz")
+            fz.write(path, header, arrays)
+            paths.append(path)
+        p = r.run(["-c", _CRAFTED_CHECK, *paths], timeout=1800, python=True)
+        lines = p.stdout.splitlines() if p else []
+        fails += len(paths) - sum(ln.startswith("ok") for ln in lines)
+        done += len(paths)
+    return done, fails
+
+
+def small_files(r, d):
+    """Issue 24 items 6 and 10: small files that asked for gigabytes or minutes, an encrypted member."""
+    cases = {"lines.csv": "x\n" * 12_000, "plot.gp": "$data << EOD\n" + "1\n" * 40_000 + "EOD\n",
+             "dup.csv": "cpu," + ",".join(map(str, range(40_000))) + ",7\n"}
+    paths = []
+    for name, text in cases.items():
+        paths.append(os.path.join(d, name))
+        with open(paths[-1], "w") as f:
+            f.write(text)
+    with open(hostile_example(), "rb") as f:
+        data = bytearray(f.read())
+    for magic, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the zip flag: encrypted
+        i = 0
+        while (i := data.find(magic, i)) >= 0:
+            data[i + at] |= 1
+            i += 4
+    paths.append(os.path.join(d, "locked.npz"))
+    with open(paths[-1], "wb") as f:
+        f.write(bytes(data))
+    fails = sum(not r.clean(r.run(["report", p], timeout=30)) for p in paths)
+    p = r.run(["fleet-report", d, "--expect", ",".join(f"n{k}x[0-999999]" for k in range(3000))], timeout=30)
+    fails += not r.clean(p)
+    return len(paths) + 1, fails
+
+
+def hostile_example():
+    return fz.corelat.example_files()[0]
+
+
+def crafted_headers(r, d, quick=False):
+    return _crafted(r, d, 300 if quick else 20_000, 0.0)
+
+
+def crafted_arrays(r, d, quick=False):
+    return _crafted(r, d, 100 if quick else 4_000, 1.0)
+
+
 CATEGORIES = [
     ("hostile .npz files (tests/hostile.py)", hostile_files),
     ("special files as FILE (/dev/zero, urandom, FIFO, links, 8 GiB sparse, folder)", special_files),
@@ -362,11 +446,18 @@ CATEGORIES = [
     ("Ctrl-Z then fg: SIGSTOP/SIGTSTP of 2-3 s mid-sweep, cas/rw/oneway/read-modified, 1 s time-out", stops),
     ("taskset -a -p during a sweep: the pair re-pinned, measured again and said", moves),
     ("progress never goes back (re-tests, sample strategy; fake measurers)", progress),
+    ("small files, huge memory: 24 KB of `x` lines, a c2clat plot of 40,000 rows, a 40,000-label header "
+     "with a duplicate, an encrypted member, `fleet-report --expect` of 3,000 x [0-999999]", small_files),
+    ("schema: crafted header fields of latency, locks, smt, placement, fleet and check files "
+     "(load + report)", crafted_headers),
+    ("schema: crafted arrays (dtype, shape, values) of the same kinds (load + report)", crafted_arrays),
 ]
 
 
 #: --quick (CI's benchmark step): the categories that take seconds, not the signal and save loops.
-QUICK = ("hostile", "special", "sysfs", "CPU lists")
+QUICK = ("hostile", "special", "sysfs", "CPU lists", "schema", "small files")
+#: Categories that take a ``quick`` keyword (fewer cases under --quick).
+SIZED = (crafted_headers, crafted_arrays)
 
 
 def table(trees, only=None, quick=False):
@@ -378,7 +469,7 @@ def table(trees, only=None, quick=False):
         for tree in trees:
             with tempfile.TemporaryDirectory() as d:
                 t = time.monotonic()
-                cases, fails = fn(Runner(tree), d)
+                cases, fails = fn(Runner(tree), d, quick) if fn in SIZED else fn(Runner(tree), d)
                 row.append((cases, fails, time.monotonic() - t))
         rows.append(row)
         print(name, row[1:], file=sys.stderr, flush=True)
@@ -390,8 +481,10 @@ def main():
     ap.add_argument("--before", metavar="DIR", help="checkout of older code to compare with (PYTHONPATH)")
     ap.add_argument("--only", metavar="WORD", help="run only the categories whose name holds WORD")
     ap.add_argument("--quick", action="store_true", help="only the quick categories (CI)")
+    ap.add_argument("--before-only", action="store_true",
+                    help="run only the --before tree (to run the two trees side by side, in two processes)")
     args = ap.parse_args()
-    trees = ([args.before] if args.before else []) + [None]
+    trees = ([args.before] if args.before else []) + ([] if args.before_only else [None])
     rows = table(trees, args.only, args.quick)
     head = ("| category | cases | failures before | failures after |" if args.before
             else "| category | cases | failures |")

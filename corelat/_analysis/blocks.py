@@ -49,18 +49,50 @@ NOISE_RATIO = 0.6
 NOISE_MIN_CORES = 6
 
 
+#: Groups are searched among at most this many cores. The search tries every cut of a linkage tree,
+#: each costing a pass over the matrix: its time grows with the cube of the cores (300 cores: 5 s,
+#: 500: 30 s on a loaded 2-vCPU VM). Larger matrices get SMT siblings and the latency between cores,
+#: and a note that groups were not searched.
+MAX_GROUPED_CORES = 512
+#: Rows per matrix product in :func:`profile_distance`: BLAS holds the interpreter for a whole product,
+#: so Ctrl-C waits for it; slices keep that wait short on matrices of thousands of rows.
+_ROWS_PER_PRODUCT = 256
+
+
 def profile_distance(m):
     """RMS difference of rows over the columns valid in both (NaN diagonal: a, b never count)."""
     w = (~np.isnan(m)).astype(np.float64)
     x = np.where(w > 0, m, 0.0)
     x2 = x * x
-    s = x2 @ w.T + w @ x2.T - 2.0 * (x @ x.T)
-    cnt = w @ w.T
+    if m.shape[0] <= _ROWS_PER_PRODUCT:
+        s = x2 @ w.T + w @ x2.T - 2.0 * (x @ x.T)
+        cnt = w @ w.T
+    else:
+        s, cnt = _sliced_products(x, x2, w)
     d = np.sqrt(np.maximum(s, 0.0) / np.maximum(cnt, 1.0))
     if (cnt == 0).any():
         d[cnt == 0] = d.max() if d.size else 0.0
     np.fill_diagonal(d, 0.0)
     return (d + d.T) / 2.0
+
+
+def _sliced_products(x, x2, w):
+    """:func:`profile_distance`'s sums, a slice of rows at a time (a signal is handled between slices)."""
+    n = x.shape[0]
+    s, cnt = np.empty((n, n)), np.empty((n, n))
+    for a in range(0, n, _ROWS_PER_PRODUCT):
+        b = slice(a, a + _ROWS_PER_PRODUCT)
+        s[b] = x2[b] @ w.T + w[b] @ x2.T - 2.0 * (x[b] @ x.T)
+        cnt[b] = w[b] @ w.T
+    return s, cnt
+
+
+def too_many_cores(m):
+    """The note of a reading that did not search groups among ``m`` cores, or "" when it did."""
+    if m <= MAX_GROUPED_CORES:
+        return ""
+    return (f"{m:,} cores: latency groups are searched among at most {MAX_GROUPED_CORES:,} (the search "
+            "grows with the cube of the cores); SMT siblings and the latency between cores are read")
 
 
 def group_means(x, labels, k):
@@ -226,6 +258,8 @@ def nested_levels(cd):
     ``cd`` is the m x m core latency matrix (ns, NaN diagonal and NaN for missing pairs).
     """
     m = cd.shape[0]
+    if too_many_cores(m):
+        return []
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(np.where(cd > 0, cd, np.nan))
     fine = np.arange(m, dtype=np.intp)  # cores
@@ -300,9 +334,12 @@ def noise_ratio(cd):
 
     In pure noise two rows differ by about sqrt(2) times the spread of the entries wherever they
     are; in a machine with any structure (blocks, a ring, a mesh) every core has a neighbour whose
-    row is nearly its own. Returns NaN when there are too few cores to tell.
+    row is nearly its own. Returns NaN when there are too few cores to tell, or too many to afford
+    (:data:`MAX_GROUPED_CORES`).
     """
     m = cd.shape[0]
+    if too_many_cores(m):
+        return math.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.log(np.where(cd > 0, cd, np.nan))
     off = x[~np.isnan(x)]

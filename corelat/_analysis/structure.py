@@ -49,6 +49,7 @@ from corelat._analysis.ostopology import (
 )
 from corelat._analysis.phrases import _cpus, _group_phrase, _jsonable, _ns, _num, _uniform_threads
 from corelat._analysis.siblings import _smt_groups, _smt_rule
+from corelat._core.errors import InputError
 from corelat._core.protocol import Result, jsonable
 from corelat._core.types import Statistic
 from corelat._system.home import one_home
@@ -413,7 +414,7 @@ def structure(
     result = cast("LatencyResult",
                   one_home(result, home, hint="pass home=K (or read every home: print(result))"))
     cpus = tuple(result.cpus)
-    d = _symmetric(result.statistic(statistic))
+    d = _symmetric(_plausible(result.statistic(statistic)))
     n = len(cpus)
 
     records, note = _topology_records(result, topology)
@@ -456,7 +457,7 @@ def structure(
         metadata={"source": getattr(result, "name", "")},
         reliable=reliable,
         noise_ratio=ratio,
-        artifacts=_artifacts(level_objs, result),
+        artifacts=_artifacts(level_objs, result) + tuple(filter(None, [_blocks.too_many_cores(len(cd))])),
         smt_note=smt_note,
     )
     object.__setattr__(st, "_cores", tuple(tuple(cpus[i] for i in g) for g in core_idx))
@@ -488,6 +489,21 @@ def _core_matrix(d, core_idx):
                 cd[a, b] = cd[b, a] = np.median(v) if v.size else np.nan
     np.fill_diagonal(cd, np.nan)
     return cd
+
+
+#: Larger latencies (over 16 minutes for one hand-off) are no measurement; the reading squares log
+#: latencies and averages orientations, which such values would overflow.
+MAX_ANALYSED_NS = 1e12
+
+
+def _plausible(m):
+    """``m``, after checking that every value it holds can be read (finite, at most MAX_ANALYSED_NS)."""
+    vals = m[~np.isnan(m)]
+    if vals.size and not (np.isfinite(vals).all() and vals.max() <= MAX_ANALYSED_NS):
+        worst = vals[~np.isfinite(vals)][0] if not np.isfinite(vals).all() else vals.max()
+        raise InputError(f"a latency of {worst:g} ns cannot be read for structure (at most "
+                         f"{MAX_ANALYSED_NS:g} ns); the matrix is not a measurement")
+    return m
 
 
 def _symmetric(m):

@@ -126,9 +126,10 @@ def read(path, only=None):
     except InputError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, ValueError, OSError,
-            NotImplementedError, KeyError) as e:
+            NotImplementedError, KeyError, RuntimeError) as e:
         # NotImplementedError: an unknown compression method; KeyError: a member the central
-        # directory names but its local header does not match. One line, however long numpy's message.
+        # directory names but its local header does not match; RuntimeError: a member whose local
+        # header alone says it is encrypted. One line, however long numpy's message.
         why = " ".join(str(e).split())
         raise _bad(path, f"corrupt or unreadable corelat file ({why[:200]})") from None
     return header, arrays
@@ -156,6 +157,7 @@ def _members(z, path):
     if total > MAX_ARRAY_BYTES:
         raise _bad(path, f"its arrays would take {total / 1024**3:.1f} GiB uncompressed; the most a "
                          f"corelat file may hold is {MAX_ARRAY_BYTES / 1024**3:g} GiB")
+    _refuse_encrypted(infos, path)
     out = {}
     for info in infos:
         name = info.filename[:-4] if info.filename.endswith(".npy") else ""
@@ -168,9 +170,9 @@ def _members(z, path):
             if version not in _NPY_HEADERS:
                 raise _bad(path, f"member {name}: unsupported .npy version {version}")
             shape, _, dtype = _NPY_HEADERS[version](m, max_header_size=_NPY_HEADER_BYTES)
-        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
-            raise _bad(path,
-                       f"member {name}: {dtype} arrays are not allowed (no objects, records or pickles)")
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or dtype.kind == "c":
+            raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records, pickles "
+                             "or complex numbers)")
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > info.file_size:
             raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "
@@ -179,6 +181,13 @@ def _members(z, path):
     if "header" not in out:
         raise _bad(path, "no 'header' array; not a corelat result file")
     return out
+
+
+def _refuse_encrypted(infos, path):
+    encrypted = [i.filename for i in infos if i.flag_bits & 0x1]
+    if encrypted:  # zipfile would say so naming a ZipInfo, not the file; corelat never encrypts
+        raise _bad(path, f"member {short(encrypted[0], 60)} is encrypted (corelat files never are); "
+                         "not a corelat file, or a tampered one")
 
 
 def _read_member(z, members, name):

@@ -19,6 +19,7 @@ from corelat._core import text as _text
 from corelat._core.errors import InputError, InputKeyError, unreadable
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
 from corelat._core.types import Path
+from corelat._results import schema as _schema
 from corelat._results.latency import thaw
 
 #: File layout version of fleet results (``.json`` / ``.npz``).
@@ -549,9 +550,10 @@ def load_fleet(path):
     path = os.fspath(path)
     try:
         if _npz.is_npz(path):
-            return FleetResult._from_npz(*_npz.read(path), path)
-        text = _files.read_bytes(path, MAX_JSON).decode("utf-8")
-        return _resolved(FleetResult.from_dict(_npz.parse_json(text, path, "the file")), path)
+            header, arrays = _npz.read(path)
+            return FleetResult._from_npz(_schema.check_kind(KIND, header, path), arrays, path)
+        d = _npz.parse_json(_files.read_bytes(path, MAX_JSON).decode("utf-8"), path, "the file")
+        return _resolved(FleetResult.from_dict(_schema.check_kind(KIND, d, path)), path)
     except InputError as e:
         raise type(e)(e if str(e).startswith(path) else f"{path}: {e}") from None
     except OSError as e:

@@ -90,10 +90,20 @@ def _labels(words, path, r):
     cpus = [_label(w, path, r) for w in words]
     if not cpus:
         raise InputError(f"{path}: the header names no CPU")
-    dup = sorted({c for c in cpus if cpus.count(c) > 1})
-    if dup:
-        raise InputError(f"{path}: CPU {dup[0]} appears twice in the header")
+    seen = set()
+    for c in cpus:  # a set, not count(): a header of 40,000 labels took a minute
+        if c in seen:
+            raise InputError(f"{path}: CPU {c} appears twice in the header")
+        seen.add(c)
     return cpus
+
+
+def _result(m, cpus, **kw):
+    """``LatencyResult.from_matrix``, its refusals naming the file."""
+    try:
+        return LatencyResult.from_matrix(m, cpus, **kw)
+    except InputError as e:
+        raise InputError(f"{kw['metadata']['path']}: {e}") from None
 
 
 # -- c2clat -----------------------------------------------------------------------------------------
@@ -104,15 +114,16 @@ def _c2clat(lines, path, name):
     n = len(cpus)
     if len(body) != n:
         raise InputError(f"{path}: {n} CPUs in the header but {len(body)} rows (truncated c2clat output?)")
-    m = np.full((n, n), np.nan)
-    for k, (r, words) in enumerate(body):
+    for r, words in body:  # the shape first: the matrix is allocated for a file that can fill it
         if len(words) != n + 1:
             raise InputError(f"{path}: line {r + 1} has {len(words) - 1} values, expected {n}")
+    m = np.full((n, n), np.nan)
+    for k, (r, words) in enumerate(body):
         if _label(words[0], path, r) != cpus[k]:
             raise InputError(f"{path}: line {r + 1} is for CPU {words[0]}, expected CPU {cpus[k]} "
                              "(rows must follow the header's order)")
         m[k] = [_number(v, path, r, c + 1) for c, v in enumerate(words[1:])]
-    return LatencyResult.from_matrix(m, cpus, kernel="rw", name=name, metadata=_c2clat_metadata(path))
+    return _result(m, cpus, kernel="rw", name=name, metadata=_c2clat_metadata(path))
 
 
 def _c2clat_plot(lines, path, name):
@@ -124,15 +135,16 @@ def _c2clat_plot(lines, path, name):
     n = len(body)
     if n < 2:
         raise InputError(f"{path}: c2clat plot output with {n} rows; a matrix needs at least 2")
-    m = np.full((n, n), np.nan)
-    for k, (r, words) in enumerate(body):
+    for r, words in body:  # the shape first: 40,000 one-word rows must not allocate 40,000 x 40,000
         if len(words) != n:
             raise InputError(f"{path}: line {r + 1} has {len(words)} values, expected {n} (square matrix)")
+    m = np.full((n, n), np.nan)
+    for k, (r, words) in enumerate(body):
         m[k] = [_number(v, path, r, c) for c, v in enumerate(words)]
     md = _c2clat_metadata(path)
     md["warnings"] = [("c2clat's plot output does not record CPU ids: CPUs are numbered 0..n-1 in "
                       "the order c2clat measured them (its allowed CPUs, ascending)")]
-    return LatencyResult.from_matrix(m, None, kernel="rw", name=name, metadata=md)
+    return _result(m, None, kernel="rw", name=name, metadata=md)
 
 
 def _c2clat_metadata(path):
@@ -171,12 +183,15 @@ def _labelled_csv(rows, path, name):
     n = len(cpus)
     if len(rows) - 1 != n:
         raise InputError(f"{path}: {n} CPU labels but {len(rows) - 1} rows")
+    for r, row in enumerate(rows[1:], start=1):  # the shape first, before allocating n x n
+        if len(row) != n + 1:
+            raise InputError(f"{path}: row {r + 1} does not match the header")
     m = np.full((n, n), np.nan)
     for r, row in enumerate(rows[1:], start=1):
-        if len(row) != n + 1 or _label(row[0], path, r) != cpus[r - 1]:
+        if _label(row[0], path, r) != cpus[r - 1]:
             raise InputError(f"{path}: row {r + 1} does not match the header")
         m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
-    return LatencyResult.from_matrix(m, cpus, kernel="unknown", name=name,
+    return _result(m, cpus, kernel="unknown", name=name,
                                      metadata={"source": "corelat labelled csv", "path": path})
 
 
@@ -184,10 +199,11 @@ def _triangle_csv(rows, path, name):
     n = len(rows)
     if n < 2:
         raise InputError(f"{path}: one row only; a latency matrix needs at least 2 CPUs")
-    m = np.full((n, n), np.nan)
-    for r, row in enumerate(rows):
+    for r, row in enumerate(rows):  # the shape first: N lines of "x" must not allocate N x N
         if len(row) != n:
             raise InputError(f"{path}: row {r + 1} has {len(row)} cells, expected {n} (square matrix)")
+    m = np.full((n, n), np.nan)
+    for r, row in enumerate(rows):
         m[r] = [_number(v, path, r, c) for c, v in enumerate(row)]
     upper = np.triu(~np.isnan(m), 1)
     if upper.any():
@@ -196,4 +212,4 @@ def _triangle_csv(rows, path, name):
         raise InputError(f"{path}: no values below the diagonal")
     # The CSV does not record which of core-to-core-latency's kernels (cas, rw, one-way) made it.
     metadata = {"source": "core-to-core-latency csv", "statistic": "mean", "path": path}
-    return LatencyResult.from_matrix(m, None, kernel="unknown", name=name, metadata=metadata)
+    return _result(m, None, kernel="unknown", name=name, metadata=metadata)

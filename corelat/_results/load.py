@@ -15,6 +15,7 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import Path
 from corelat._results import formats as _formats
+from corelat._results import schema as _schema
 from corelat._results.check import CheckReport
 from corelat._results.fleet import FleetResult, load_fleet
 from corelat._results.latency import LatencyResult
@@ -73,6 +74,8 @@ def load(path: Path) -> Any:
         path = os.fspath(path)
     except TypeError:
         raise InputTypeError(f"load() reads a file: give a path, not {type(path).__name__}") from None
+    if isinstance(path, bytes):  # a path as bytes names the same file; every message wants text
+        path = os.fsdecode(path)
     if not _npz.is_npz(path):
         if path.lower().endswith(".json") or _starts_like_json(path):
             return load_fleet(path)  # the one kind saved as JSON: a fleet report (fleet.json)
@@ -82,4 +85,7 @@ def load(path: Path) -> Any:
     if cls is None:
         raise InputError(f"{path}: holds a {header['kind']!r} result, which this corelat cannot read; "
                          "upgrade corelat")
+    if header["kind"] in _schema.HEADERS:  # latency and topology files check their own
+        _schema.check_kind(header["kind"], header, path)
+        _schema.check_kind_arrays(header["kind"], header, arrays, path)
     return cls._from_npz(header, arrays, path)

@@ -12,6 +12,7 @@ import numpy as np
 
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import RESULT_ORDERS, Ordering
+from corelat._results import schema as _schema
 from corelat._system.validate import check_order
 
 
@@ -123,6 +124,10 @@ def value_only(matrix, cpus, symmetric):
     if len(cpus) != n:
         raise InputError(f"{len(cpus)} CPU labels for a {n}x{n} matrix")
     np.fill_diagonal(m, np.nan)
+    # The rule load() applies to a file, so that what from_matrix makes can be saved and read back.
+    problem = _schema.latency_problem(m, 0.0 if symmetric else -_schema.ONEWAY_SLACK_NS, empty_ok=True)
+    if problem:
+        raise InputError(f"a latency matrix: {problem}")
     flags = np.where(np.isnan(m), 0, PairFlag.MEASURED | PairFlag.VALUE_ONLY)
     if symmetric:
         fill = np.isnan(m) & ~np.isnan(m.T)

@@ -37,6 +37,7 @@ from corelat.plot._marks import _group_lines, _histograms, _violins, _write_valu
 from corelat.plot._order import _one_home, _ordered
 from corelat.plot._values import (
     _agree_within,
+    _annotation_cap,
     _clip,
     _colour_range,
     _default_pairs,
@@ -94,7 +95,8 @@ def heatmap(
     statistic : str
         ``"median"``, ``"mean"``, ``"min"``, ``"max"`` or ``"std"``.
     annotate : bool or None
-        Write each cell's value: True, False, or None for "where the cells are big enough".
+        Write each cell's value: True, False, or None for "where the cells are big enough" (never on
+        more than 128 CPUs: the title says the values were left out).
     ax : matplotlib.axes.Axes, optional
         Draw into this Axes (default: a new figure sized for the number of CPUs).
     vmin : float, optional
@@ -152,10 +154,11 @@ def heatmap(
     cell_pt = _cell_points(ax, n)
     if annotate is None:
         annotate = cell_pt >= MIN_ANNOTATED_CELL_PT or (single and colorbar)
+    annotate, unwritten = _annotation_cap(annotate, n)
     if annotate:
         _write_values(ax, m, cm, vmin, vmax, cell_pt)
     if title is None:
-        title = _heatmap_title(ordered, statistic, note, values if single and colorbar else None)
+        title = _heatmap_title(ordered, statistic, note, values if single and colorbar else None) + unwritten
     if flat is not None:
         title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
     ax.set_title(title, fontsize=10)

@@ -9,6 +9,18 @@ from corelat._core.errors import InputError
 from corelat._results.latency import PairFlag
 
 
+#: Cell values are written on heatmaps of at most this many CPUs: beyond, a cell is under a point at any
+#: figure size, and a text per cell (a million for 1,000 CPUs) took seconds to draw, Ctrl-C waiting.
+MAX_ANNOTATED_CPUS = 128
+
+
+def _annotation_cap(annotate, n):
+    """``(annotate, title note)``: an asked-for annotation of more than MAX_ANNOTATED_CPUS is left out."""
+    if annotate and n > MAX_ANNOTATED_CPUS:
+        return False, f"\ncell values not written: {n:,} CPUs (at most {MAX_ANNOTATED_CPUS})"
+    return bool(annotate), ""
+
+
 def _uncertainty(result, statistic):
     """Per-cell half-width of what the shown value can be trusted to (NaN where unknown): the
     median's or mean's interval, widened by the timer-offset bound of one-way results."""

@@ -31,6 +31,33 @@ def _before_corelat_ran(err):
         "corelat/" not in err or "import _early" in err)
 
 
+# A Ctrl-C that lands while NumPy imports the datetime module (its C core does, through
+# PyCapsule_Import): NumPy turns the KeyboardInterrupt into an ImportError. `import corelat` no longer
+# loads NumPy, the command's module does, so the quiet handler of _early must still be in place then.
+_CTRL_C_IN_NUMPY = """
+import os, signal, sys, time
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "datetime" and "numpy" in sys.modules:
+            os.write(2, b"hook: Ctrl-C while NumPy loads\\n")
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)  # a Python-level handler runs between bytecodes, here
+        return None
+sys.meta_path.insert(0, Hook())
+sys.argv = ["corelat", "topology"]
+import runpy
+runpy.run_module("corelat", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.signals
+def test_ctrl_c_while_numpy_loads_is_an_interruption_not_an_internal_error():
+    p = subprocess.run([sys.executable, "-c", _CTRL_C_IN_NUMPY], capture_output=True, text=True, timeout=60)
+    assert "hook: Ctrl-C while NumPy loads" in p.stderr, p.stderr  # else the case was not made
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert p.returncode == 130 and p.stderr.strip().splitlines()[-1] == "corelat: interrupted", p.stderr
+
+
 @pytest.mark.signals
 def test_sigint_while_starting_never_prints_a_traceback():
     # Signals spread over the start-up (NumPy's import and the extension load, before main() runs).

@@ -138,7 +138,6 @@ def main(argv=None):
 
 def _main(argv):
     try:
-        _early.release()
         status = _run(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()
         return status
@@ -186,7 +185,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 def _run(argv):
     warnings.showwarning = _show_warning
     if argv in (["--version"], ["-V"]):
-
         print(f"corelat {__version__}")
         return EXIT_OK
     if argv and argv[0] in ("-h", "--help") and len(argv) == 1:
@@ -197,6 +195,10 @@ def _run(argv):
     if argv and argv[0] == name:
         argv = argv[1:]
     modname, _ = COMMANDS[name]
+    # The command's module loads NumPy (``import corelat`` no longer does): Ctrl-C stays with the quiet
+    # handler of _early until it is loaded, since NumPy turns a KeyboardInterrupt inside its import into
+    # an ImportError ("PyCapsule_Import could not import module datetime"), an internal error here.
     module = importlib.import_module(f"{__name__}.{modname}")
+    _early.release()
     args = _parser(name, module).parse_args(argv)
     return int(module.run(args) or 0)

@@ -475,3 +475,16 @@ def test_chase_kernel_colour_bar_says_it_shows_the_cost_of_one_load():
                       metadata={"symmetric": False}, name="chase")
     label = colorbar_label(plot.heatmap(r).figure)
     assert label.startswith("cost of one load (ns)") and "one-way latency" not in label, label
+
+
+@pytest.mark.slow
+def test_a_raster_image_too_big_for_memory_is_refused(tmp_path, capsys):
+    # Issue 24 item 6: `plot big1000.npz --dpi 1200` (310 megapixels) was killed for memory in 6 GiB.
+    rng = np.random.default_rng(0)
+    m = rng.uniform(20.0, 100.0, (1000, 1000))
+    path = tmp_path / "big1000.npz"
+    LatencyResult.from_matrix((m + m.T) / 2, name="big").save(path)
+    out = tmp_path / "big.png"
+    assert main(["plot", str(path), "--dpi", "1200", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "megapixels" in err and "--dpi" in err and not out.exists(), err

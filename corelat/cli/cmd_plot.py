@@ -1,5 +1,6 @@
 """Draw a result's heatmap (or its sample distributions) to an image file; several files side by side."""
 
+import math
 import os
 import sys
 
@@ -100,11 +101,29 @@ def run(args):
         fig = plot.distribution(results[0], pairs=_pairs(args.pairs), kind=args.kind).figure
     try:  # through the one atomic writer: a full disk or ulimit -f leaves an old image as it was
         fmt = os.path.splitext(out)[1].lower().lstrip(".")
+        _check_pixels(fig, args.dpi, fmt)
         _files.atomic_write(out, lambda f: fig.savefig(f, dpi=args.dpi, format=fmt))
     finally:
         plt.close(fig)
     print(f"saved to {outputs.shown(out)}", file=sys.stderr)
     return 0
+
+
+#: The largest raster image written: 100 megapixels are 400 MB of RGBA before compression (a 1,000-CPU
+#: heatmap at --dpi 1200, 310 megapixels, was killed for memory in 6 GiB).
+MAX_PIXELS = 100_000_000
+
+
+def _check_pixels(fig, dpi, fmt):
+    if fmt in ("svg", "svgz", "pdf", "eps", "ps"):
+        return  # vector formats: the dpi only sets the resolution of embedded images
+    width, height = fig.get_size_inches()
+    pixels = width * dpi * height * dpi
+    if pixels > MAX_PIXELS:
+        most = int(math.sqrt(MAX_PIXELS / (width * height)))
+        raise InputError(f"--dpi {dpi} makes an image of {width * dpi:,.0f} x {height * dpi:,.0f} pixels "
+                         f"({pixels / 1e6:,.0f} megapixels); at most {MAX_PIXELS / 1e6:,.0f} megapixels "
+                         f"are written: use --dpi {most} or less, or an .svg or .pdf file")
 
 
 def no_matplotlib(e):

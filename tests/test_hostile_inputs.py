@@ -152,3 +152,25 @@ def test_from_matrix_refuses_what_load_refuses(tmp_path, value, what):
 def test_one_way_matrices_keep_their_slack():
     m = np.array([[0, -20.0], [30.0, 0]])
     assert corelat.LatencyResult.from_matrix(m, symmetric=False).median[0, 1] == -20.0
+
+
+@pytest.mark.slow
+def test_samples_beyond_what_a_sweep_keeps_are_refused_unread(tmp_path):
+    # Issue 24 item 6: a 3 MB file of 2 CPUs whose samples came to just under the 2 GiB cap took
+    # 4.47 GB and 48 s to load. Per pair a file holds what a sweep can keep; more is refused from the
+    # member's .npy header, before its data is inflated.
+    k = _npz.MAX_SAMPLES_PER_PAIR + 1
+    samples = np.full((2, 2, k), 30.0)
+    samples[0, 0] = samples[1, 1] = np.nan
+    path = tmp_path / "many.npz"
+    corelat.LatencyResult(cpus=(0, 1), samples=samples, kernel="cas").save(path)
+    del samples
+    peak, err = _peak(lambda: corelat.load(path))
+    assert err is not None and "samples per CPU pair" in str(err) and str(path) in str(err), err
+    assert peak < 32 * 1024**2, peak  # the header is read, not the 128 MB of samples
+
+
+def test_the_per_pair_cap_leaves_room_for_every_sweep():
+    from corelat._system.validate import MAX_SAMPLES
+
+    assert _npz.MAX_SAMPLES_PER_PAIR >= MAX_SAMPLES

@@ -36,6 +36,10 @@ DEFAULT_KIND = "latency"
 #: Uncompressed size of all arrays together: 2 GiB is a 362-CPU sweep at 1000 samples per pair.
 MAX_ARRAY_BYTES = 2 * 1024**3
 MAX_MEMBERS = 256
+#: What a latency file's ``samples`` (CPUs x CPUs x samples) may hold per pair: four times the most a
+#: sweep takes (``corelat._system.validate.MAX_SAMPLES``), so a file of a few CPUs cannot ask for
+#: gigabytes that no measurement of them makes (a 3 MB file of 2 CPUs asked for 2 GiB, then 4.5 GB).
+MAX_SAMPLES_PER_PAIR = 4_000_000
 MAX_HEADER_CHARS = 16 * 1024**2
 MAX_STRING_CHARS = 64 * 1024
 MAX_DEPTH = 32
@@ -170,17 +174,26 @@ def _members(z, path):
             if version not in _NPY_HEADERS:
                 raise _bad(path, f"member {name}: unsupported .npy version {version}")
             shape, _, dtype = _NPY_HEADERS[version](m, max_header_size=_NPY_HEADER_BYTES)
-        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or dtype.kind == "c":
-            raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records, pickles "
-                             "or complex numbers)")
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes > info.file_size:
-            raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "
-                             f"{info.file_size:,} bytes (truncated or forged)")
+        _check_member(name, shape, dtype, info, path)
         out[name] = (info, shape, dtype)
     if "header" not in out:
         raise _bad(path, "no 'header' array; not a corelat result file")
     return out
+
+
+def _check_member(name, shape, dtype, info, path):
+    """A member's declared dtype and shape, before anything of its data is read."""
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or dtype.kind == "c":
+        raise _bad(path, f"member {name}: {dtype} arrays are not allowed (no objects, records, pickles "
+                         "or complex numbers)")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > info.file_size:
+        raise _bad(path, f"member {name}: declares shape {shape} ({nbytes:,} bytes) but holds "
+                         f"{info.file_size:,} bytes (truncated or forged)")
+    if name == "samples" and len(shape) == 3 and shape[2] > MAX_SAMPLES_PER_PAIR:
+        raise _bad(path, f"samples of shape {shape}: {shape[2]:,} samples per CPU pair, where corelat "
+                         f"keeps at most {MAX_SAMPLES_PER_PAIR:,}; not read (it would take "
+                         f"{math.prod(shape) * 8 / 1024**3:.1f} GiB)")
 
 
 def _refuse_encrypted(infos, path):

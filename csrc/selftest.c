@@ -311,6 +311,38 @@ static void frozen_partner(int slow)
     EXPECT(corelat_jobs_alive() == 0); /* it woke, saw the abort, freed the job */
 }
 
+/* The same frozen partner, watched by a caller that gets its CPU late at every poll, as on a loaded
+ * machine: such delays are no stop of the whole process, and the caller still gives up on the frozen
+ * thread long before it wakes (when every gap over two slices was skipped as a stop, it waited for
+ * the thread to wake and reported the waiting partner's time-out instead). */
+static void frozen_partner_late_caller(int slow)
+{
+    /* Polls 0.6 s late, within the grace of 1 s: every gap is time the caller watched. */
+    double sleep_s = slow ? 12.0 : 6.0;
+    uint64_t grace = 1000000000u;
+    corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 0.05);
+    p.freeze_ns = (uint64_t)(sleep_s * 1e9);
+    int status;
+    corelat_pp_job *job = corelat_pp_new(&p, &status);
+    EXPECT(job != NULL);
+    if (!job)
+        return;
+    double t0 = now_s();
+    if (corelat_pp_start(job) == CORELAT_OK) {
+        struct timespec late = {0, 600000000};
+        while (corelat_job_poll(&job->head, 50, grace) == 0)
+            nanosleep(&late, NULL);
+    }
+    EXPECT_STATUS(corelat_job_finish(&job->head), CORELAT_ENOANSWER);
+    EXPECT(now_s() - t0 < sleep_s * 0.8);
+    corelat_job_release(&job->head);
+    for (int i = 0; i < (int)(sleep_s * 40) && corelat_jobs_alive() > 0; i++) {
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    EXPECT(corelat_jobs_alive() == 0);
+}
+
 /* After delay_ns, move a thread onto CPU 0 from outside, as taskset -p does. */
 static void move_to_cpu0(pthread_t thread, long delay_ns)
 {
@@ -537,6 +569,7 @@ int main(void)
 
     chase_and_placement();
     frozen_partner(slow != NULL);
+    frozen_partner_late_caller(slow != NULL);
     moved_partner(20000000);
     moved_partner(0);
     moved_busy(&info);

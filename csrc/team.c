@@ -326,16 +326,19 @@ void corelat_job_abort(corelat_job *job) { atomic_store(&job->abort, CORELAT_ABO
 
 static int all_finished(corelat_job *job) { return job->finished >= job->started; }
 
-/* Polls come a slice apart. Much longer since the last one, the caller was not watching: the whole
- * process was stopped (Ctrl-Z, SIGSTOP) and continued, or the caller got no CPU. The threads could
- * not beat meanwhile either (stopped too), or did and nobody looked: either way that time is not
- * silence, and the watchdog's clocks move past it. After a stop the threads resume one by one; a
- * caller that ran first gave up on a team that was waking. */
-static void unwatched(corelat_job *job, uint64_t now, uint64_t slice_ns)
+/* Polls come a slice apart. Longer than the grace since the last one, the caller was not watching:
+ * the whole process was stopped (Ctrl-Z, SIGSTOP) and continued, or the caller got no CPU for that
+ * long. The threads could not beat meanwhile either (stopped too), or did and nobody looked: either
+ * way that time is not silence, and the watchdog's clocks move past it. After a stop the threads
+ * resume one by one; a caller that ran first gave up on a team that was waking. Shorter gaps count:
+ * a caller merely kept waiting for a CPU on a loaded machine (tens of milliseconds, often) must not
+ * stretch the grace it gives a frozen thread (with two slices as the bound, a frozen partner of 2 s
+ * woke before a loaded CI machine's caller had watched its 0.5 s grace). */
+static void unwatched(corelat_job *job, uint64_t now, uint64_t slice_ns, uint64_t grace_ns)
 {
     uint64_t last = job->watched_ns;
     job->watched_ns = now;
-    if (last == 0 || now - last <= 2 * slice_ns)
+    if (last == 0 || now - last <= 2 * slice_ns || now - last <= grace_ns)
         return;
     uint64_t gap = now - last - slice_ns;
     if (job->beat_seen_ns)
@@ -368,7 +371,7 @@ int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
 
     /* Still running: is anyone alive? */
     uint64_t now = corelat_clock_ns(), sum = 0;
-    unwatched(job, now, (uint64_t)slice_ms * 1000000u);
+    unwatched(job, now, (uint64_t)slice_ms * 1000000u, grace_ns);
     for (int i = 0; i < job->started; i++)
         sum += atomic_load_explicit(&job->members[i].beat, memory_order_relaxed);
     if (job->beat_seen_ns == 0 || sum != job->beat_sum) {

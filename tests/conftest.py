@@ -51,6 +51,19 @@ def shared_dir():
 
 
 # ---------------------------------------------------------------------------------------------
+#: The hwloc sysfs dumps in ../shared/fixtures/topology/hwloc/ (each with its expected membership).
+HWLOC_DUMPS = (
+    "128arm-2pa2n8cluster4co",
+    "16amd64-8n2c",
+    "16em64t-4s2c2t-offlines",
+    "20em64t-hybrid-1p6c2t+2ca4co1t",
+    "256ppc-8n8s4t",
+    "32intel64-2p8co2t+8ve",
+    "48amd64-4pa2n6c-sparse",
+    "memorysidecaches",
+    "offline-cpu0-node0",
+)
+
 # The real sysfs dumps of hwloc's test suite (fixtures/topology/hwloc/NAME.tar.bz2): one top folder
 # each, unpacked once per session (per worker under pytest-xdist) and shared by every test file.
 

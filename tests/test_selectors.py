@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from conftest import run_cli
+from conftest import HWLOC_DUMPS, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,17 +20,7 @@ from corelat._system import cpulist
 from corelat._system.selectors import is_selection, parse, select
 from corelat._system.topology import Topology
 
-DUMPS = (
-    "128arm-2pa2n8cluster4co",
-    "16amd64-8n2c",
-    "16em64t-4s2c2t-offlines",
-    "20em64t-hybrid-1p6c2t+2ca4co1t",
-    "256ppc-8n8s4t",
-    "32intel64-2p8co2t+8ve",
-    "48amd64-4pa2n6c-sparse",
-    "memorysidecaches",
-    "offline-cpu0-node0",
-)
+DUMPS = HWLOC_DUMPS
 GROUP_WORDS = ("package", "die", "node", "l3", "l2")
 CPUS = sorted(os.sched_getaffinity(0))
 

@@ -6,20 +6,11 @@ import os
 
 import numpy
 import pytest
+from conftest import HWLOC_DUMPS
 
 from corelat._system.topology import Topology, TopologyWarning, topology
 
-DUMPS = [
-    "128arm-2pa2n8cluster4co",
-    "16amd64-8n2c",
-    "16em64t-4s2c2t-offlines",
-    "20em64t-hybrid-1p6c2t+2ca4co1t",
-    "256ppc-8n8s4t",
-    "32intel64-2p8co2t+8ve",
-    "48amd64-4pa2n6c-sparse",
-    "memorysidecaches",
-    "offline-cpu0-node0",
-]
+DUMPS = HWLOC_DUMPS
 
 SUMMARIES = {
     "128arm-2pa2n8cluster4co": "2 packages × 64 cores × 1 thread, 4 NUMA nodes, 4 L3",

@@ -174,3 +174,14 @@ def test_the_per_pair_cap_leaves_room_for_every_sweep():
     from corelat._system.validate import MAX_SAMPLES
 
     assert _npz.MAX_SAMPLES_PER_PAIR >= MAX_SAMPLES
+
+
+def test_a_result_that_could_not_be_loaded_back_is_not_saved(tmp_path):
+    # Issue 24 item 13: from_matrix accepts a matrix without any measured value (analyses describe
+    # it), which save() wrote and load() then refused. Not written at all now; nothing is replaced.
+    r = corelat.LatencyResult.from_matrix(np.full((3, 3), np.nan))
+    path = tmp_path / "empty.npz"
+    path.write_bytes(b"kept")
+    with pytest.raises(InputError, match="cannot be saved"):
+        r.save(path)
+    assert path.read_bytes() == b"kept"

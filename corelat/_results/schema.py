@@ -34,6 +34,11 @@ def npz_parts(result):
         "metadata": thaw(result.metadata),
         "extras": sorted(result.extras),
     }
+    # What load() would refuse is not written: a file that cannot be read back keeps nothing.
+    problem = latency_problem(np.asarray(result.samples), latency_floor(header))
+    if problem:
+        raise InputError(f"this result cannot be saved: samples: {problem} (a file of it could not be "
+                         "loaded back)")
     arrays = {"cpus": np.asarray(result.cpus, dtype=np.int64), "samples": result.samples,
               "flags": result.flags}
     if result.samples.shape[2] > 1:

@@ -69,7 +69,9 @@ def fleet_cli(out, *extra):
 def test_three_nodes(tmp_path):
     out = tmp_path / "run"
     p = mpirun([(n, fleet_cli(out)) for n in ("node01", "node02", "node03")])
-    assert p.returncode == 0, p.stdout + p.stderr
+    # 3: outliers and nothing worse. Three "nodes" on one VM can differ for real (a vCPU placement
+    # moved one from ~25 ns to ~100 ns in CI), and that is a verdict, not a failure of the run.
+    assert p.returncode in (0, 3), p.stdout + p.stderr
     assert sorted(os.listdir(out)) == ["fleet.json", "node01.npz", "node02.npz", "node03.npz"]
     assert "Fleet run: 3 nodes in 1 group" in p.stdout and "Traceback" not in p.stderr
     for k, name in enumerate(("node01", "node02", "node03")):

@@ -11,6 +11,9 @@
  * opaque to the compiler once (CAS_OPAQUE), so each retry is `mov reg, eax; lock cmpxchg; branch`: with
  * constants it rebuilds 0 from the failed attempt's flag (sete; movzbl, one instruction more per
  * failed poll) and reloads the constant it writes on every round trip. */
+#ifndef HOT_LOOP /* pingpong.c defines it; a benchmark that includes these loops alone gets this */
+#define HOT_LOOP __attribute__((noinline, unused))
+#endif
 #ifndef CAS_OPAQUE
 #if defined(__GNUC__)
 #define CAS_OPAQUE(var) __asm__("" : "+r"(var))

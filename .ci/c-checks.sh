@@ -23,6 +23,7 @@ for f in csrc/*.c; do
 done
 mkdir -p build
 for target in sanitize tsan valgrind cross-aarch64; do
+  echo "-- $target"
   t_m=$SECONDS
   make -s "$target"
   echo "-- $target done in $((SECONDS - t_m)) s"

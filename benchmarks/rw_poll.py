@@ -1,0 +1,84 @@
+"""Does the rate of the waiting side's polls change what the rw (load/store) ping-pong reads?
+
+Issue 23 found corelat's rw kernel reading 2-13 % *below* the bare reference loop of
+benchmarks/fidelity.c. corelat's rw poll runs the countdown to its next abort/migration check
+between polls (two instructions more than the bare loop's load, compare, branch). This runs the
+bare loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll, on both sides, and corelat's rw
+kernel, interleaved on one pair (benchmarks/rw_poll.c), every round bracketed by fidelity.py's CAS
+probe that labels the vCPU placement; rounds whose probes disagree are dropped. Per placement: the
+median over rounds of each loop's minimum and median relative to bare+0 within the round [95 % CI].
+
+    python benchmarks/rw_poll.py             # 30 rounds of 100 samples x 1000 round trips
+    python benchmarks/rw_poll.py --quick     # 2 rounds of 50 x 200: for CI
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fidelity import agree, build, compiler, median_ci, placement, probe  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "corelat"]
+
+
+def build_poll(tmp):
+    csrc = sorted(str(p) for p in (REPO / "csrc").glob("*.c") if p.name not in ("module.c", "selftest.c"))
+    exe = tmp / "rw_poll"
+    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{REPO / 'csrc'}",
+                    "-o", str(exe), str(REPO / "benchmarks" / "rw_poll.c"), *csrc], check=True)
+    return exe
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cpus", default=None, help="the pair, e.g. 0,1 (default: the first two allowed CPUs)")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--round-trips", type=int, default=None)
+    ap.add_argument("--samples", type=int, default=None)
+    args = ap.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 30)
+    rt = args.round_trips or (200 if args.quick else 1000)
+    samples = args.samples or (50 if args.quick else 100)
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        print("rw_poll: needs two CPUs")
+        return
+    a, b = map(int, args.cpus.split(",")) if args.cpus else allowed[:2]
+    with tempfile.TemporaryDirectory(prefix="corelat-rwpoll-") as tmp:
+        tmp = Path(tmp)
+        probe_exe, exe = build(tmp), build_poll(tmp)
+        by_place, dropped = {}, 0
+        for _ in range(rounds):
+            before = probe(probe_exe, a, b)
+            out = subprocess.run([str(exe), str(a), str(b), str(rt), str(samples), "1"], capture_output=True,
+                                 text=True, check=True, timeout=600)
+            after = probe(probe_exe, a, b)
+            if not agree([before, after]):
+                dropped += 1
+                continue
+            rows = (line.split() for line in out.stdout.splitlines())
+            values = {who: (float(mn), float(med)) for who, mn, med in rows}
+            by_place.setdefault(placement(min(before, after)), []).append(values)
+    print(f"# rw poll pacing on CPUs {a} and {b}: {rounds} rounds of {samples} samples x {rt} round trips; "
+          f"{dropped} dropped (placement changed)")
+    print("| placement | rounds | loop | min ns (median over rounds) | min / bare+0 [95 % CI] "
+          "| median / bare+0 [95 % CI] |")
+    print("|---|---|---|---:|---|---|")
+    for label, kept in sorted(by_place.items(), key=lambda kv: float(kv[0][1:-3])):
+        for loop in LOOPS:
+            cells = []
+            for i in (0, 1):
+                m, lo, hi = median_ci([r[loop][i] / r["bare+0"][i] for r in kept])
+                cells.append(f"{m:.3f} [{lo:.3f}, {hi:.3f}]")
+            own, _, _ = median_ci([r[loop][0] for r in kept])
+            print(f"| {label} | {len(kept)} | {loop} | {own:.2f} | {cells[0]} | {cells[1]} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -69,7 +69,12 @@ def execute(path, folder, monkeypatch, **params):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs(path, tmp_path, monkeypatch):
+    # Its own temporary folder, so that what the notebook leaves behind in it can be seen.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     _, text = execute(path, tmp_path, monkeypatch)
+    assert not list(scratch.glob("fleet-demo-*")), "the notebook left its demo fleet behind"
     if path.stem == "compare_machines":  # the shipped examples: two kernels of one VM, and it says so
         assert "come from one machine (vm): this compares kernels cas, rw, not machines" in text
 

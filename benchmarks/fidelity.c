@@ -2,11 +2,13 @@
  * protocol: the same lines, orders and parked CAS flag, but no abort, time-out, heartbeat or CPU
  * checks at all), interleaved on one pair. Built and run by benchmarks/fidelity.py.
  *
- *   fidelity cas|rw|probe CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS
+ *   fidelity cas|rw|probe|rwpoll CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS
  *
  * prints one line per round and implementation: "corelat|bare MIN_NS MEDIAN_NS" (one-way = round
  * trip / 2, per sample of ROUND_TRIPS round trips). `probe` runs the bare CAS loop once and prints
- * "probe MIN_NS MEDIAN_NS": fidelity.py brackets every tool run with it to label the vCPU placement. */
+ * "probe MIN_NS MEDIAN_NS": fidelity.py brackets every tool run with it to label the vCPU placement.
+ * `rwpoll` runs the bare rw loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll ("bare+N")
+ * and corelat's rw kernel, interleaved (benchmarks/rw_poll.py). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -53,7 +55,8 @@ static void *bare_responder(void *arg)
             unsigned e;
             do
                 e = 1;
-            while (!atomic_compare_exchange_strong_explicit(flag, &e, 0u, memory_order_relaxed, memory_order_relaxed));
+            while (!atomic_compare_exchange_strong_explicit(flag, &e, 0u, memory_order_relaxed,
+                                                            memory_order_relaxed));
         }
     } else {
         atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p->buf, *b = (atomic_uint_fast64_t *)(p->buf + 256);
@@ -89,13 +92,16 @@ static void bare_run(uint64_t *ticks)
             for (int64_t r = 1; r < round_trips; r++) {
                 do
                     e = 0;
-                while (!atomic_compare_exchange_strong_explicit(flag, &e, 1u, memory_order_relaxed, memory_order_relaxed));
+                while (!atomic_compare_exchange_strong_explicit(flag, &e, 1u, memory_order_relaxed,
+                                                                memory_order_relaxed));
             }
             do
                 e = 0;
-            while (!atomic_compare_exchange_strong_explicit(flag, &e, 2u, memory_order_relaxed, memory_order_relaxed));
+            while (!atomic_compare_exchange_strong_explicit(flag, &e, 2u, memory_order_relaxed,
+                                                            memory_order_relaxed));
         } else {
-            atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf, *b = (atomic_uint_fast64_t *)(p.buf + 256);
+            atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf,
+                                 *b = (atomic_uint_fast64_t *)(p.buf + 256);
             for (int64_t r = 0; r < round_trips; r++) {
                 seq++;
                 atomic_store_explicit(a, seq, memory_order_release);
@@ -111,12 +117,73 @@ static void bare_run(uint64_t *ticks)
     munmap(p.buf, 4096);
 }
 
+/* ---- rwpoll: the bare rw loop with PAD nops after each failed poll (benchmarks/rw_poll.py) ---- */
+
+/* The bare loop with PAD nops after each failed poll, on both sides (the lines at 0 and 256, as
+ * corelat's). */
+#define BARE_RW(PAD)                                                                                         \
+    static void *responder_##PAD(void *arg)                                                                  \
+    {                                                                                                        \
+        bare_pair *p = arg;                                                                                  \
+        pin(cpu_b);                                                                                          \
+        atomic_fetch_add(&p->ready, 1);                                                                      \
+        while (atomic_load(&p->ready) < 2)                                                                   \
+            ;                                                                                                \
+        atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p->buf,                                            \
+                             *b = (atomic_uint_fast64_t *)(p->buf + 256);                                    \
+        for (uint64_t seq = 1; seq <= (uint64_t)((samples + 1) * round_trips); seq++) {                      \
+            while (atomic_load_explicit(a, memory_order_acquire) != seq)                                     \
+                __asm__ volatile(".rept " #PAD "\n\tnop\n\t.endr");                                          \
+            atomic_store_explicit(b, seq, memory_order_release);                                             \
+        }                                                                                                    \
+        return NULL;                                                                                         \
+    }                                                                                                        \
+    static void run_##PAD(uint64_t *ticks)                                                                   \
+    {                                                                                                        \
+        bare_pair p = {0};                                                                                   \
+        pthread_t t;                                                                                         \
+        pin(cpu_a);                                                                                          \
+        p.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);                \
+        memset(p.buf, 0, 4096);                                                                              \
+        pthread_create(&t, NULL, responder_##PAD, &p);                                                       \
+        atomic_fetch_add(&p.ready, 1);                                                                       \
+        while (atomic_load(&p.ready) < 2)                                                                    \
+            ;                                                                                                \
+        atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf, *b = (atomic_uint_fast64_t *)(p.buf + 256); \
+        uint64_t seq = 0;                                                                                    \
+        for (int64_t k = 0; k <= samples; k++) {                                                             \
+            uint64_t t0 = corelat_ticks();                                                                   \
+            for (int64_t r = 0; r < round_trips; r++) {                                                      \
+                seq++;                                                                                       \
+                atomic_store_explicit(a, seq, memory_order_release);                                         \
+                while (atomic_load_explicit(b, memory_order_acquire) != seq)                                 \
+                    __asm__ volatile(".rept " #PAD "\n\tnop\n\t.endr");                                      \
+            }                                                                                                \
+            uint64_t t1 = corelat_ticks();                                                                   \
+            if (k > 0)                                                                                       \
+                ticks[k - 1] = t1 - t0;                                                                      \
+        }                                                                                                    \
+        pthread_join(t, NULL);                                                                               \
+        munmap(p.buf, 4096);                                                                                 \
+    }
+
+BARE_RW(0)
+BARE_RW(2)
+BARE_RW(4)
+BARE_RW(8)
+BARE_RW(16)
+
 /* ---- corelat's kernel, through its own job API ---- */
 
 static int corelat_run(uint64_t *ticks)
 {
-    corelat_pp_params p = {.kernel = kernel, .cpu_a = cpu_a, .cpu_b = cpu_b, .round_trips = round_trips,
-                           .samples = samples, .warmup = 1, .timeout_ns = 10000000000ull};
+    corelat_pp_params p = {.kernel = kernel,
+                           .cpu_a = cpu_a,
+                           .cpu_b = cpu_b,
+                           .round_trips = round_trips,
+                           .samples = samples,
+                           .warmup = 1,
+                           .timeout_ns = 10000000000ull};
     int status;
     corelat_pp_job *job = corelat_pp_new(&p, &status);
     if (!job)
@@ -142,14 +209,40 @@ static void report(const char *who, uint64_t *ticks)
     printf("%s %.3f %.3f\n", who, (double)ticks[0] * scale, (double)ticks[samples / 2] * scale);
 }
 
+/* rwpoll: each bare+N loop and corelat's, in an order rotated every round */
+static int rw_poll(uint64_t *ticks, int rounds)
+{
+    void (*bare[])(uint64_t *) = {run_0, run_2, run_4, run_8, run_16};
+    const char *names[] = {"bare+0", "bare+2", "bare+4", "bare+8", "bare+16"};
+    const int n = 6;
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < n; i++) {
+            int which = (i + r) % n;
+            if (which == n - 1) {
+                if (corelat_run(ticks) != CORELAT_OK) {
+                    fprintf(stderr, "corelat kernel failed\n");
+                    return 1;
+                }
+                report("corelat", ticks);
+            } else {
+                bare[which](ticks);
+                report(names[which], ticks);
+            }
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int probe = argc == 7 && strcmp(argv[1], "probe") == 0;
-    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw") && !probe)) {
-        fprintf(stderr, "usage: %s cas|rw|probe CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
+    int rwpoll = argc == 7 && strcmp(argv[1], "rwpoll") == 0;
+    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw") && !probe && !rwpoll)) {
+        fprintf(stderr, "usage: %s cas|rw|probe|rwpoll CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
         return 2;
     }
-    kernel = strcmp(argv[1], "rw") == 0 ? CORELAT_PP_RW : CORELAT_PP_CAS;
+    kernel = strcmp(argv[1], "rw") == 0 || rwpoll ? CORELAT_PP_RW : CORELAT_PP_CAS;
     cpu_a = atoi(argv[2]);
     cpu_b = atoi(argv[3]);
     round_trips = atoll(argv[4]);
@@ -167,6 +260,11 @@ int main(int argc, char **argv)
         report("probe", ticks);
         free(ticks);
         return 0;
+    }
+    if (rwpoll) {
+        int status = rw_poll(ticks, rounds);
+        free(ticks);
+        return status;
     }
     for (int r = 0; r < rounds; r++) {
         /* alternate who goes first: a drifting machine favours neither */

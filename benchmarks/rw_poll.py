@@ -4,7 +4,8 @@ Issue 23 found corelat's rw kernel reading 2-13 % *below* the bare reference loo
 benchmarks/fidelity.c. corelat's rw poll runs the countdown to its next abort/migration check
 between polls (two instructions more than the bare loop's load, compare, branch). This runs the
 bare loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll, on both sides, and corelat's rw
-kernel, interleaved on one pair (benchmarks/rw_poll.c), every round bracketed by fidelity.py's CAS
+kernel called directly and through `corelat.measure()`, interleaved on one pair
+(`benchmarks/fidelity.c rwpoll`), every tool run bracketed by fidelity.py's CAS
 probe that labels the vCPU placement; rounds whose probes disagree are dropped. Per placement: the
 median over rounds of each loop's minimum and median relative to bare+0 within the round [95 % CI].
 
@@ -20,18 +21,18 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import agree, build, compiler, median_ci, placement, probe  # noqa: E402
+from fidelity import agree, build, median_ci, placement, probe  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
-LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "corelat"]
+LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "corelat", "measure()"]
 
 
-def build_poll(tmp):
-    csrc = sorted(str(p) for p in (REPO / "csrc").glob("*.c") if p.name not in ("module.c", "selftest.c"))
-    exe = tmp / "rw_poll"
-    subprocess.run([compiler(), "-std=c11", "-O2", "-D_GNU_SOURCE", "-pthread", f"-I{REPO / 'csrc'}",
-                    "-o", str(exe), str(REPO / "benchmarks" / "rw_poll.c"), *csrc], check=True)
-    return exe
+def through_measure(a, b, rt, samples):
+    """(min, median) of the pair through corelat.measure(): the installed package, its defaults
+    (warm-up, the home of the lines, the buffer) otherwise."""
+    import corelat
+
+    r = corelat.measure(cpus=[a, b], kernel="rw", samples=samples, round_trips=rt, retest=False)
+    return float(r.min[0, 1]), float(r.median[0, 1])
 
 
 def main(argv=None):
@@ -52,19 +53,21 @@ def main(argv=None):
     a, b = map(int, args.cpus.split(",")) if args.cpus else allowed[:2]
     with tempfile.TemporaryDirectory(prefix="corelat-rwpoll-") as tmp:
         tmp = Path(tmp)
-        probe_exe, exe = build(tmp), build_poll(tmp)
+        exe = build(tmp)
         by_place, dropped = {}, 0
         for _ in range(rounds):
-            before = probe(probe_exe, a, b)
-            out = subprocess.run([str(exe), str(a), str(b), str(rt), str(samples), "1"], capture_output=True,
-                                 text=True, check=True, timeout=600)
-            after = probe(probe_exe, a, b)
-            if not agree([before, after]):
-                dropped += 1
-                continue
+            before = probe(exe, a, b)
+            out = subprocess.run([str(exe), "rwpoll", str(a), str(b), str(rt), str(samples), "1"],
+                                 capture_output=True, text=True, check=True, timeout=600)
+            after = probe(exe, a, b)
             rows = (line.split() for line in out.stdout.splitlines())
             values = {who: (float(mn), float(med)) for who, mn, med in rows}
-            by_place.setdefault(placement(min(before, after)), []).append(values)
+            values["measure()"] = through_measure(a, b, rt, samples)
+            probes = [before, after, probe(exe, a, b)]
+            if not agree(probes):
+                dropped += 1
+                continue
+            by_place.setdefault(placement(min(probes)), []).append(values)
     print(f"# rw poll pacing on CPUs {a} and {b}: {rounds} rounds of {samples} samples x {rt} round trips; "
           f"{dropped} dropped (placement changed)")
     print("| placement | rounds | loop | min ns (median over rounds) | min / bare+0 [95 % CI] "

@@ -190,6 +190,25 @@ def test_pdf_has_pages_and_the_sections(tmp_path):
     assert data.startswith(b"%PDF") and data.count(b"/Type /Page\n") + data.count(b"/Type /Page ") >= 2
 
 
+def test_a_library_deprecation_while_the_pdf_is_written_fails_nothing(tmp_path, monkeypatch):
+    # What matplotlib 3.9 does with Pillow >= 11.3 (CI's oldest stack): a DeprecationWarning from
+    # inside the PDF backend as the file is finished. With warnings as errors it failed the report.
+    import warnings
+
+    from matplotlib.backends import backend_pdf
+
+    class Deprecating(backend_pdf.PdfPages):
+        def close(self):
+            warnings.warn_explicit("'mode' parameter is deprecated", DeprecationWarning, "backend_pdf.py", 1,
+                                   module="matplotlib.backends.backend_pdf")
+            super().close()
+
+    monkeypatch.setattr(backend_pdf, "PdfPages", Deprecating)
+    out = tmp_path / "vm.pdf"
+    corelat.report(corelat.load(corelat.example_files()[0]), out)
+    assert out.read_bytes().startswith(b"%PDF")
+
+
 def test_suffix_statistic_and_a_failed_write_keep_the_old_file(tmp_path):
     r = _value_only()
     with pytest.raises(InputError, match="html or .pdf"):

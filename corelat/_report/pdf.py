@@ -6,6 +6,7 @@ text and tables set in lines on A4 or Letter pages, each figure on a page of its
 from __future__ import annotations
 
 import textwrap
+import warnings
 
 from corelat._core import text as _text
 from corelat._report.model import Data, Figure, Table, Text
@@ -89,6 +90,15 @@ def render(report, f, plt, backend_pdf, date, paper="a4"):
     """Write the report as PDF to the binary file ``f``."""
     size = PAPERS[paper]
     meta = {"Title": report.title, "Creator": f"corelat {__version__}"}
+    # A library's deprecation is no concern of the report's reader, and must not fail the report
+    # where warnings are errors: matplotlib 3.9 (the newest for Python 3.9) passes Pillow >= 11.3 a
+    # `mode` it deprecates, when the PDF's images are written.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"(matplotlib|PIL)\b")
+        _write(report, f, backend_pdf, meta, plt, size, date)
+
+
+def _write(report, f, backend_pdf, meta, plt, size, date):
     with backend_pdf.PdfPages(f, metadata=meta) as pdf:
         pages = _Pages(plt, pdf, size, f"corelat {__version__}, {date}")
         pages.line("head", report.title, 13)

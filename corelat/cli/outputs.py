@@ -63,6 +63,13 @@ class Printable(io.TextIOBase):
         super().__init__()
         self.unfiltered, self.name, self.quiet, self.discarded = stream, name, quiet, False
 
+    def __del__(self):
+        # Finalising closes, and closing flushes: by then the command has ended and its stream may be
+        # closed (a test's capture, a library's replaced stdout). Nothing is left to report that to.
+        self.quiet = True
+        with contextlib.suppress(Exception):
+            super().__del__()
+
     @property
     def encoding(self):
         return getattr(self.unfiltered, "encoding", None) or "utf-8"

@@ -333,9 +333,12 @@ static void frozen_partner(int slow)
  * the thread to wake and reported the waiting partner's time-out instead). */
 static void frozen_partner_late_caller(int slow)
 {
-    /* Polls 0.6 s late, within the grace of 1 s: every gap is time the caller watched. */
+    /* Polls 0.3 s late: over two slices (0.1 s), well within the grace of 2 s, so every gap is time
+     * the caller watched, also when a loaded machine adds its own delay to each (with 0.6 s in 1 s,
+     * a sanitizer build on a machine at load 6 saw gaps over the grace, skipped them as stops, and
+     * waited for the partner to wake). */
     double sleep_s = slow ? 12.0 : 6.0;
-    uint64_t grace = 1000000000u;
+    uint64_t grace = 2000000000u;
     corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, 0.05);
     p.freeze_ns = (uint64_t)(sleep_s * 1e9);
     int status;
@@ -345,7 +348,7 @@ static void frozen_partner_late_caller(int slow)
         return;
     double t0 = now_s();
     if (corelat_pp_start(job) == CORELAT_OK) {
-        struct timespec late = {0, 600000000};
+        struct timespec late = {0, 300000000};
         while (corelat_job_poll(&job->head, 50, grace) == 0)
             nanosleep(&late, NULL);
     }

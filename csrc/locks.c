@@ -136,20 +136,31 @@ static __attribute__((noinline)) int flag_wait(kctx *c, atomic_uint *flag)
     }
 }
 
-/* cpuperf's: compare-exchange at once, and only when that fails wait reading. */
+/* A spin lock found held: wait for it (bounded), then the critical section and the release. Called
+ * last, so the kernels below reach it by a jump and their uncontended path saves no register. */
+static __attribute__((noinline)) int flag_contended(kctx *c)
+{
+    lock_obj *o = c->obj;
+    int rc = flag_wait(c, &o->lock.flag);
+    if (rc)
+        return rc;
+    body(o);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
+    return CORELAT_OK;
+}
+
+/* cpuperf's: compare-exchange at once, and only when that fails wait reading. Uncontended, the
+ * instructions of cpuperf's subr_cmpxchg_spin (benchmarks/RESULTS.md). */
 static __attribute__((noinline)) int k_cmpxchg_spin(kctx *c)
 {
     lock_obj *o = c->obj;
-    atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
-                                                 memory_order_relaxed)) {
-        int rc = flag_wait(c, flag);
-        if (rc)
-            return rc;
-    }
+    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&o->lock.flag, &expected, 1u,
+                                                                  memory_order_acquire, memory_order_relaxed),
+                         0))
+        return flag_contended(c);
     body(o);
-    atomic_store_explicit(flag, 0u, memory_order_release);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
     return CORELAT_OK;
 }
 
@@ -158,17 +169,14 @@ static __attribute__((noinline)) int k_cmpxchg_spin(kctx *c)
 static __attribute__((noinline)) int k_ttas_spin(kctx *c)
 {
     lock_obj *o = c->obj;
-    atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
-    if (atomic_load_explicit(flag, memory_order_relaxed) ||
-        !atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
-                                                 memory_order_relaxed)) {
-        int rc = flag_wait(c, flag);
-        if (rc)
-            return rc;
-    }
+    if (__builtin_expect(atomic_load_explicit(&o->lock.flag, memory_order_relaxed) ||
+                             !atomic_compare_exchange_strong_explicit(
+                                 &o->lock.flag, &expected, 1u, memory_order_acquire, memory_order_relaxed),
+                         0))
+        return flag_contended(c);
     body(o);
-    atomic_store_explicit(flag, 0u, memory_order_release);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
     return CORELAT_OK;
 }
 

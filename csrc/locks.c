@@ -136,20 +136,31 @@ static __attribute__((noinline)) int flag_wait(kctx *c, atomic_uint *flag)
     }
 }
 
-/* cpuperf's: compare-exchange at once, and only when that fails wait reading. */
+/* A spin lock found held: wait for it (bounded), then the critical section and the release. Called
+ * last, so the kernels below reach it by a jump and their uncontended path saves no register. */
+static __attribute__((noinline)) int flag_contended(kctx *c)
+{
+    lock_obj *o = c->obj;
+    int rc = flag_wait(c, &o->lock.flag);
+    if (rc)
+        return rc;
+    body(o);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
+    return CORELAT_OK;
+}
+
+/* cpuperf's: compare-exchange at once, and only when that fails wait reading. Uncontended, the
+ * instructions of cpuperf's subr_cmpxchg_spin (benchmarks/RESULTS.md). */
 static __attribute__((noinline)) int k_cmpxchg_spin(kctx *c)
 {
     lock_obj *o = c->obj;
-    atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
-                                                 memory_order_relaxed)) {
-        int rc = flag_wait(c, flag);
-        if (rc)
-            return rc;
-    }
+    if (__builtin_expect(!atomic_compare_exchange_strong_explicit(&o->lock.flag, &expected, 1u,
+                                                                  memory_order_acquire, memory_order_relaxed),
+                         0))
+        return flag_contended(c);
     body(o);
-    atomic_store_explicit(flag, 0u, memory_order_release);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
     return CORELAT_OK;
 }
 
@@ -158,17 +169,14 @@ static __attribute__((noinline)) int k_cmpxchg_spin(kctx *c)
 static __attribute__((noinline)) int k_ttas_spin(kctx *c)
 {
     lock_obj *o = c->obj;
-    atomic_uint *flag = &o->lock.flag;
     unsigned expected = 0;
-    if (atomic_load_explicit(flag, memory_order_relaxed) ||
-        !atomic_compare_exchange_strong_explicit(flag, &expected, 1u, memory_order_acquire,
-                                                 memory_order_relaxed)) {
-        int rc = flag_wait(c, flag);
-        if (rc)
-            return rc;
-    }
+    if (__builtin_expect(atomic_load_explicit(&o->lock.flag, memory_order_relaxed) ||
+                             !atomic_compare_exchange_strong_explicit(
+                                 &o->lock.flag, &expected, 1u, memory_order_acquire, memory_order_relaxed),
+                         0))
+        return flag_contended(c);
     body(o);
-    atomic_store_explicit(flag, 0u, memory_order_release);
+    atomic_store_explicit(&o->lock.flag, 0u, memory_order_release);
     return CORELAT_OK;
 }
 
@@ -364,9 +372,8 @@ static __attribute__((noinline)) int k_stack_lockfree(kctx *c)
 
 enum { SK_MUTEX, SK_SEMA, SK_WRLOCK };
 
-static int stack_lock(kctx *c, int kind)
+static int stack_lock(kctx *c, lock_obj *o, int kind)
 {
-    lock_obj *o = c->obj;
     int e = kind == SK_MUTEX    ? pthread_mutex_lock(&o->lock.mutex)
             : kind == SK_WRLOCK ? pthread_rwlock_wrlock(&o->lock.rwlock)
                                 : 0;
@@ -375,9 +382,8 @@ static int stack_lock(kctx *c, int kind)
     return e ? failed(c, e) : CORELAT_OK;
 }
 
-static void stack_unlock(kctx *c, int kind)
+static void stack_unlock(lock_obj *o, int kind)
 {
-    lock_obj *o = c->obj;
     if (kind == SK_MUTEX)
         pthread_mutex_unlock(&o->lock.mutex);
     else if (kind == SK_WRLOCK)
@@ -386,29 +392,43 @@ static void stack_unlock(kctx *c, int kind)
         sem_post(&o->lock.sem);
 }
 
-/* cpuperf's locked stacks: lock, pop, unlock; inc; lock, push, unlock. */
-static inline int stack_locked(kctx *c, int kind)
+/* A locked pop that found the stack empty: wait (bounded) and pop again. Out of line, with the spin
+ * state, so the kernels' usual path saves no more registers than cpuperf's. */
+static __attribute__((noinline)) int stack_locked_wait(kctx *c, int kind, unsigned *node)
 {
-    corelat_tstack *st = &c->obj->stack;
+    lock_obj *o = c->obj;
     corelat_spin s;
     uint32_t left = 0;
     int armed = 0, rc;
-    unsigned node;
-    for (;;) {
-        if ((rc = stack_lock(c, kind)) != 0)
-            return rc;
-        node = corelat_tstack_pop_locked(st);
-        stack_unlock(c, kind);
-        if (node)
-            break;
+    do {
         if ((rc = stack_empty(c, &left, &s, &armed)) != 0)
             return rc;
-    }
-    bump(&st->nodes[node - 1].value);
-    if ((rc = stack_lock(c, kind)) != 0)
+        if ((rc = stack_lock(c, o, kind)) != 0)
+            return rc;
+        *node = corelat_tstack_pop_locked(&o->stack);
+        stack_unlock(o, kind);
+    } while (!*node);
+    return CORELAT_OK;
+}
+
+/* cpuperf's locked stacks: lock, pop, unlock; inc; lock, push, unlock. The object is kept in a local:
+ * read through c it would be loaded again after every call. */
+static inline int stack_locked(kctx *c, int kind)
+{
+    lock_obj *o = c->obj;
+    unsigned node;
+    int rc;
+    if ((rc = stack_lock(c, o, kind)) != 0)
         return rc;
-    corelat_tstack_push_locked(st, node);
-    stack_unlock(c, kind);
+    node = corelat_tstack_pop_locked(&o->stack);
+    stack_unlock(o, kind);
+    if (__builtin_expect(!node, 0) && (rc = stack_locked_wait(c, kind, &node)) != 0)
+        return rc;
+    bump(&o->stack.nodes[node - 1].value);
+    if ((rc = stack_lock(c, o, kind)) != 0)
+        return rc;
+    corelat_tstack_push_locked(&o->stack, node);
+    stack_unlock(o, kind);
     return CORELAT_OK;
 }
 

@@ -292,6 +292,19 @@ static void stacks(void)
     EXPECT(corelat_tstack_depth(&s) == CORELAT_TSTACK_NODES);
     EXPECT(!aba_slips_through(0));
     EXPECT(aba_slips_through(1));
+    /* the locked pair (inline in tstack.h): last in, first out, 0 when empty, every node back */
+    corelat_tstack_init(&s);
+    for (int i = 0; i < CORELAT_TSTACK_NODES; i++)
+        EXPECT((got[i] = corelat_tstack_pop_locked(&s)) != 0);
+    EXPECT(corelat_tstack_pop_locked(&s) == 0 && corelat_tstack_depth(&s) == 0);
+    corelat_tstack_push_locked(&s, got[2]);
+    corelat_tstack_push_locked(&s, got[5]);
+    EXPECT(corelat_tstack_pop_locked(&s) == got[5] && corelat_tstack_depth(&s) == 1);
+    corelat_tstack_push_locked(&s, got[5]);
+    for (int i = 0; i < CORELAT_TSTACK_NODES; i++)
+        if (i != 2 && i != 5)
+            corelat_tstack_push_locked(&s, got[i]);
+    EXPECT(corelat_tstack_depth(&s) == CORELAT_TSTACK_NODES);
     char why[200] = "";
     int robust = corelat_lock_robust_check(why, sizeof why);
     if (robust)

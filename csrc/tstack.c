@@ -56,23 +56,6 @@ void corelat_tstack_push(corelat_tstack *s, unsigned node)
                                                     memory_order_relaxed));
 }
 
-unsigned corelat_tstack_pop_locked(corelat_tstack *s)
-{
-    unsigned idx = (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed);
-    if (idx)
-        atomic_store_explicit(&s->head, atomic_load_explicit(&s->nodes[idx - 1].next, memory_order_relaxed),
-                              memory_order_relaxed);
-    return idx;
-}
-
-void corelat_tstack_push_locked(corelat_tstack *s, unsigned node)
-{
-    atomic_store_explicit(&s->nodes[node - 1].next,
-                          (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed),
-                          memory_order_relaxed);
-    atomic_store_explicit(&s->head, node, memory_order_relaxed);
-}
-
 uint64_t corelat_tstack_sum(corelat_tstack *s)
 {
     uint64_t sum = 0;

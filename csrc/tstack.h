@@ -39,9 +39,25 @@ unsigned corelat_tstack_pop_commit(corelat_tstack *s, uint64_t snap, unsigned ne
 unsigned corelat_tstack_pop(corelat_tstack *s);
 void corelat_tstack_push(corelat_tstack *s, unsigned node);
 
-/* The same stack under a caller's lock: plain (relaxed) operations. */
-unsigned corelat_tstack_pop_locked(corelat_tstack *s);
-void corelat_tstack_push_locked(corelat_tstack *s, unsigned node);
+/* The same stack under a caller's lock: plain (relaxed) operations. Inline, so the stack-mutex /
+ * -sema / -wrlock kernels call only the lock, as cpuperf's do: out of line in tstack.c they were two
+ * more calls per operation (sermin ~28 against cpuperf's ~23 cycles). */
+static inline unsigned corelat_tstack_pop_locked(corelat_tstack *s)
+{
+    unsigned idx = (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed);
+    if (idx)
+        atomic_store_explicit(&s->head, atomic_load_explicit(&s->nodes[idx - 1].next, memory_order_relaxed),
+                              memory_order_relaxed);
+    return idx;
+}
+
+static inline void corelat_tstack_push_locked(corelat_tstack *s, unsigned node)
+{
+    atomic_store_explicit(&s->nodes[node - 1].next,
+                          (unsigned)atomic_load_explicit(&s->head, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&s->head, node, memory_order_relaxed);
+}
 
 /* Sum of the nodes' values; the number of nodes on the stack (-1 if a cycle or a bad index). */
 uint64_t corelat_tstack_sum(corelat_tstack *s);

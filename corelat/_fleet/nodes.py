@@ -31,7 +31,7 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
-from corelat._fleet import classes, kinds
+from corelat._fleet import classes, kinds, readers
 from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.stats import RunningMedian, nan_median, robust
@@ -495,6 +495,10 @@ def _add_paths(builder, paths):
     if len(paths) < 2:
         for p in paths:
             _add(builder, p, _read_path(p))
+        return
+    if len(paths) >= readers.MIN_FILES and readers.workers() > 1:
+        readers.read_in_order(paths, _read_path, lambda p, got: _add(builder, p, got),
+                              lambda p, why: _add(builder, p, ("error", (_node_from_file(p), why))))
         return
     window = deque()
     with ThreadPoolExecutor(max_workers=READERS) as pool:

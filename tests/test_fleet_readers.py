@@ -3,6 +3,7 @@
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -53,14 +54,15 @@ def _read_or_die(path):
     return path.upper()
 
 
-def test_a_worker_that_dies_makes_its_files_errors_and_the_rest_is_read(monkeypatch):
+@pytest.mark.parametrize("at", [0, 7, 25])
+def test_a_worker_that_dies_makes_its_files_errors_and_the_rest_is_read(monkeypatch, at):
     monkeypatch.setattr(readers, "workers", lambda: 2)
     paths = [f"f{k:02d}" for k in range(30)]
-    paths[7] = "f07-die"
+    paths[at] += "-die"
     added, died = [], []
     readers.read_in_order(paths, _read_or_die, lambda p, got: added.append((p, got)),
                           lambda p, why: died.append(p))
-    assert "f07-die" in died
+    assert paths[at] in died
     assert [p for p, _ in added] == [p for p in paths if p not in died]  # in order, each once
     assert all(got == p.upper() for p, got in added)
     assert len(died) <= 4 * 2  # the files then in hand, no more
@@ -114,7 +116,21 @@ def test_ctrl_c_during_a_parallel_fleet_report_exits_130_and_leaves_no_worker(fo
     assert p.returncode == 130, err
     assert "Traceback" not in err
     assert took < ENDS_WITHIN_S
-    assert not [w for w in workers if os.path.exists(f"/proc/{w}") and _state(w) != "Z"]
+    # The fork server (and multiprocessing's resource tracker) end on their own once the command
+    # has: reading their end of its pipe.
+    deadline = time.monotonic() + ENDS_WITHIN_S
+    while [w for w in workers if _state(w) not in ("Z", "gone")] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = {w: _cmdline(w) for w in workers if _state(w) not in ("Z", "gone")}
+    assert not left
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
 
 
 def _state(pid):
@@ -123,3 +139,15 @@ def _state(pid):
             return f.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+@pytest.mark.slow
+def test_hostile_files_read_on_workers_are_the_errors_they_are_read_here(tmp_path, monkeypatch):
+    sys.path.insert(0, os.path.dirname(__file__))
+    import hostile
+
+    hostile.generate(tmp_path, bomb=False)
+    serial = _fleet(tmp_path, monkeypatch, parallel=False)
+    parallel = _fleet(tmp_path, monkeypatch, parallel=True)
+    assert parallel == serial
+    assert serial["errors"] and all("\n" not in e["error"] for e in serial["errors"])

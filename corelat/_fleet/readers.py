@@ -19,6 +19,7 @@ import os
 import signal
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 
 #: Folders of fewer files are read on threads: a pool's start costs about as much as 200 files.
@@ -75,23 +76,63 @@ def _read_on_pool(todo, read, add, died):
     try:
         while todo or window:
             while todo and len(window) < 4 * n:
-                p = todo.popleft()
-                window.append((p, pool.submit(read, p)))
-            p, fut = window.popleft()
-            try:
-                got = fut.result()
-            except BrokenProcessPool:
-                why = "its reader process died (killed, or out of memory) while the file was read"
-                died(p, why)
-                for q, _ in window:
-                    died(q, why)
-                window.clear()
-                return bool(todo)
+                fut = pool.submit(read, todo[0])  # BrokenProcessPool once a worker has died
+                window.append((todo.popleft(), fut))
+            p, fut = window[0]
+            got = _result(fut, pool)
+            window.popleft()
             add(p, got)
         return False
+    except BrokenProcessPool:
+        why = "its reader process died (killed, or out of memory) while the file was read"
+        for q, _ in window:
+            died(q, why)
+        window.clear()
+        return bool(todo)
     finally:
         for _, fut in window:
             fut.cancel()
-        # Each worker is in one file at most: waiting ends within that file, and no worker outlives
-        # the call (Ctrl-C included).
-        pool.shutdown(wait=True, cancel_futures=True)
+        if _dead(pool):
+            _end_broken(pool)
+        else:
+            # Each worker is in one file at most: waiting ends within that file, and no worker
+            # outlives the call (Ctrl-C included).
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _processes(pool):
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _dead(pool):
+    return any(proc.exitcode is not None for proc in _processes(pool))
+
+
+def _end_broken(pool):
+    """End a pool one of whose workers died. The others may wait on a queue lock the dead one held,
+    and the pool's own thread on the rest of a result the dead one was writing: the workers are
+    killed, and the result pipe's last writer (this process) is closed, so that its reader ends."""
+    for proc in _processes(pool):
+        proc.kill()
+    for proc in _processes(pool):
+        proc.join(5)
+    queue = getattr(pool, "_result_queue", None)
+    writer = getattr(queue, "_writer", None)
+    if writer is not None:
+        writer.close()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(fut, pool):
+    """``fut.result()``, or BrokenProcessPool when a worker has died: the pool notices a killed
+    worker by itself, but not always (a worker killed while it held the task queue's lock leaves
+    the others, and the result, waiting for ever)."""
+    while True:
+        try:
+            return fut.result(timeout=_POLL_S)
+        except FuturesTimeout:
+            if _dead(pool):
+                raise BrokenProcessPool("a reader process died") from None
+
+
+_POLL_S = 0.5

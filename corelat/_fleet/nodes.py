@@ -490,8 +490,9 @@ def _add(builder, path, got):
 
 
 def _add_paths(builder, paths):
-    """Read files on a few threads (zlib and numpy let go of the GIL) a few files ahead, and add
-    them in order, so that memory holds a handful of matrices whatever the number of files."""
+    """Read files a few ahead and add them in order, so that memory holds a handful of matrices
+    whatever the number of files: many files on worker processes (:mod:`corelat._fleet.readers`:
+    a file's checks hold the GIL), fewer on a few threads (zlib and numpy let go of it)."""
     if len(paths) < 2:
         for p in paths:
             _add(builder, p, _read_path(p))

@@ -18,9 +18,8 @@ import json
 import math
 import os
 import types
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +59,6 @@ TEXT_SUFFIXES = (".csv", ".txt", ".dat", ".out")
 REPORT_NAME = "fleet.json"
 #: Largest node error file read.
 MAX_ERROR_FILE = 1 << 20
-#: Threads reading a fleet folder's files.
-READERS = min(4, os.cpu_count() or 1)
 
 _MAD_SCALE = 1.4826  # MAD of a normal distribution × this = its standard deviation
 
@@ -493,24 +490,17 @@ def _add_paths(builder, paths):
     """Read files a few ahead and add them in order, so that memory holds a handful of matrices
     whatever the number of files: many files on worker processes (:mod:`corelat._fleet.readers`:
     a file's checks hold the GIL), fewer on a few threads (zlib and numpy let go of it)."""
+    def add(p, got):
+        _add(builder, p, got)
+
     if len(paths) < 2:
         for p in paths:
-            _add(builder, p, _read_path(p))
-        return
-    if len(paths) >= readers.MIN_FILES and readers.workers() > 1:
-        readers.read_in_order(paths, _read_path, lambda p, got: _add(builder, p, got),
-                              lambda p, why: _add(builder, p, ("error", (_node_from_file(p), why))))
-        return
-    window = deque()
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        for p in paths:
-            window.append((p, pool.submit(_read_path, p)))
-            if len(window) > 2 * READERS:
-                q, fut = window.popleft()
-                _add(builder, q, fut.result())
-        while window:
-            q, fut = window.popleft()
-            _add(builder, q, fut.result())
+            add(p, _read_path(p))
+    elif len(paths) >= readers.MIN_FILES and readers.workers() > 1:
+        readers.read_in_order(paths, _read_path, add,
+                              lambda p, why: add(p, ("error", (_node_from_file(p), why))))
+    else:
+        readers.read_on_threads(paths, _read_path, add)
 
 
 def _note_others(builder, folder, others):

@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import signal
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 
@@ -26,6 +26,25 @@ from concurrent.futures.process import BrokenProcessPool
 MIN_FILES = 200
 #: New pools after a worker died, before the rest is read in this process.
 MAX_RESTARTS = 3
+
+
+#: Threads reading a folder of fewer files.
+THREADS = min(4, os.cpu_count() or 1)
+
+
+def read_on_threads(paths, read, add):
+    """``add(path, read(path))`` for each path in order, ``read`` run on a few threads a few files
+    ahead (zlib and numpy let go of the GIL)."""
+    window = deque()
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        for p in paths:
+            window.append((p, pool.submit(read, p)))
+            if len(window) > 2 * THREADS:
+                q, fut = window.popleft()
+                add(q, fut.result())
+        while window:
+            q, fut = window.popleft()
+            add(q, fut.result())
 
 
 def workers():

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -106,6 +107,51 @@ print(dt, peak_mib(), r.summary()["nodes"], len(r.groups))
 BASELINE = PEAK + "import corelat; print(peak_mib())"
 
 
+class TreeWatch:
+    """Peak memory of a process and all its descendants together (the fleet's reader processes),
+    and their CPU time, sampled every 20 ms from /proc: the sum of their PSS (a page shared by k
+    processes counts 1/k in each: the memory they take together) and of their RSS (shared pages
+    counted in each process: an upper bound). Linux only; zeros elsewhere."""
+
+    def __init__(self, pid):
+        self.pid, self.peak_mib, self.peak_rss_mib, self._cpu = pid, 0.0, 0.0, {}
+        self._done = threading.Event()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @property
+    def cpu_s(self):
+        return sum(self._cpu.values()) / self._tick
+
+    def _tree(self):
+        out, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{pid}/children") as f:
+                todo += [int(x) for x in f.read().split()]
+        return out
+
+    def _run(self):
+        while not self._done.wait(0.02):
+            rss = pss = 0
+            for pid in self._tree():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    with open(f"/proc/{pid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    self._cpu[pid] = int(fields[11]) + int(fields[12])  # utime + stime
+                    rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+                    with open(f"/proc/{pid}/smaps_rollup") as f:
+                        pss += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
+            self.peak_mib = max(self.peak_mib, pss / 2**20)
+            self.peak_rss_mib = max(self.peak_rss_mib, rss / 2**20)
+
+    def stop(self):
+        self._done.set()
+        self._thread.join()
+
+
 def _generated(folder, nodes, n, samples, old_layout):
     """Write the fleet into ``folder`` unless a previous run left exactly it there (generate once)."""
     stamp = os.path.join(folder, ".bench.json")
@@ -133,15 +179,23 @@ def scale(nodes, n, samples, old_layout=False, folder=None, runs=2):
         base_rss = float(subprocess.check_output([sys.executable, "-c", BASELINE]))
         got_runs = []
         for _ in range(runs):
-            out = subprocess.check_output([sys.executable, "-c", ANALYSE, folder]).split()
-            got_runs.append((float(out[0]), float(out[1]), int(out[2]), int(out[3])))
+            p = subprocess.Popen([sys.executable, "-c", ANALYSE, folder], stdout=subprocess.PIPE)
+            tree = TreeWatch(p.pid)
+            out = p.communicate()[0].split()
+            tree.stop()
+            if p.returncode:
+                raise SystemExit(f"the analysis failed (exit {p.returncode})")
+            got_runs.append((float(out[0]), float(out[1]), int(out[2]), int(out[3]),
+                             (tree.peak_mib, tree.peak_rss_mib), tree.cpu_s))
     layout = " (old layout: no median member)" if old_layout and samples > 1 else ""
     made = "reused" if gen is None else f"written in {gen:.0f} s"
     print(f"{nodes} nodes x {n} CPUs, {samples} sample(s) per pair{layout}: {size:.0f} MiB of files ({made})")
-    for k, (dt, rss, got, groups) in enumerate(got_runs, 1):
+    for k, (dt, rss, got, groups, tree_mib, cpu) in enumerate(got_runs, 1):
         print(f"  run {k} of {runs}: corelat.fleet(folder): {dt:.1f} s ({1000 * dt / nodes:.1f} ms a node), "
-              f"peak RSS {rss:.0f} MiB (import corelat alone: {base_rss:.0f} MiB); {got} nodes in "
-              f"{groups} group(s)")
+              f"peak RSS {rss:.0f} MiB (import corelat alone: {base_rss:.0f} MiB), with its reader "
+              f"processes {tree_mib[0]:.0f} MiB PSS ({tree_mib[1]:.0f} MiB RSS summed); "
+              f"CPU {cpu:.1f} s ({1000 * cpu / nodes:.1f} ms a node); "
+              f"{got} nodes in {groups} group(s); load average {os.getloadavg()[0]:.1f}")
 
 
 def errors(fleets):

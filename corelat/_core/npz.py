@@ -15,7 +15,10 @@ checked by the kind (:mod:`corelat._results.schema` for latency results). Every 
 :class:`~corelat._core.errors.InputError` naming the file, in one line.
 """
 
+import hashlib
+import io
 import json
+import marshal
 import math
 import os
 import re
@@ -205,8 +208,15 @@ def _refuse_encrypted(infos, path):
 
 def _read_member(z, members, name):
     info, _, _ = members[name]
+    if info.file_size <= _ONE_READ_BYTES:
+        # One read (CRC checked) and one parse: NumPy reads a zip stream in many small reads.
+        m = io.BytesIO(z.read(info))
+        return np.lib.format.read_array(m, allow_pickle=False, max_header_size=_NPY_HEADER_BYTES)
     with z.open(info) as m:
         return np.lib.format.read_array(m, allow_pickle=False, max_header_size=_NPY_HEADER_BYTES)
+
+
+_ONE_READ_BYTES = 16 << 20  #: members up to this size are read whole (a 192-CPU matrix: 0.3 MB)
 
 
 # -- the JSON header ------------------------------------------------------------------------------
@@ -261,16 +271,57 @@ def _check_tree(obj, path):
         _tree_problem(obj, path)
 
 
-def _tree_ok(obj):
+def _tree_ok(obj, depth=1, memo=True):
     if isinstance(obj, str):
         return len(obj) <= MAX_STRING_CHARS
     # Only containers go on the stack: string members are checked where they are met.
-    stack = [(obj, 1)]
+    stack = [(obj, depth)]
     while stack:
         v, depth = stack.pop()
-        if not _container_ok(v, depth, stack):
+        if memo and isinstance(v, list) and len(v) >= _MEMO_MIN_ITEMS:
+            if not _list_ok(v, depth):
+                return False
+        elif not _container_ok(v, depth, stack):
             return False
     return True
+
+
+#: Lists at least this long are checked once per distinct value (a topology's rows: the same in
+#: every file of a fleet, and most of a large machine's header).
+_MEMO_MIN_ITEMS = 64
+_MEMO_SIZE = 64
+_CHECKED: dict = {}
+
+
+def fingerprint(value):
+    """A digest of a JSON value that tells apart what ``==`` does not (``1``, ``1.0``, ``true``; key
+    order), for caches of checks on identical values; None where it cannot be made."""
+    try:
+        return hashlib.sha256(marshal.dumps(value)).digest()
+    except (ValueError, RecursionError):  # nested too deep for marshal: no cache, checked in full
+        return None
+
+
+def _list_ok(v, depth):
+    """:func:`_tree_ok` of a long list at ``depth``, remembered for lists seen before."""
+    fp = fingerprint(v)
+    key = None if fp is None else (depth, fp)
+    if key is not None and key in _CHECKED:
+        return True
+    if not _tree_ok_list(v, depth):
+        return False
+    if key is not None:
+        if len(_CHECKED) >= _MEMO_SIZE:
+            _CHECKED.clear()
+        _CHECKED[key] = True
+    return True
+
+
+def _tree_ok_list(v, depth):
+    stack = []
+    if not _container_ok(v, depth, stack):
+        return False
+    return all(_tree_ok(x, d, memo=False) for x, d in stack)
 
 
 def _container_ok(v, depth, stack):

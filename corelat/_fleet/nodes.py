@@ -18,9 +18,8 @@ import json
 import math
 import os
 import types
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
-from corelat._fleet import classes, kinds
+from corelat._fleet import classes, kinds, readers
 from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.stats import RunningMedian, nan_median, robust
@@ -60,8 +59,6 @@ TEXT_SUFFIXES = (".csv", ".txt", ".dat", ".out")
 REPORT_NAME = "fleet.json"
 #: Largest node error file read.
 MAX_ERROR_FILE = 1 << 20
-#: Threads reading a fleet folder's files.
-READERS = min(4, os.cpu_count() or 1)
 
 _MAD_SCALE = 1.4826  # MAD of a normal distribution × this = its standard deviation
 
@@ -490,22 +487,20 @@ def _add(builder, path, got):
 
 
 def _add_paths(builder, paths):
-    """Read files on a few threads (zlib and numpy let go of the GIL) a few files ahead, and add
-    them in order, so that memory holds a handful of matrices whatever the number of files."""
+    """Read files a few ahead and add them in order, so that memory holds a handful of matrices
+    whatever the number of files: many files on worker processes (:mod:`corelat._fleet.readers`:
+    a file's checks hold the GIL), fewer on a few threads (zlib and numpy let go of it)."""
+    def add(p, got):
+        _add(builder, p, got)
+
     if len(paths) < 2:
         for p in paths:
-            _add(builder, p, _read_path(p))
-        return
-    window = deque()
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        for p in paths:
-            window.append((p, pool.submit(_read_path, p)))
-            if len(window) > 2 * READERS:
-                q, fut = window.popleft()
-                _add(builder, q, fut.result())
-        while window:
-            q, fut = window.popleft()
-            _add(builder, q, fut.result())
+            add(p, _read_path(p))
+    elif len(paths) >= readers.MIN_FILES and readers.workers() > 1:
+        readers.read_in_order(paths, _read_path, add,
+                              lambda p, why: add(p, ("error", (_node_from_file(p), why))))
+    else:
+        readers.read_on_threads(paths, _read_path, add)
 
 
 def _note_others(builder, folder, others):

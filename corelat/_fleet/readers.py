@@ -1,0 +1,157 @@
+"""Reading a fleet folder's files on worker processes.
+
+A node file's checks and decompression hold the GIL for most of a node's few milliseconds, so
+threads read one file at a time however many CPUs there are. For folders of many files,
+:func:`read_in_order` reads them on processes (one per usable CPU): each worker returns a file's
+small summary (its :class:`~corelat._fleet.nodes.NodeData` or the error text), never a file, and
+the caller adds them in the folder's order, as the serial reader does, a bounded number ahead.
+
+Workers ignore SIGINT: Ctrl-C reaches the main process, which cancels what is queued and waits
+for the workers to end (each is in the middle of one file at most). A worker that dies (killed,
+out of memory) breaks the pool: the files it had in hand become their nodes' errors, and the rest
+are read on a new pool (:data:`MAX_RESTARTS` times at most, then serially).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures.process import BrokenProcessPool
+
+#: Folders of fewer files are read on threads: a pool's start costs about as much as 200 files.
+MIN_FILES = 200
+#: New pools after a worker died, before the rest is read in this process.
+MAX_RESTARTS = 3
+
+
+#: Threads reading a folder of fewer files.
+THREADS = min(4, os.cpu_count() or 1)
+
+
+def read_on_threads(paths, read, add):
+    """``add(path, read(path))`` for each path in order, ``read`` run on a few threads a few files
+    ahead (zlib and numpy let go of the GIL)."""
+    window = deque()
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        for p in paths:
+            window.append((p, pool.submit(read, p)))
+            if len(window) > 2 * THREADS:
+                q, fut = window.popleft()
+                add(q, fut.result())
+        while window:
+            q, fut = window.popleft()
+            add(q, fut.result())
+
+
+def workers():
+    """Worker processes to read on: the CPUs this process may run on (1: read here)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _context():
+    # Not fork: the caller may hold threads (BLAS, its own); a fork server is started clean and
+    # forks each worker with corelat already imported.
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["corelat._fleet.nodes"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
+def read_in_order(paths, read, add, died):
+    """``add(path, read(path))`` for each path in order, ``read`` run on worker processes;
+    ``died(path, why)`` for the files a dead worker had in hand. ``read`` must be a module-level
+    function that raises nothing (a file's problem is its result)."""
+    todo = deque(paths)
+    restarts = 0
+    while todo:
+        if restarts > MAX_RESTARTS:
+            while todo:
+                p = todo.popleft()
+                add(p, read(p))
+            return
+        broken = _read_on_pool(todo, read, add, died)
+        if not broken:
+            return
+        restarts += 1
+
+
+def _read_on_pool(todo, read, add, died):
+    """Read ``todo`` (consumed) on one pool; True when a worker died and files remain."""
+    n = workers()
+    window = deque()
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=_context(), initializer=_ignore_sigint)
+    try:
+        while todo or window:
+            while todo and len(window) < 4 * n:
+                fut = pool.submit(read, todo[0])  # BrokenProcessPool once a worker has died
+                window.append((todo.popleft(), fut))
+            p, fut = window[0]
+            got = _result(fut, pool)
+            window.popleft()
+            add(p, got)
+        return False
+    except BrokenProcessPool:
+        why = "its reader process died (killed, or out of memory) while the file was read"
+        for q, _ in window:
+            died(q, why)
+        window.clear()
+        return bool(todo)
+    finally:
+        for _, fut in window:
+            fut.cancel()
+        if _dead(pool):
+            _end_broken(pool)
+        else:
+            # Each worker is in one file at most: waiting ends within that file, and no worker
+            # outlives the call (Ctrl-C included).
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _processes(pool):
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _dead(pool):
+    return any(proc.exitcode is not None for proc in _processes(pool))
+
+
+def _end_broken(pool):
+    """End a pool one of whose workers died. The others may wait on a queue lock the dead one held,
+    and the pool's own thread on the rest of a result the dead one was writing: the workers are
+    killed, and the result pipe's last writer (this process) is closed, so that its reader ends."""
+    for proc in _processes(pool):
+        proc.kill()
+    for proc in _processes(pool):
+        proc.join(5)
+    queue = getattr(pool, "_result_queue", None)
+    writer = getattr(queue, "_writer", None)
+    if writer is not None:
+        writer.close()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(fut, pool):
+    """``fut.result()``, or BrokenProcessPool when a worker has died: the pool notices a killed
+    worker by itself, but not always (a worker killed while it held the task queue's lock leaves
+    the others, and the result, waiting for ever)."""
+    while True:
+        try:
+            return fut.result(timeout=_POLL_S)
+        except FuturesTimeout:
+            if _dead(pool):
+                raise BrokenProcessPool("a reader process died") from None
+
+
+_POLL_S = 0.5

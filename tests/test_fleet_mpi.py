@@ -270,6 +270,23 @@ def test_rerun_measures_only_the_failed_and_missing_nodes_and_reports_the_merged
     assert q.returncode in (0, 3) and "3 nodes" in q.stdout and "another run" not in q.stdout, q.stdout
 
 
+def test_a_rerun_never_measures_again_a_kept_node_that_is_an_outlier(tmp_path):
+    # Re-test before blame measured an outlier's node again even when the re-run's --only had not
+    # named it, rewriting a file kept from the earlier run (CI: a, measured on a busy machine, was off).
+    out = tmp_path / "run"
+    p = mpirun([("a", fleet_cli(out)), ("b", fleet_cli(out, "--cpus", "4096")), ("c", fleet_cli(out))])
+    assert p.returncode == 1, p.stdout + p.stderr
+    a = corelat.load(out / "a.npz")
+    corelat.LatencyResult(cpus=a.cpus, kernel=a.kernel, samples=a.samples * 50, name="a",
+                          metadata=a.metadata).save(out / "a.npz")  # a kept file that is clearly off
+    before = os.stat(out / "a.npz").st_mtime_ns
+    argv = ["-m", "corelat", "fleet", *TINY, "--rerun", str(out), "--only", "failed,missing"]
+    p = mpirun([("a", argv), ("b", argv), ("c", argv)])
+    assert p.returncode == 3, p.stdout + p.stderr  # a is an outlier, nothing worse
+    assert os.stat(out / "a.npz").st_mtime_ns == before, p.stdout
+    assert "a is an outlier in the file kept from the earlier run; not measured again" in p.stdout, p.stdout
+
+
 def test_an_outlier_is_measured_again_before_it_is_blamed(tmp_path):
     p, out, _ = driver_job(tmp_path, "slow_once")
     assert p.returncode == 0, p.stdout + p.stderr

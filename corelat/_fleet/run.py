@@ -392,7 +392,14 @@ class _Job:
         two measurements share a machine), while the wait lasts; its record keeps both attempts, its
         file the second (so that the folder gives the same report)."""
         deadline, ranks = self.t_plan + self.total_wait, {n: r for r, n in self.leaders.items()}
-        first = builder.flagged()
+        flagged = builder.flagged()
+        # A re-run (--only) measures just the nodes it was asked for: a file kept from the earlier run
+        # is judged as it is, never measured again behind the user's back.
+        kept = [n for n in flagged if self.only is not None and n not in self.only]
+        first = [n for n in flagged if n not in kept]
+        for node in kept:
+            builder.note(f"re-test before blame: {node} is an outlier in the file kept from the earlier run; "
+                         "not measured again (this re-run measures only the nodes --only names)")
         for node in first:
             r = ranks.get(node)
             if r is None or time.monotonic() >= deadline:

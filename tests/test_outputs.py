@@ -440,7 +440,8 @@ AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 
 
 @pytest.mark.slow
-def test_report_under_a_limit_of_one_process_is_not_interrupted(tmp_path):
+@pytest.mark.parametrize("omp_threads", ["2", None], ids=["OMP_NUM_THREADS=2", "plain"])
+def test_report_under_a_limit_of_one_process_is_not_interrupted(tmp_path, omp_threads):
     import resource
     import shutil
 
@@ -448,8 +449,11 @@ def test_report_under_a_limit_of_one_process_is_not_interrupted(tmp_path):
         pytest.skip("dropping root needs setpriv (util-linux)")
     f = tmp_path / "r.npz"
     latency().save(f)
-    env = {**os.environ, "OMP_NUM_THREADS": "2"}  # a user's choice (HPC sites set it): OpenBLAS wants 2
-    env.pop("OPENBLAS_NUM_THREADS", None)
+    # A user's plain environment, and one with OMP_NUM_THREADS=2 (HPC sites set it): OpenBLAS wants 2.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                            "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    if omp_threads:
+        env["OMP_NUM_THREADS"] = omp_threads
     p = subprocess.run([*(AS_NOBODY if IS_ROOT else []), sys.executable, "-m", "corelat", "report", str(f)],
                        capture_output=True, text=True, preexec_fn=_limited(resource.RLIMIT_NPROC, 1), env=env,
                        cwd="/", timeout=60, check=False)

@@ -49,10 +49,10 @@ static inline void evict_done(void)
 
 static int wait_for(atomic_uint_fast64_t *word, uint64_t value, corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
+    uint32_t left = CORELAT_SPIN_EVERY_LOAD;
     int rc = 0;
-    CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(word, memory_order_acquire) == value, s, value, left, rc,
-                           out);
+    CORELAT_SPIN_WHILE_NOT_EVERY(atomic_load_explicit(word, memory_order_acquire) == value, s, value, left,
+                                 CORELAT_SPIN_EVERY_LOAD, rc, out);
 out:
     return rc;
 }

@@ -31,14 +31,14 @@ static inline void send(message *line, uint64_t seq, uint64_t ts)
 static __attribute__((noinline)) int ow_send(message *la, message *lb, uint64_t seq, uint64_t end,
                                              int64_t *sum_out, int64_t *low_out, corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
+    uint32_t left = CORELAT_SPIN_EVERY_LOAD;
     int rc = 0;
     int64_t sum = 0, low = INT64_MAX;
     while (seq != end) {
         seq++;
         send(la, seq, corelat_ticks_serial());
-        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(&lb->seq, memory_order_acquire) == seq, s, seq, left, rc,
-                               out);
+        CORELAT_SPIN_WHILE_NOT_EVERY(atomic_load_explicit(&lb->seq, memory_order_acquire) == seq, s, seq,
+                                     left, CORELAT_SPIN_EVERY_LOAD, rc, out);
         int64_t d = (int64_t)(corelat_ticks_serial() - atomic_load_explicit(&lb->ts, memory_order_relaxed));
         sum += d;
         low = d < low ? d : low;
@@ -53,13 +53,13 @@ static __attribute__((noinline)) int ow_recv(message *la, message *lb, uint64_t 
                                              uint64_t off, int64_t *sum_out, int64_t *low_out,
                                              corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
+    uint32_t left = CORELAT_SPIN_EVERY_LOAD;
     int rc = 0;
     int64_t sum = 0, low = INT64_MAX;
     while (seq != end) {
         seq++;
-        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(&la->seq, memory_order_acquire) == seq, s, seq, left, rc,
-                               out);
+        CORELAT_SPIN_WHILE_NOT_EVERY(atomic_load_explicit(&la->seq, memory_order_acquire) == seq, s, seq,
+                                     left, CORELAT_SPIN_EVERY_LOAD, rc, out);
         int64_t d =
             (int64_t)(corelat_ticks_serial() + off - atomic_load_explicit(&la->ts, memory_order_relaxed));
         sum += d;

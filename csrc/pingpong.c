@@ -92,12 +92,13 @@ const char *corelat_pp_cas_impl(void)
 static HOT_LOOP int rw_ping(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
                             corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
+    uint32_t left = CORELAT_SPIN_EVERY_LOAD;
     int rc = 0;
     while (seq != end) {
         seq++;
         atomic_store_explicit(a, seq, memory_order_release);
-        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(b, memory_order_acquire) == seq, s, seq, left, rc, out);
+        CORELAT_SPIN_WHILE_NOT_EVERY(atomic_load_explicit(b, memory_order_acquire) == seq, s, seq, left,
+                                     CORELAT_SPIN_EVERY_LOAD, rc, out);
     }
 out:
     return rc;
@@ -106,11 +107,12 @@ out:
 static HOT_LOOP int rw_pong(atomic_uint_fast64_t *a, atomic_uint_fast64_t *b, uint64_t seq, uint64_t end,
                             corelat_spin *s)
 {
-    uint32_t left = CORELAT_SPIN_EVERY;
+    uint32_t left = CORELAT_SPIN_EVERY_LOAD;
     int rc = 0;
     while (seq != end) {
         seq++;
-        CORELAT_SPIN_WHILE_NOT(atomic_load_explicit(a, memory_order_acquire) == seq, s, seq, left, rc, out);
+        CORELAT_SPIN_WHILE_NOT_EVERY(atomic_load_explicit(a, memory_order_acquire) == seq, s, seq, left,
+                                     CORELAT_SPIN_EVERY_LOAD, rc, out);
         atomic_store_explicit(b, seq, memory_order_release);
     }
 out:

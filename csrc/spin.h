@@ -40,6 +40,15 @@ enum { CORELAT_RUN = 0, CORELAT_ABORT = 1, CORELAT_STOP = 2 };
 /* Failed polls between two slow checks. */
 #define CORELAT_SPIN_EVERY 1024u
 
+/* The same for the load polls of the hot loops (rw, one-way, chase). A failed load poll reads a line
+ * the waiting core already holds and costs about a nanosecond, so 1,024 of them came every
+ * microsecond or so, about once per round trip at the ~100 ns placement of the project's VM: rw read
+ * 6-8 % above the bare loop on the minimum and 15-19 % on the median there (issue 23,
+ * benchmarks/RESULTS.md). 8,192 brought both within 1 % at ~25 and ~100 ns; 65,536 read 2.7 % below
+ * the bare loop at ~25 ns. A check still comes every ~10 us of polls that hit, and at most every
+ * ~3 ms where every poll misses (300 ns each): an abort or a time-out is seen as before. */
+#define CORELAT_SPIN_EVERY_LOAD 8192u
+
 typedef struct {
     const atomic_int *abort;    /* the team's flag (enum above) */
     atomic_uint_fast64_t *beat; /* bumped by every slow check: the caller sees the thread alive */
@@ -72,17 +81,19 @@ static inline void corelat_cpu_relax(void)
 }
 
 /* The pattern every bounded wait uses: `poll` is a C expression that is true when the wait is over.
- * `left` is a uint32_t counting down to the next slow check; `rc` receives a failing status and
- * `fail` is where to go then. */
-#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                            \
+ * `left` is a uint32_t counting down to the next slow check from `every` (where it starts too); `rc`
+ * receives a failing status and `fail` is where to go then. */
+#define CORELAT_SPIN_WHILE_NOT_EVERY(poll, s, progress, left, every, rc, fail)                               \
     while (!(poll)) {                                                                                        \
         if (__builtin_expect(--(left) == 0, 0)) {                                                            \
-            (left) = CORELAT_SPIN_EVERY;                                                                     \
+            (left) = (every);                                                                                \
             (rc) = corelat_spin_slow((s), (progress));                                                       \
             if (rc)                                                                                          \
                 goto fail;                                                                                   \
         }                                                                                                    \
     }
+#define CORELAT_SPIN_WHILE_NOT(poll, s, progress, left, rc, fail)                                            \
+    CORELAT_SPIN_WHILE_NOT_EVERY(poll, s, progress, left, CORELAT_SPIN_EVERY, rc, fail)
 
 /* The same with the polls CORELAT_SPIN_UNROLL at a time and the countdown once per group, for the CAS
  * loops: a failed compare-exchange then runs what a bare loop runs (mov, lock cmpxchg, branch) and

@@ -92,9 +92,10 @@ __attribute__((noinline, cold)) int corelat_spin_slow(corelat_spin *s, uint64_t 
     }
     if (s->wall_mark == 0) {
         /* The first check of a long wait: from here on the thread's CPU time says how long it ran.
-         * Before, since the check that set the deadline, 1024 polls took microseconds if the thread
-         * ran; far longer means it was stopped in between (counted once per wait, so even polls
-         * that slow could only postpone a time-out once). */
+         * Before, since the check that set the deadline, 1,024 polls (65,536 load polls) took
+         * microseconds, at most milliseconds, if the thread ran; far longer means it was stopped in
+         * between (counted once per wait, so even polls that slow could only postpone a time-out
+         * once). */
         uint64_t gap = now - (s->deadline - s->timeout_ns);
         if (gap > s->timeout_ns / 8)
             s->deadline += gap;
@@ -245,7 +246,10 @@ int corelat_job_start(corelat_job *job, int n, const int *cpus)
 {
     job->n = n;
     job->threads = calloc((size_t)n, sizeof *job->threads);
-    job->members = calloc((size_t)n, sizeof *job->members);
+    /* aligned_alloc: calloc's 16 bytes would put two members' beats back on one line (team.h) */
+    job->members = aligned_alloc(CORELAT_MEMBER_ALIGN, (size_t)n * sizeof *job->members);
+    if (job->members)
+        memset(job->members, 0, (size_t)n * sizeof *job->members);
     if (!job->threads || !job->members) {
         job->err = ENOMEM;
         return job->status = CORELAT_ENOMEM;
@@ -384,7 +388,7 @@ int corelat_job_poll(corelat_job *job, int slice_ms, uint64_t grace_ns)
         if (now - job->abort_seen_ns > grace_ns)
             return -1;
     }
-    /* A beat comes every CORELAT_SPIN_EVERY failed polls and every sample; none at all for longer
+    /* A beat comes every CORELAT_SPIN_EVERY(_LOAD) failed polls and every sample; none at all for longer
      * than a thread may wait means every thread has stopped running. */
     if (now - job->beat_seen_ns > job->timeout_ns + grace_ns)
         return -1;

@@ -22,8 +22,15 @@
 
 typedef struct corelat_job corelat_job;
 
+/* Each member on its own two cache lines (128 bytes: AMD and Intel fetch lines in pairs). Every slow
+ * check of a spin-wait writes the member's `beat`; with 48-byte members packed in one array, the
+ * two threads' beats shared a line, and each check pulled it across the cores being measured: at
+ * the project VM's ~100 ns placement rw read 6-8 % above the bare loop (benchmarks/RESULTS.md,
+ * issue 23). The array is allocated with this alignment (corelat_job_start). */
+#define CORELAT_MEMBER_ALIGN 128
+
 typedef struct {
-    corelat_job *job;
+    _Alignas(CORELAT_MEMBER_ALIGN) corelat_job *job;
     int index;                 /* 0 .. n-1 */
     int cpu;                   /* the CPU it is pinned to */
     int status;                /* enum corelat_status, set by the work function */

@@ -8,9 +8,13 @@ equal sizes: the C port of core-to-core-latency's benches 1 (CAS) and 2 (load/st
 (its fixed 100 round trips per sample, minimum only; -w for CAS), built from a copy whose only change
 is that it prints the fractional minimum (round trip / 200 as a double) instead of integer ns.
 
-On a VM the guest's two vCPUs sit on host SMT siblings (~25 ns here) or on different cores (~100 ns),
-and that can change between runs. So each tool run is bracketed by a probe (the bare CAS loop, 30 x
-200) that labels the placement; a round whose probes disagree (more than 30 % apart) is dropped. Per
+On a VM the guest's two vCPUs sit on host SMT siblings (~12 ns here), cores sharing an L3 (~25 ns) or
+cores that do not (~100 ns), and that changes whenever the host moves them, above all when a vCPU
+halts (an idle guest between two runs). So each tool run is bracketed by a probe (the bare CAS loop,
+30 x 200) that labels the placement; a round whose probes disagree (more than 30 % apart) is dropped.
+``--hold`` keeps the pair's vCPUs busy with SCHED_IDLE spinners (see ``Hold``), so a placement holds
+for a round, and lets them halt between rounds so the rounds sample the placements; ``--placement
+"~100 ns"`` re-rolls until the probe reads that placement, so every round is at it. Per
 placement (the probe's minimum on a 2x grid through 25 ns) the within-round ratios corelat / other of the
 per-sample minimum and median are summarised by their median over rounds with a distribution-free 95 %
 confidence interval (order statistics of the binomial(n, 1/2)). 1.00 = no cost.
@@ -21,16 +25,20 @@ folder from csrc/ and benchmarks/fidelity.c. Run from the repository root:
     python benchmarks/fidelity.py             # 15 rounds of 300 x 1000 round trips per kernel
     python benchmarks/fidelity.py --quick     # 3 rounds of 100 x 200, no peers: for CI
     python benchmarks/fidelity.py --cpus 0,8  # another pair
+    python benchmarks/fidelity.py --hold --placement "~100 ns" --rounds 32 --samples 100
 """
 
 import argparse
+import ctypes
 import math
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -127,6 +135,68 @@ def agree(probes, tolerance=1.3):
     return max(probes) <= tolerance * min(probes)
 
 
+class Hold:
+    """Keeps the pair's vCPUs busy between and around the timed runs, so the host leaves them where
+    they are: a ``SCHED_IDLE`` busy loop pinned to each CPU of the pair, which the guest runs only
+    when nothing else wants that CPU (a halted vCPU is what the host moves: with the guest idle
+    between runs, 35 of 40 rounds here saw the placement change between their probes; with the
+    spinners 0 of 20). ``reroll()`` stops them and lets the vCPUs halt for a moment, so the host may
+    place them anew: each round then sits at one placement, and the rounds sample the placements."""
+
+    def __init__(self, cpus, pause=1.0):
+        self.cpus, self.pause, self.procs = list(cpus), pause, []
+
+    def __enter__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def setup(cpu):
+            os.sched_setaffinity(0, {cpu})
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: no spinner outlives a killed benchmark
+
+        for c in self.cpus:
+            self.procs.append(subprocess.Popen(["sh", "-c", "while :; do :; done"],
+                                               preexec_fn=lambda c=c: setup(c)))
+        return self
+
+    def reroll(self):
+        for p in self.procs:
+            p.send_signal(signal.SIGSTOP)
+        time.sleep(self.pause)
+        for p in self.procs:
+            p.send_signal(signal.SIGCONT)
+        time.sleep(0.05)
+
+    def reroll_to(self, want, label_now, tries=60):
+        """Re-roll until ``label_now()`` reads the placement ``want`` (e.g. "~100 ns"); False if it
+        never did in ``tries``."""
+        for _ in range(tries):
+            self.reroll()
+            if label_now() == want:
+                return True
+        return False
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+
+
+class NoHold:
+    def __enter__(self):
+        return self
+
+    def reroll(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
+
+
+C2CLAT_RT = 100  # c2clat's round trips per sample, fixed in its source
+
+
 def one_round(exe, peers, kernel, a, b, rt, samples):
     """{tool: (min, median)} of one round and its probes, every tool run bracketed by a probe."""
     probes, values = [probe(exe, a, b)], {}
@@ -140,6 +210,15 @@ def one_round(exe, peers, kernel, a, b, rt, samples):
         v = run_peer(p, pexe, kernel, a, b, rt, samples)
         if v:
             values[p] = v
+        probes.append(probe(exe, a, b))
+    if "c2clat" in peers:
+        # c2clat's samples are 100 round trips whatever the others use, and a minimum over shorter
+        # samples is lower (less of the slow tail averaged into each): corelat at c2clat's size too
+        out = subprocess.run([str(exe), kernel, str(a), str(b), str(C2CLAT_RT), str(samples), "1"],
+                             capture_output=True, text=True, check=True, timeout=600)
+        for line in out.stdout.splitlines():
+            who, mn, med = line.split()
+            values[f"{who}@{C2CLAT_RT}"] = (float(mn), float(med))
         probes.append(probe(exe, a, b))
     return values, probes
 
@@ -157,12 +236,13 @@ def median_ci(xs):
 
 def summarise(kernel, label, rounds, tools):
     n = len(rounds)
-    for other in tools:
+    for other in tools + ([f"c2clat, corelat at {C2CLAT_RT} rt"] if "c2clat" in tools else []):
         if other == "corelat":
             continue
-        pairs = [(r["corelat"], r[other]) for r in rounds if "corelat" in r and other in r]
+        mine, theirs = ("corelat", other) if "," not in other else (f"corelat@{C2CLAT_RT}", "c2clat")
+        pairs = [(r[mine], r[theirs]) for r in rounds if mine in r and theirs in r]
         cells = []
-        for i in (0, 1) if other != "nviennot" else (0,):  # its "median" is a mean: preemptions in it
+        for i in (0, 1) if other not in ("nviennot",) else (0,):  # its "median" is a mean: preemptions
             m, lo, hi = median_ci([c[i] / o[i] for c, o in pairs])
             cells.append(f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if math.isfinite(m) else "-")
         own = statistics.median(c[0] for c, _ in pairs) if pairs else math.nan
@@ -178,7 +258,15 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=None)
     ap.add_argument("--kernels", default="cas,rw")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--hold", action="store_true",
+                    help="keep the pair's vCPUs busy (SCHED_IDLE spinners) so the host keeps their "
+                         "placement within a round; between rounds they halt for a moment (see Hold)")
+    ap.add_argument("--placement", default=None, metavar="LABEL",
+                    help='with --hold: re-roll before each round until the probe reads this placement '
+                         '(e.g. "~100 ns"), so every round is at it')
     args = ap.parse_args(argv)
+    if args.placement and not args.hold:
+        ap.error("--placement needs --hold")
     rounds = args.rounds or (3 if args.quick else 15)
     rt = args.round_trips or (200 if args.quick else 1000)
     samples = args.samples or (100 if args.quick else 300)
@@ -191,18 +279,25 @@ def main(argv=None):
         peers, where = ({}, None) if (args.no_peers or args.quick) else build_peers(tmp)
         print(f"# fidelity on CPUs {a} and {b}: {rounds} rounds of {samples} samples x {rt} round trips; "
               f"peers: {', '.join(peers) or 'none'}" + (f" (from {where})" if peers else ""))
-        print(f"# {os.uname().nodename}, {os.cpu_count()} CPUs, {_cpu_model()}")
+        print(f"# {os.uname().nodename}, {os.cpu_count()} CPUs, {_cpu_model()}"
+              + ("; placement held within rounds (--hold)" if args.hold else ""))
         print("| kernel | placement | rounds | vs | corelat min ns | min ratio [95 % CI] "
               "| median ratio [95 % CI] |")
         print("|---|---|---|---|---|---|---|")
         for kernel in args.kernels.split(","):
             by_place, dropped = {}, 0
-            for _r in range(rounds):
-                values, probes = one_round(exe, peers, kernel, a, b, rt, samples)
-                if not agree(probes):
-                    dropped += 1
-                    continue
-                by_place.setdefault(placement(min(probes)), []).append(values)
+            with Hold((a, b)) if args.hold else NoHold() as hold:
+                for _r in range(rounds):
+                    if args.placement:
+                        if not hold.reroll_to(args.placement, lambda: placement(probe(exe, a, b))):
+                            sys.exit(f"fidelity: the placement {args.placement} did not come up in 60 tries")
+                    else:
+                        hold.reroll()
+                    values, probes = one_round(exe, peers, kernel, a, b, rt, samples)
+                    if not agree(probes):
+                        dropped += 1
+                        continue
+                    by_place.setdefault(placement(min(probes)), []).append(values)
             for label, kept in sorted(by_place.items(), key=lambda kv: float(kv[0][1:-3])):
                 summarise(kernel, label, kept, ["bare", *peers])
             print(f"| {kernel} | placement changed | {dropped} | (dropped) | | | |")

@@ -10,7 +10,8 @@ probe that labels the vCPU placement; rounds whose probes disagree are dropped. 
 median over rounds of each loop's minimum and median relative to bare+0 within the round [95 % CI].
 
     python benchmarks/rw_poll.py             # 30 rounds of 100 samples x 1000 round trips
-    python benchmarks/rw_poll.py --quick     # 2 rounds of 50 x 200: for CI
+    python benchmarks/rw_poll.py --quick     # 2 rounds of 50 x 200, held: for CI
+    python benchmarks/rw_poll.py --hold --placement "~100 ns"   # placement held (fidelity.Hold)
 """
 
 import argparse
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import agree, build, median_ci, placement, probe  # noqa: E402
+from fidelity import Hold, NoHold, agree, build, median_ci, placement, probe  # noqa: E402
 
 LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "corelat", "measure()"]
 
@@ -42,7 +43,14 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--round-trips", type=int, default=None)
     ap.add_argument("--samples", type=int, default=None)
+    ap.add_argument("--hold", action="store_true",
+                    help="keep the pair's vCPUs busy so the host keeps their placement within a round "
+                         "(fidelity.Hold)")
+    ap.add_argument("--placement", default=None, metavar="LABEL",
+                    help='with --hold: re-roll before each round until the probe reads it, e.g. "~100 ns"')
     args = ap.parse_args(argv)
+    if args.placement and not args.hold:
+        ap.error("--placement needs --hold")
     rounds = args.rounds or (2 if args.quick else 30)
     rt = args.round_trips or (200 if args.quick else 1000)
     samples = args.samples or (50 if args.quick else 100)
@@ -55,19 +63,25 @@ def main(argv=None):
         tmp = Path(tmp)
         exe = build(tmp)
         by_place, dropped = {}, 0
-        for _ in range(rounds):
-            before = probe(exe, a, b)
-            out = subprocess.run([str(exe), "rwpoll", str(a), str(b), str(rt), str(samples), "1"],
-                                 capture_output=True, text=True, check=True, timeout=600)
-            after = probe(exe, a, b)
-            rows = (line.split() for line in out.stdout.splitlines())
-            values = {who: (float(mn), float(med)) for who, mn, med in rows}
-            values["measure()"] = through_measure(a, b, rt, samples)
-            probes = [before, after, probe(exe, a, b)]
-            if not agree(probes):
-                dropped += 1
-                continue
-            by_place.setdefault(placement(min(probes)), []).append(values)
+        with Hold((a, b)) if args.hold or args.quick else NoHold() as hold:
+            for _ in range(rounds):
+                if args.placement:
+                    if not hold.reroll_to(args.placement, lambda: placement(probe(exe, a, b))):
+                        sys.exit(f"rw_poll: the placement {args.placement} did not come up in 60 tries")
+                else:
+                    hold.reroll()
+                before = probe(exe, a, b)
+                out = subprocess.run([str(exe), "rwpoll", str(a), str(b), str(rt), str(samples), "1"],
+                                     capture_output=True, text=True, check=True, timeout=600)
+                after = probe(exe, a, b)
+                rows = (line.split() for line in out.stdout.splitlines())
+                values = {who: (float(mn), float(med)) for who, mn, med in rows}
+                values["measure()"] = through_measure(a, b, rt, samples)
+                probes = [before, after, probe(exe, a, b)]
+                if not agree(probes):
+                    dropped += 1
+                    continue
+                by_place.setdefault(placement(min(probes)), []).append(values)
     print(f"# rw poll pacing on CPUs {a} and {b}: {rounds} rounds of {samples} samples x {rt} round trips; "
           f"{dropped} dropped (placement changed)")
     print("| placement | rounds | loop | min ns (median over rounds) | min / bare+0 [95 % CI] "

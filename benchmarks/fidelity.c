@@ -7,8 +7,9 @@
  * prints one line per round and implementation: "corelat|bare MIN_NS MEDIAN_NS" (one-way = round
  * trip / 2, per sample of ROUND_TRIPS round trips). `probe` runs the bare CAS loop once and prints
  * "probe MIN_NS MEDIAN_NS": fidelity.py brackets every tool run with it to label the vCPU placement.
- * `rwpoll` runs the bare rw loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll ("bare+N")
- * and corelat's rw kernel, interleaved (benchmarks/rw_poll.py). */
+ * `rwpoll` runs the bare rw loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll ("bare+N"),
+ * the bare loop with its two lines 64 bytes apart as c2clat has them ("bare+0@64") and corelat's rw
+ * kernel, interleaved (benchmarks/rw_poll.py). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -119,10 +120,10 @@ static void bare_run(uint64_t *ticks)
 
 /* ---- rwpoll: the bare rw loop with PAD nops after each failed poll (benchmarks/rw_poll.py) ---- */
 
-/* The bare loop with PAD nops after each failed poll, on both sides (the lines at 0 and 256, as
- * corelat's). */
-#define BARE_RW(PAD)                                                                                         \
-    static void *responder_##PAD(void *arg)                                                                  \
+/* The bare loop with PAD nops after each failed poll, on both sides, the lines at 0 and GAP (256 as
+ * corelat's; 64 as c2clat's two adjacent `alignas(64)` variables, one 128-byte pair of lines). */
+#define BARE_RW(PAD, GAP)                                                                                    \
+    static void *responder_##PAD##_##GAP(void *arg)                                                          \
     {                                                                                                        \
         bare_pair *p = arg;                                                                                  \
         pin(cpu_b);                                                                                          \
@@ -130,7 +131,7 @@ static void bare_run(uint64_t *ticks)
         while (atomic_load(&p->ready) < 2)                                                                   \
             ;                                                                                                \
         atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p->buf,                                            \
-                             *b = (atomic_uint_fast64_t *)(p->buf + 256);                                    \
+                             *b = (atomic_uint_fast64_t *)(p->buf + GAP);                                    \
         for (uint64_t seq = 1; seq <= (uint64_t)((samples + 1) * round_trips); seq++) {                      \
             while (atomic_load_explicit(a, memory_order_acquire) != seq)                                     \
                 __asm__ volatile(".rept " #PAD "\n\tnop\n\t.endr");                                          \
@@ -138,18 +139,18 @@ static void bare_run(uint64_t *ticks)
         }                                                                                                    \
         return NULL;                                                                                         \
     }                                                                                                        \
-    static void run_##PAD(uint64_t *ticks)                                                                   \
+    static void run_##PAD##_##GAP(uint64_t *ticks)                                                           \
     {                                                                                                        \
         bare_pair p = {0};                                                                                   \
         pthread_t t;                                                                                         \
         pin(cpu_a);                                                                                          \
         p.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);                \
         memset(p.buf, 0, 4096);                                                                              \
-        pthread_create(&t, NULL, responder_##PAD, &p);                                                       \
+        pthread_create(&t, NULL, responder_##PAD##_##GAP, &p);                                               \
         atomic_fetch_add(&p.ready, 1);                                                                       \
         while (atomic_load(&p.ready) < 2)                                                                    \
             ;                                                                                                \
-        atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf, *b = (atomic_uint_fast64_t *)(p.buf + 256); \
+        atomic_uint_fast64_t *a = (atomic_uint_fast64_t *)p.buf, *b = (atomic_uint_fast64_t *)(p.buf + GAP); \
         uint64_t seq = 0;                                                                                    \
         for (int64_t k = 0; k <= samples; k++) {                                                             \
             uint64_t t0 = corelat_ticks();                                                                   \
@@ -167,11 +168,12 @@ static void bare_run(uint64_t *ticks)
         munmap(p.buf, 4096);                                                                                 \
     }
 
-BARE_RW(0)
-BARE_RW(2)
-BARE_RW(4)
-BARE_RW(8)
-BARE_RW(16)
+BARE_RW(0, 256)
+BARE_RW(2, 256)
+BARE_RW(4, 256)
+BARE_RW(8, 256)
+BARE_RW(16, 256)
+BARE_RW(0, 64)
 
 /* ---- corelat's kernel, through its own job API ---- */
 
@@ -212,9 +214,9 @@ static void report(const char *who, uint64_t *ticks)
 /* rwpoll: each bare+N loop and corelat's, in an order rotated every round */
 static int rw_poll(uint64_t *ticks, int rounds)
 {
-    void (*bare[])(uint64_t *) = {run_0, run_2, run_4, run_8, run_16};
-    const char *names[] = {"bare+0", "bare+2", "bare+4", "bare+8", "bare+16"};
-    const int n = 6;
+    void (*bare[])(uint64_t *) = {run_0_256, run_2_256, run_4_256, run_8_256, run_16_256, run_0_64};
+    const char *names[] = {"bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "bare+0@64"};
+    const int n = 7;
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < n; i++) {
             int which = (i + r) % n;

@@ -197,28 +197,32 @@ class NoHold:
 C2CLAT_RT = 100  # c2clat's round trips per sample, fixed in its source
 
 
-def one_round(exe, peers, kernel, a, b, rt, samples):
-    """{tool: (min, median)} of one round and its probes, every tool run bracketed by a probe."""
-    probes, values = [probe(exe, a, b)], {}
+def _own_run(exe, kernel, a, b, rt, samples, suffix=""):
     out = subprocess.run([str(exe), kernel, str(a), str(b), str(rt), str(samples), "1"],
                          capture_output=True, text=True, check=True, timeout=600)
+    values = {}
     for line in out.stdout.splitlines():
         who, mn, med = line.split()
-        values[who] = (float(mn), float(med))
-    probes.append(probe(exe, a, b))
+        values[who + suffix] = (float(mn), float(med))
+    return values
+
+
+def one_round(exe, peers, kernel, a, b, rt, samples, first=0):
+    """{tool: (min, median)} of one round and its probes, every tool run bracketed by a probe. The
+    runs start at the ``first``-th (rotated): a placement that drifts within a round (the host
+    settling the busy vCPUs after a re-roll) then favours no tool over the rounds."""
+    steps = [lambda: _own_run(exe, kernel, a, b, rt, samples)]
     for p, pexe in peers.items():
-        v = run_peer(p, pexe, kernel, a, b, rt, samples)
-        if v:
-            values[p] = v
-        probes.append(probe(exe, a, b))
+        steps.append(lambda p=p, pexe=pexe: (lambda v: {p: v} if v else {})(
+            run_peer(p, pexe, kernel, a, b, rt, samples)))
     if "c2clat" in peers:
         # c2clat's samples are 100 round trips whatever the others use, and a minimum over shorter
         # samples is lower (less of the slow tail averaged into each): corelat at c2clat's size too
-        out = subprocess.run([str(exe), kernel, str(a), str(b), str(C2CLAT_RT), str(samples), "1"],
-                             capture_output=True, text=True, check=True, timeout=600)
-        for line in out.stdout.splitlines():
-            who, mn, med = line.split()
-            values[f"{who}@{C2CLAT_RT}"] = (float(mn), float(med))
+        steps.append(lambda: _own_run(exe, kernel, a, b, C2CLAT_RT, samples, f"@{C2CLAT_RT}"))
+    k = first % len(steps)
+    probes, values = [probe(exe, a, b)], {}
+    for step in steps[k:] + steps[:k]:
+        values.update(step())
         probes.append(probe(exe, a, b))
     return values, probes
 
@@ -258,6 +262,7 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=None)
     ap.add_argument("--kernels", default="cas,rw")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="print every round's probes and minima")
     ap.add_argument("--hold", action="store_true",
                     help="keep the pair's vCPUs busy (SCHED_IDLE spinners) so the host keeps their "
                          "placement within a round; between rounds they halt for a moment (see Hold)")
@@ -293,7 +298,10 @@ def main(argv=None):
                             sys.exit(f"fidelity: the placement {args.placement} did not come up in 60 tries")
                     else:
                         hold.reroll()
-                    values, probes = one_round(exe, peers, kernel, a, b, rt, samples)
+                    values, probes = one_round(exe, peers, kernel, a, b, rt, samples, first=_r)
+                    if args.verbose:
+                        print(f"# {kernel} round {_r}: probes {' '.join(f'{x:.1f}' for x in probes)}; minima "
+                              + " ".join(f"{k} {v[0]:.2f}" for k, v in values.items()), flush=True)
                     if not agree(probes):
                         dropped += 1
                         continue

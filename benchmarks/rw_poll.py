@@ -3,8 +3,10 @@
 Issue 23 found corelat's rw kernel reading 2-13 % *below* the bare reference loop of
 benchmarks/fidelity.c. corelat's rw poll runs the countdown to its next abort/migration check
 between polls (two instructions more than the bare loop's load, compare, branch). This runs the
-bare loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll, on both sides, and corelat's rw
-kernel called directly and through `corelat.measure()`, interleaved on one pair
+bare loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll, on both sides, the bare loop with its
+two lines 64 bytes apart (c2clat's layout: one 128-byte pair of lines; corelat and the others keep
+them 256 apart), and corelat's rw kernel called directly and through `corelat.measure()`,
+interleaved on one pair
 (`benchmarks/fidelity.c rwpoll`), every tool run bracketed by fidelity.py's CAS
 probe that labels the vCPU placement; rounds whose probes disagree are dropped. Per placement: the
 median over rounds of each loop's minimum and median relative to bare+0 within the round [95 % CI].
@@ -24,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fidelity import Hold, NoHold, agree, build, median_ci, placement, probe  # noqa: E402
 
-LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "corelat", "measure()"]
+LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "bare+0@64", "corelat", "measure()"]
 
 
 def through_measure(a, b, rt, samples):

@@ -9,7 +9,9 @@
  * "probe MIN_NS MEDIAN_NS": fidelity.py brackets every tool run with it to label the vCPU placement.
  * `rwpoll` runs the bare rw loop with 0, 2, 4, 8 and 16 `nop`s after each failed poll ("bare+N"),
  * the bare loop with its two lines 64 bytes apart as c2clat has them ("bare+0@64") and corelat's rw
- * kernel, interleaved (benchmarks/rw_poll.py). */
+ * kernel, interleaved (benchmarks/rw_poll.py). `offsets` (the last argument a STEP) runs the bare CAS loop
+ * with its flag at each multiple of STEP in a fresh page, in a rotated order, one line "offsetN MIN
+ * MEDIAN" each (benchmarks/line_offset.py). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,6 +25,7 @@
 #include "timer.h"
 
 static int kernel, cpu_a, cpu_b;
+static size_t flag_offset; /* the CAS flag's offset in its page (the `offsets` mode); 0 otherwise */
 static int64_t round_trips, samples;
 static double ticks_per_ns;
 
@@ -51,7 +54,7 @@ static void *bare_responder(void *arg)
         ;
     int64_t total = (samples + 1) * round_trips; /* one warm-up sample */
     if (kernel == CORELAT_PP_CAS) {
-        atomic_uint *flag = (atomic_uint *)p->buf;
+        atomic_uint *flag = (atomic_uint *)(p->buf + flag_offset);
         for (int64_t r = 0; r < total; r++) {
             unsigned e;
             do
@@ -78,7 +81,7 @@ static void bare_run(uint64_t *ticks)
     pin(cpu_a);
     p.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     memset(p.buf, 0, 4096);
-    atomic_store((atomic_uint *)p.buf, 2u); /* parked */
+    atomic_store((atomic_uint *)(p.buf + flag_offset), 2u); /* parked */
     pthread_create(&t, NULL, bare_responder, &p);
     atomic_fetch_add(&p.ready, 1);
     while (atomic_load(&p.ready) < 2)
@@ -87,7 +90,7 @@ static void bare_run(uint64_t *ticks)
     for (int64_t k = 0; k <= samples; k++) {
         uint64_t t0 = corelat_ticks();
         if (kernel == CORELAT_PP_CAS) {
-            atomic_uint *flag = (atomic_uint *)p.buf;
+            atomic_uint *flag = (atomic_uint *)(p.buf + flag_offset);
             unsigned e;
             atomic_store_explicit(flag, 1u, memory_order_relaxed);
             for (int64_t r = 1; r < round_trips; r++) {
@@ -240,8 +243,10 @@ int main(int argc, char **argv)
 {
     int probe = argc == 7 && strcmp(argv[1], "probe") == 0;
     int rwpoll = argc == 7 && strcmp(argv[1], "rwpoll") == 0;
-    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw") && !probe && !rwpoll)) {
-        fprintf(stderr, "usage: %s cas|rw|probe|rwpoll CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS\n", argv[0]);
+    int offsets = argc == 7 && strcmp(argv[1], "offsets") == 0;
+    if (argc != 7 || (strcmp(argv[1], "cas") && strcmp(argv[1], "rw") && !probe && !rwpoll && !offsets)) {
+        fprintf(stderr, "usage: %s cas|rw|probe|rwpoll|offsets CPU_A CPU_B ROUND_TRIPS SAMPLES ROUNDS|STEP\n",
+                argv[0]);
         return 2;
     }
     kernel = strcmp(argv[1], "rw") == 0 || rwpoll ? CORELAT_PP_RW : CORELAT_PP_CAS;
@@ -262,6 +267,19 @@ int main(int argc, char **argv)
         report("probe", ticks);
         free(ticks);
         return 0;
+    }
+    if (offsets) { /* the bare CAS loop with its flag at every multiple of STEP in a fresh page */
+        int step = rounds, n = step >= 4 && step <= 4096 && 4096 % step == 0 ? 4096 / step : 0;
+        int first = (int)(corelat_ticks() % (uint64_t)(n ? n : 1)); /* a rotated order */
+        for (int i = 0; i < n; i++) {
+            flag_offset = (size_t)(((i + first) % n) * step);
+            bare_run(ticks);
+            char who[32];
+            snprintf(who, sizeof who, "offset%zu", flag_offset);
+            report(who, ticks);
+        }
+        free(ticks);
+        return n ? 0 : 2;
     }
     if (rwpoll) {
         int status = rw_poll(ticks, rounds);

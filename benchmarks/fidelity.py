@@ -167,14 +167,14 @@ class Hold:
             p.send_signal(signal.SIGCONT)
         time.sleep(0.05)
 
-    def reroll_to(self, want, label_now, tries=60):
-        """Re-roll until ``label_now()`` reads the placement ``want`` (e.g. "~100 ns"); False if it
-        never did in ``tries``."""
+    def next_round(self, want, exe, a, b, tries=60):
+        """Before a round: re-roll once, or, with ``want`` a placement (e.g. "~100 ns"; None or "any":
+        once), until the probe on ``a``, ``b`` reads it; the benchmark ends if it never did in ``tries``."""
         for _ in range(tries):
             self.reroll()
-            if label_now() == want:
-                return True
-        return False
+            if want in (None, "any") or placement(probe(exe, a, b)) == want:
+                return
+        sys.exit(f"{Path(sys.argv[0]).name}: the placement {want} did not come up in {tries} tries")
 
     def __exit__(self, *exc):
         for p in self.procs:
@@ -187,7 +187,7 @@ class NoHold:
     def __enter__(self):
         return self
 
-    def reroll(self):
+    def next_round(self, want, exe, a, b):
         pass
 
     def __exit__(self, *exc):
@@ -293,11 +293,7 @@ def main(argv=None):
             by_place, dropped = {}, 0
             with Hold((a, b)) if args.hold else NoHold() as hold:
                 for _r in range(rounds):
-                    if args.placement:
-                        if not hold.reroll_to(args.placement, lambda: placement(probe(exe, a, b))):
-                            sys.exit(f"fidelity: the placement {args.placement} did not come up in 60 tries")
-                    else:
-                        hold.reroll()
+                    hold.next_round(args.placement, exe, a, b)
                     values, probes = one_round(exe, peers, kernel, a, b, rt, samples, first=_r)
                     if args.verbose:
                         print(f"# {kernel} round {_r}: probes {' '.join(f'{x:.1f}' for x in probes)}; minima "

@@ -117,10 +117,7 @@ def main(argv=None):
         exe, nv = build(tmp), build_nviennot(tmp)
         with Hold((a, b)) as hold:
             for r in range(rounds):
-                if want == "any":
-                    hold.reroll()
-                elif not hold.reroll_to(want, lambda: placement(probe(exe, a, b))):
-                    sys.exit(f"line_offset: the placement {want} did not come up in 60 tries")
+                hold.next_round(want, exe, a, b)
                 offs, got, probes = one_round(exe, nv, a, b, rt, samples, step, r)
                 label = placement(min(probes))
                 if not args.quick and (not agree(probes) or (want != "any" and label != want)):

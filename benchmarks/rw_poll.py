@@ -67,11 +67,7 @@ def main(argv=None):
         by_place, dropped = {}, 0
         with Hold((a, b)) if args.hold or args.quick else NoHold() as hold:
             for _ in range(rounds):
-                if args.placement:
-                    if not hold.reroll_to(args.placement, lambda: placement(probe(exe, a, b))):
-                        sys.exit(f"rw_poll: the placement {args.placement} did not come up in 60 tries")
-                else:
-                    hold.reroll()
+                hold.next_round(args.placement, exe, a, b)
                 before = probe(exe, a, b)
                 out = subprocess.run([str(exe), "rwpoll", str(a), str(b), str(rt), str(samples), "1"],
                                      capture_output=True, text=True, check=True, timeout=600)

@@ -77,10 +77,7 @@ def main(argv=None):
         label_of = {}
         with Hold((a, b)) as hold:
             for r in range(rounds):
-                if want == "any":
-                    hold.reroll()
-                elif not hold.reroll_to(want, lambda: placement(probe(first, a, b))):
-                    sys.exit(f"spin_every: the placement {want} did not come up in 60 tries")
+                hold.next_round(want, first, a, b)
                 probes, got = [probe(first, a, b)], {}
                 for e in every if r % 2 == 0 else every[::-1]:
                     got[e] = run(exes[e], args.kernel, a, b, rt, samples)

@@ -4,13 +4,15 @@
  * grow across samples (a repeated value would keep an old deadline: a false time-out).
  *
  * Retry pacing: a failed compare-exchange is retried at once, with nothing in between -- no `pause`,
- * no store, no countdown (spin.h's polls come in groups). This is the pacing of the bare loop and of
- * both peers: on the issue-23 host a stack store per retry moved CAS minima -4 to -5 % and a `pause`
+ * no store, no countdown (spin.h's polls come in groups), as in the bare loop and the peers' sources.
+ * Compiled, the peers do pace: gcc stores the C port of core-to-core-latency's `bool` expected value
+ * to the stack on every retry, and c2clat's responder reloads the flag's address. On the issue-23
+ * host such a store moved CAS minima -4 % on one host placement and +1 % on another, and a `pause`
  * -7 % on the minimum but +12-17 % on the median, so any pacing would measure the pacing as much as
- * the line's transfer, and differently per machine. The values the loops write and expect are made
- * opaque to the compiler once (CAS_OPAQUE), so each retry is `mov reg, eax; lock cmpxchg; branch`: with
- * constants it rebuilds 0 from the failed attempt's flag (sete; movzbl, one instruction more per
- * failed poll) and reloads the constant it writes on every round trip. */
+ * the line's transfer, and differently per machine (benchmarks/peer_line.py). The values the loops write and
+ * expect are made opaque to the compiler once (CAS_OPAQUE), so each retry is `mov reg, eax; lock cmpxchg;
+ * branch`: with constants it rebuilds 0 from the failed attempt's flag (sete; movzbl, one instruction more
+ * per failed poll) and reloads the constant it writes on every round trip. */
 #ifndef HOT_LOOP /* pingpong.c defines it; a benchmark that includes these loops alone gets this */
 #define HOT_LOOP __attribute__((noinline, unused))
 #endif

@@ -219,12 +219,34 @@ def one_round(exe, peers, kernel, a, b, rt, samples, first=0):
         # c2clat's samples are 100 round trips whatever the others use, and a minimum over shorter
         # samples is lower (less of the slow tail averaged into each): corelat at c2clat's size too
         steps.append(lambda: _own_run(exe, kernel, a, b, C2CLAT_RT, samples, f"@{C2CLAT_RT}"))
+    return run_rotated(steps, first, exe, a, b)
+
+
+def run_rotated(steps, first, exe, a, b):
+    """Run ``steps`` (callables returning {name: value}) from the ``first``-th on, rotated, each
+    bracketed by a probe on ``a``, ``b``: (the values of all, the probes)."""
     k = first % len(steps)
     probes, values = [probe(exe, a, b)], {}
     for step in steps[k:] + steps[:k]:
         values.update(step())
         probes.append(probe(exe, a, b))
     return values, probes
+
+
+def sizes(args, quick, full):
+    """(rounds, round trips, samples): those given on the command line, else the ``quick`` or the
+    ``full`` triple's."""
+    d = quick if args.quick else full
+    return args.rounds or d[0], args.round_trips or d[1], args.samples or d[2]
+
+
+def the_pair(script):
+    """The first two CPUs this process may use, or None after saying ``script`` needs two."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        print(f"{script}: needs two CPUs")
+        return None
+    return allowed[0], allowed[1]
 
 
 def median_ci(xs):
@@ -272,9 +294,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.placement and not args.hold:
         ap.error("--placement needs --hold")
-    rounds = args.rounds or (3 if args.quick else 15)
-    rt = args.round_trips or (200 if args.quick else 1000)
-    samples = args.samples or (100 if args.quick else 300)
+    rounds, rt, samples = sizes(args, (3, 200, 100), (15, 1000, 300))
     allowed = sorted(os.sched_getaffinity(0))
     a, b = map(int, args.cpus.split(",")) if args.cpus else allowed[:2]
 

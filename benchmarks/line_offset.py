@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import REPO, Hold, agree, build, compiler, median_ci, placement, probe  # noqa: E402
+from fidelity import REPO, Hold, agree, build, compiler, median_ci, placement, probe, sizes, the_pair  # noqa: E402
 
 FLAG = "static _Alignas(128) atomic_bool flag;"
 NVIENNOT = {
@@ -101,16 +101,13 @@ def main(argv=None):
     ap.add_argument("--round-trips", type=int, default=None)
     ap.add_argument("--samples", type=int, default=None)
     args = ap.parse_args(argv)
-    rounds = args.rounds or (2 if args.quick else 30)
+    rounds, rt, samples = sizes(args, (2, 200, 20), (30, 1000, 100))
     step = args.step or (512 if args.quick else 64)
-    rt = args.round_trips or (200 if args.quick else 1000)
-    samples = args.samples or (20 if args.quick else 100)
     want = "any" if args.quick else args.placement
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        print("line_offset: needs two CPUs")
+    pair = the_pair("line_offset")
+    if not pair:
         return
-    a, b = allowed[:2]
+    a, b = pair
     offs_rows, nv_rows, dropped, labels = [], [], 0, set()
     with tempfile.TemporaryDirectory(prefix="corelat-line-offset-") as tmp:
         tmp = Path(tmp)

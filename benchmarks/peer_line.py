@@ -39,7 +39,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import C2CLAT_RT, Hold, agree, build, build_peers, median_ci, placement, probe, run_peer  # noqa: E402
+from fidelity import (  # noqa: E402
+    C2CLAT_RT, Hold, agree, build, build_peers, median_ci, placement, run_peer, run_rotated, sizes, the_pair)
 from line_offset import build_nviennot  # noqa: E402
 
 IN_PROCESS = ("bare+store", "nv1", "nv4", "c2w", "bare@bss", "nv4@bss")
@@ -83,12 +84,7 @@ def one_round(exe, nv, peers, a, b, rt, samples, inner, r):
     if "c2clat" in peers and rt == C2CLAT_RT:
         steps.append(lambda: (lambda v: {"c2clat": v[0]} if v else {})(
             run_peer("c2clat", peers["c2clat"], "cas", a, b, rt, samples)))
-    k = r % len(steps)
-    probes, got = [probe(exe, a, b)], {}
-    for step in steps[k:] + steps[:k]:
-        got.update(step())
-        probes.append(probe(exe, a, b))
-    return got, probes
+    return run_rotated(steps, r, exe, a, b)
 
 
 def cell(xs):
@@ -130,16 +126,13 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=None)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
-    rounds = args.rounds or (2 if args.quick else 30)
-    rt = args.round_trips or (100 if args.quick else 1000)
-    samples = args.samples or (10 if args.quick else 100)
+    rounds, rt, samples = sizes(args, (2, 100, 10), (30, 1000, 100))
     inner = 1 if args.quick else args.inner
     want = "any" if args.quick else args.placement
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        print("peer_line: needs two CPUs")
+    pair = the_pair("peer_line")
+    if not pair:
         return
-    a, b = allowed[:2]
+    a, b = pair
     kept, dropped = [], 0
     with tempfile.TemporaryDirectory(prefix="corelat-peer-line-") as tmp:
         tmp = Path(tmp)

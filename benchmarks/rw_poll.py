@@ -17,14 +17,13 @@ median over rounds of each loop's minimum and median relative to bare+0 within t
 """
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import Hold, NoHold, agree, build, median_ci, placement, probe  # noqa: E402
+from fidelity import Hold, NoHold, agree, build, median_ci, placement, probe, sizes, the_pair  # noqa: E402
 
 LOOPS = ["bare+0", "bare+2", "bare+4", "bare+8", "bare+16", "bare+0@64", "corelat", "measure()"]
 
@@ -53,14 +52,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.placement and not args.hold:
         ap.error("--placement needs --hold")
-    rounds = args.rounds or (2 if args.quick else 30)
-    rt = args.round_trips or (200 if args.quick else 1000)
-    samples = args.samples or (50 if args.quick else 100)
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        print("rw_poll: needs two CPUs")
+    rounds, rt, samples = sizes(args, (2, 200, 50), (30, 1000, 100))
+    pair = the_pair("rw_poll")
+    if not pair:
         return
-    a, b = map(int, args.cpus.split(",")) if args.cpus else allowed[:2]
+    a, b = map(int, args.cpus.split(",")) if args.cpus else pair
     with tempfile.TemporaryDirectory(prefix="corelat-rwpoll-") as tmp:
         tmp = Path(tmp)
         exe = build(tmp)

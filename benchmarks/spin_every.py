@@ -14,7 +14,6 @@ rounds of corelat / bare within the build's run [95 % CI], on the minimum and on
 """
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fidelity import REPO, Hold, agree, compiler, median_ci, placement, probe  # noqa: E402
+from fidelity import REPO, Hold, agree, compiler, median_ci, placement, probe, sizes, the_pair  # noqa: E402
 
 DEFINE = "#define CORELAT_SPIN_EVERY_LOAD "
 
@@ -61,15 +60,12 @@ def main(argv=None):
     ap.add_argument("--samples", type=int, default=None)
     args = ap.parse_args(argv)
     every = [int(x) for x in (args.every or ("1024,8192" if args.quick else "1024,8192,65536")).split(",")]
-    rounds = args.rounds or (2 if args.quick else 20)
-    rt = args.round_trips or (200 if args.quick else 1000)
-    samples = args.samples or (20 if args.quick else 100)
+    rounds, rt, samples = sizes(args, (2, 200, 20), (20, 1000, 100))
     want = "any" if args.quick else args.placement
-    allowed = sorted(os.sched_getaffinity(0))
-    if len(allowed) < 2:
-        print("spin_every: needs two CPUs")
+    pair = the_pair("spin_every")
+    if not pair:
         return
-    a, b = allowed[:2]
+    a, b = pair
     with tempfile.TemporaryDirectory(prefix="corelat-spin-every-") as tmp:
         exes = {e: build(Path(tmp), e) for e in every}
         first = exes[every[0]]

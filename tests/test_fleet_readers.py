@@ -196,3 +196,37 @@ def test_hostile_files_read_on_workers_are_the_errors_they_are_read_here(tmp_pat
     parallel = _fleet(tmp_path, monkeypatch, parallel=True)
     assert parallel == serial
     assert serial["errors"] and all("\n" not in e["error"] for e in serial["errors"])
+
+
+@pytest.fixture(scope="module")
+def two_hundred(folder, tmp_path_factory):
+    """A folder of 200 node files (links to the twelve): read on a worker pool (readers.MIN_FILES)."""
+    d = tmp_path_factory.mktemp("fleet200")
+    files = sorted(p for p in os.listdir(folder) if p.startswith("node0") and p < "node012")
+    for k in range(200):
+        os.link(folder / files[k % len(files)], d / f"n{k:03d}.npz")
+    return d
+
+
+@pytest.mark.signals
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6])
+def test_ctrl_c_at_any_moment_of_a_fleet_report_exits_130_without_a_traceback(two_hundred, delay):
+    """A Ctrl-C 0.3 s into `fleet-report` of 200 nodes, as the fork server and the pool started, ended
+    in "internal error: EOFError: unexpected EOF" (exit 1, a traceback). Wherever it lands (the
+    command's start, the pool's, the reading), it ends the command with 130 and one line."""
+    p = subprocess.Popen(cli_command("fleet-report", two_hundred), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        time.sleep(delay)
+        os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+    if p.returncode in (1, 3):  # read to the end before the signal came: nothing to judge
+        assert "Traceback" not in err and "internal error" not in err, err
+        return
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "internal error" not in err, err

@@ -68,8 +68,31 @@ def _context():
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["corelat._fleet.nodes"])
+        _start_forkserver()
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def _start_forkserver():
+    """Start the fork server with SIGINT blocked, as multiprocessing starts its resource tracker.
+
+    A terminal's Ctrl-C reaches the whole process group. The fork server ignores SIGINT only once
+    its preload is imported, so one that came earlier killed it with a traceback of its own, and
+    this process read "EOFError: unexpected EOF" from it (exit 1, not 130). The mask a child is
+    started with lasts: the server, and each worker it forks, never sees SIGINT; here it waits
+    until the mask is put back and is then handled as any other Ctrl-C. The resource tracker is
+    started first: starting it unblocks SIGINT, whatever the mask was."""
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class _CtrlC:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -307,3 +308,89 @@ def test_cli_reports_a_fleet_folder_and_its_json(tmp_path):
     assert main(["fleet-report", str(folder), "-o", str(tmp_path / "fleet.json")]) == 0
     assert main(["report", str(tmp_path / "fleet.json"), "--pdf", str(tmp_path / "f.pdf")]) == 0
     assert (tmp_path / "f.pdf").read_bytes().startswith(b"%PDF")
+
+
+def _mean_file(n=6, seed=0):
+    """One value per pair that the file says are means (core-to-core-latency's CSV)."""
+    r = _value_only(n, seed)
+    return LatencyResult.from_matrix(r.median, list(range(n)), name=r.name,
+                                     metadata={**r.metadata, "source": "core-to-core-latency csv",
+                                               "statistic": "mean"})
+
+
+def _page(result, tmp_path, name="r.html"):
+    out = tmp_path / name
+    write_report(result, out)
+    return out.read_text(encoding="utf-8")
+
+
+def test_a_file_of_means_is_never_called_medians(tmp_path):
+    page = _page(_mean_file(), tmp_path)
+    assert "median" not in page.split('<section id="topology">')[0].lower()  # summary, heatmap, structure
+    data = page.split('<section id="data">')[1]
+    assert "median" not in data.lower() and "95% CI" not in data
+    assert "mean per pair, as the file records it" in page
+    assert _csv(page).splitlines()[0] == "cpu_a,cpu_b,mean_ns"
+    unknown = LatencyResult.from_matrix(_value_only().median, list(range(6)), name="x")
+    page = _page(unknown, tmp_path, "u.html")
+    assert "median" not in page.split('<section id="topology">')[0].lower()
+    assert _csv(page).splitlines()[0] == "cpu_a,cpu_b,value_ns"
+
+
+@needs_peers
+def test_a_peer_file_of_means_says_mean_in_html_and_pdf(tmp_path):
+    page = _page(XEON, tmp_path)
+    assert "median" not in page.lower().replace("class median", "")
+    pdf = tmp_path / "x.pdf"
+    write_report(XEON, pdf)
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                          check=True, timeout=60).stdout if shutil.which("pdftotext") else None
+    if text is not None:
+        assert "median" not in text.lower() and "mean per pair" in text
+
+
+def _measured_md(**md):
+    r = corelat.load(corelat.example_files()[0])
+    return LatencyResult(cpus=r.cpus, kernel=r.kernel, samples=r.samples, name=r.name,
+                         metadata={**r.metadata, **md})
+
+
+def test_the_command_row_names_corelat_once(tmp_path):
+    page = _page(_measured_md(argv=["/home/u/corelat/.venv/bin/corelat", "-o", "result.npz"]), tmp_path)
+    assert "<td>corelat -o result.npz</td>" in page
+    page = _page(_measured_md(argv=["/x/corelat/__main__.py", "--cores", "0,1"]), tmp_path)
+    assert "<td>python -m corelat --cores 0,1</td>" in page
+    page = _page(_measured_md(argv=["bench.py", "my file"]), tmp_path)
+    assert "<td>python bench.py &#x27;my file&#x27;</td>" in page
+    assert "corelat -c" not in _page(_measured_md(argv=["-c"]), tmp_path)
+
+
+def test_the_time_taken_is_never_shown_as_zero(tmp_path):
+    page = _page(_measured_md(elapsed_s=0.012), tmp_path)
+    assert "0.0 s" not in page and "0.012 s" in page
+    method = _page(_mean_file(), tmp_path).split('<section id="method">')[1].split("</section>")[0]
+    assert "time measuring" not in method  # an imported file records no time
+
+
+def test_one_row_is_one_row(tmp_path):
+    page = _page(corelat.load(corelat.example_files()[0]), tmp_path)
+    assert "1 rows" not in page and ", 1 row." in page
+
+
+def test_a_measured_result_is_not_missing_an_import_source(tmp_path):
+    page = _page(corelat.load(corelat.example_files()[0]), tmp_path)
+    assert "imported from" not in page
+    assert "imported from" in _page(_mean_file(), tmp_path)  # a file of another tool says whose
+
+
+def test_the_comparison_colour_bar_label_fits_when_statistics_differ():
+    from corelat._report import figures
+
+    medians = LatencyResult.from_matrix(_value_only(8, 1).median, list(range(8)), name="b",
+                                        metadata={"statistic": "median", "cpu_model": "B"})
+    fig = figures.comparison([_mean_file(8), medians], ["a", "b"]).fig
+    fig.canvas.draw()
+    label = fig.axes[0].images[0].colorbar.ax.yaxis.label
+    box, page = label.get_window_extent(), fig.bbox
+    assert "mean" in label.get_text() and "median" in label.get_text()
+    assert page.y0 <= box.y0 and box.y1 <= page.y1 and page.x0 <= box.x0 and box.x1 <= page.x1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from corelat import plot as cplot
 from corelat._core.extras import require
 from corelat._report.model import Figure
 from corelat.plot._order import _ordered
+from corelat.plot._words import _statistic_words
 
 #: Resolution of the figures embedded in the HTML page (a 192-CPU heatmap is then ~1,100 pixels wide).
 PNG_DPI = 100
@@ -55,7 +57,7 @@ def heatmap(result, statistic="median", order="topology"):
         "arrow": "→" if not result.metadata.get("symmetric", True) else "–",
         "unit": "ns",
     }
-    caption = (f"{statistic} per CPU pair; lines between the groups of the topology"
+    caption = (f"{_statistic_words(result, statistic)}; lines between the groups of the topology"
                " (or of the latency structure where none is recorded).")
     buf = io.BytesIO()
     plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", metadata={"Software": None})
@@ -73,7 +75,25 @@ def distribution(result):
 
 def comparison(results, names, statistic="median"):
     fig = cplot.compare(results, names=names, order="topology", statistic=statistic)
+    fit_colorbar_label(fig)
     return Figure(fig, "one colour scale for every machine")
+
+
+def fit_colorbar_label(fig):
+    """Wrap a colour bar's label to the bar's length: one line naming two statistics (a file of
+    medians beside one of means) is longer than the figure is tall, and was cut at both ends."""
+    for ax in fig.axes:
+        for image in ax.images:
+            bar = image.colorbar
+            if bar is None:
+                continue
+            label = bar.ax.yaxis.label
+            fig.canvas.draw()
+            length = bar.ax.get_window_extent().height * 72.0 / fig.dpi  # points along the bar
+            chars = max(20, int(length / (0.6 * label.get_fontsize())))
+            text = " ".join(label.get_text().split())
+            if len(text) > chars:
+                label.set_text(textwrap.fill(text, chars))
 
 
 def placement(result, statistic="median"):

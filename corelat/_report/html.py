@@ -115,8 +115,9 @@ def _table(block, ids):
 
 def _data(block):
     href = "data:text/csv;charset=utf-8," + quote(block.text, safe=",.-_ ")
+    rows = block.text.count("\n") - 1  # the header is no row
     return (f'<p><a download="{_e(block.filename)}" href="{_e(href)}">Download {_e(block.filename)}</a>: '
-            f'{_e(block.what)}, {block.text.count(chr(10)) - 1} rows.</p>')
+            f'{_e(block.what)}, {rows} row{"" if rows == 1 else "s"}.</p>')
 
 
 def _block(block, ids):

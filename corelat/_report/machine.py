@@ -7,6 +7,8 @@ never a new check of the machine that writes the report.
 from __future__ import annotations
 
 import math
+import os
+import shlex
 
 import numpy as np
 
@@ -15,6 +17,7 @@ from corelat._core import text as _text
 from corelat._core.protocol import thaw
 from corelat._report import figures
 from corelat._report.model import Data, Report, Section, Table, Text
+from corelat.plot._words import _statistic_words
 
 #: Metadata shown in the "machine" table, in this order, with their labels.
 _MACHINE_KEYS = (("cpu_model", "CPU model"), ("cpu_count", "CPUs on the machine"),
@@ -39,7 +42,9 @@ def machine_blocks(md):
     """The machine's metadata as recorded with the result (what was not recorded, in one line)."""
     rows = [[label, _word(md.get(key))] for key, label in _MACHINE_KEYS]
     kept = [r for r in rows if r[1] != "not recorded"]
-    missing = [r[0] for r in rows if r[1] == "not recorded"]
+    # corelat's own results have no source: "imported from" is missing only in another tool's file
+    missing = [r[0] for (key, _), r in zip(_MACHINE_KEYS, rows)
+               if r[1] == "not recorded" and (key != "source" or md.get("value_only"))]
     out = [Table(["", "recorded"], kept)] if kept else []
     if missing:
         out.append(Text("Not recorded with this result: " + ", ".join(missing) + "."))
@@ -86,8 +91,9 @@ def method_table(result):
     home = thaw(md.get("home") or {})
     kernel = getattr(result, "kernel", None) or f"lock tests, {result.mode}, {result.duration:g} s per test"
     described = f": {md['kernel_description']}" if md.get("kernel_description") else ""
-    rows = [["kernel", f"{kernel}{described}"],
-            ["value", str(md.get("latency") or md.get("statistic") or "not recorded")]]
+    value = md.get("latency") or (statistic_words(result, "median") if getattr(result, "value_only", False)
+                                  else md.get("statistic"))
+    rows = [["kernel", f"{kernel}{described}"], ["value", str(value or "not recorded")]]
     rows += [[k.replace("_", " "), _word(v)] for k, v in params.items()]
     if hasattr(result, "count") and not result.value_only:
         counts = np.asarray(result.count)[np.asarray(result.count) > 0]
@@ -98,11 +104,43 @@ def method_table(result):
     if home or not getattr(result, "value_only", False):
         rows.append(["home of the line", str(home.get("requested", "initiator (the default)"))
                      + (f": {home['method']}" if home.get("method") else "")])
-    if md.get("elapsed_s") is not None:
-        rows.append(["time taken", f"{float(md['elapsed_s']):.1f} s"])
-    if md.get("argv"):
-        rows.append(["command", "corelat " + " ".join(map(str, md["argv"]))])
+    elapsed = float(md["elapsed_s"]) if md.get("elapsed_s") is not None else math.nan
+    if math.isfinite(elapsed) and elapsed > 0:  # what the sweep recorded: the pairs, not the set-up
+        rows.append(["time measuring the pairs", f"{elapsed:.2g} s" if elapsed < 10 else f"{elapsed:.0f} s"])
+    command = command_text(md.get("argv"))
+    if command:
+        rows.append(["command", command])
     return Table(["", ""], rows)
+
+
+def command_text(argv):
+    """The recorded ``sys.argv`` as the command a person typed; "" where it says nothing (``-c``,
+    an interactive session): the program's path is the ``corelat`` command, ``python -m corelat``
+    or a script calling the API."""
+    if not argv:
+        return ""
+    first, rest = str(argv[0]), [shlex.quote(str(a)) for a in argv[1:]]
+    if first in ("", "-c", "-"):
+        return ""
+    base = os.path.basename(first)
+    if base == "corelat":
+        head = "corelat"
+    elif base == "__main__.py" and os.path.basename(os.path.dirname(first)) == "corelat":
+        head = "python -m corelat"
+    else:
+        head = "python " + shlex.quote(first)
+    return " ".join([head, *rest])
+
+
+def statistic_words(result, statistic):
+    """What a value per pair is, in the words the figures use: ``median per pair``, or for a file of
+    another tool the statistic it records (``mean per pair, as the file records it``)."""
+    return _statistic_words(result, statistic)
+
+
+def value_column(result):
+    """The CSV column of a file of another tool: its recorded statistic, else ``value``."""
+    return str(result.metadata.get("statistic") or "value")
 
 
 def _cell(v):
@@ -110,7 +148,10 @@ def _cell(v):
 
 
 def matrices_csv(result, name="result.csv", label=None):
-    """Median, min and the median's 95% CI per pair (one row per pair; not the raw samples)."""
+    """Median, min and the median's 95% CI per pair (one row per pair; not the raw samples); for a
+    file of another tool its one value per pair, named by the statistic it records."""
+    if result.value_only:
+        return _values_csv(result, name, label)
     med, mn = np.asarray(result.median), np.asarray(result.min)
     lo, hi = (np.asarray(a) for a in result.ci)
     symmetric = result.metadata.get("symmetric", True)
@@ -123,6 +164,17 @@ def matrices_csv(result, name="result.csv", label=None):
                 lines.append(f"{prefix}{cpus[i]},{cpus[j]},{_cell(med[i, j])},{_cell(mn[i, j])},"
                              f"{_cell(lo[i, j])},{_cell(hi[i, j])}")
     return Data(name, "\n".join(lines) + "\n", "median, min and 95% CI of the median per CPU pair (CSV)")
+
+
+def _values_csv(result, name, label):
+    value, column = np.asarray(result.median), value_column(result)
+    symmetric = result.metadata.get("symmetric", True)
+    prefix = f"{label}," if label else ""
+    lines = [("home," if label else "") + f"cpu_a,cpu_b,{column}_ns"]
+    lines += [f"{prefix}{result.cpus[i]},{result.cpus[j]},{_cell(value[i, j])}"
+              for i in range(result.n) for j in range(i if symmetric else result.n) if i != j]
+    what = f"{statistic_words(result, 'median')} (one value per pair: no min, no CI), per CPU pair (CSV)"
+    return Data(name, "\n".join(lines) + "\n", what)
 
 
 def _model(result):
@@ -139,7 +191,7 @@ def latency(result, statistic="median"):
     st = structure(result, statistic=statistic)
     reading = st.summary()["reading"]
     rep = Report(f"{_model(result)}: core-to-core latency", reading, "latency")
-    head = [f"{result.n} CPUs, kernel {result.kernel}; {statistic} per pair"
+    head = [f"{result.n} CPUs, kernel {result.kernel}; {statistic_words(result, statistic)}"
             + (" (one value per pair, imported: no samples)" if result.value_only else "")]
     summary = [Text("\n".join(head)), Text(_text.latency_summary(result, statistic), pre=True)]
     rep.sections.append(Section("summary", "Summary", summary))

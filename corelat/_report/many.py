@@ -7,7 +7,7 @@ import math
 from corelat._analysis.compare import compare, labels_for
 from corelat._core.protocol import thaw
 from corelat._report import figures
-from corelat._report.machine import _MACHINE_KEYS, _word, matrices_csv
+from corelat._report.machine import _MACHINE_KEYS, _word, matrices_csv, value_column
 from corelat._report.model import Data, Report, Section, Table, Text
 from corelat._results.fleet import label as class_label
 
@@ -30,11 +30,33 @@ def comparison(items, statistic="median"):
     rows.insert(0, ["kernel"] + [r.kernel for r in results])
     rows.insert(1, ["CPUs measured"] + [str(r.n) for r in results])
     rep.sections.append(Section("machine", "Machines", [Table([""] + list(names), rows)]))
-    parts = [matrices_csv(r, label=n).text.split("\n", 1) for n, r in zip(names, results)]
-    text = parts[0][0].replace("home,", "machine,") + "\n" + "".join(p[1] for p in parts)
-    data = Data("comparison.csv", text, "median, min and 95% CI per machine and CPU pair (CSV)")
-    rep.sections.append(Section("data", "Data", [data]))
+    rep.sections.append(Section("data", "Data", [_comparison_csv(results, names)]))
     return rep
+
+
+def _comparison_csv(results, names):
+    """One CSV of every machine's pairs; with a file of another tool among them, a column says what
+    each row's value is (its one value per pair has no min and no CI)."""
+    if not any(r.value_only for r in results):
+        parts = [matrices_csv(r, label=n).text.split("\n", 1) for n, r in zip(names, results)]
+        text = parts[0][0].replace("home,", "machine,") + "\n" + "".join(p[1] for p in parts)
+        return Data("comparison.csv", text, "median, min and 95% CI per machine and CPU pair (CSV)")
+    lines = ["machine,cpu_a,cpu_b,statistic,value_ns,min_ns,ci_low_ns,ci_high_ns"]
+    for name, r in zip(names, results):
+        rows = matrices_csv(r, label="-").text.splitlines()[1:]
+        what = value_column(r) if r.value_only else "median"
+        for row in rows:
+            cells = row.split(",")[1:]  # cpu_a, cpu_b, value[, min, ci_low, ci_high]
+            cells += [""] * (6 - len(cells))
+            lines.append(",".join([_csv_cell(name), cells[0], cells[1], what, *cells[2:]]))
+    return Data("comparison.csv", "\n".join(lines) + "\n",
+                "per machine and CPU pair: the value each file holds (the statistic column says which), "
+                "min and 95% CI where samples were kept (CSV)")
+
+
+def _csv_cell(text):
+    text = str(text)
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
 
 
 def _verdict(result):

@@ -932,11 +932,15 @@ static int bracket_size(kernel_fn fn, kctx *c, uint64_t span, uint64_t *k_out, u
     return CORELAT_OK;
 }
 
-/* sermin: brackets of k calls between two serializing clock reads, until `end`. */
+/* sermin: brackets of k calls between two serializing clock reads, until `end`. Each is followed by
+ * an empty bracket (the same two reads, no call), whose minimum is what the timer costs a bracket:
+ * both are minima of the same reads on the same thread at the same time, so their difference is
+ * the calls' cost. (A calibrated cost of one read is a mean: a bracket's minimum falls below it by
+ * the read's own spread, ~10 ticks where the counter steps 2, and the difference went negative.) */
 static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t *best_out,
-                      uint64_t *calls_out)
+                      uint64_t *empty_out, uint64_t *calls_out)
 {
-    uint64_t best = UINT64_MAX, calls = 0, brackets = 0, t0, t1;
+    uint64_t best = UINT64_MAX, empty = UINT64_MAX, calls = 0, brackets = 0, t0, t1, e0, e1;
     for (;;) {
         int rc = bracket(fn, c, k, &t0, &t1);
         if (rc)
@@ -944,12 +948,17 @@ static int run_serial(kernel_fn fn, kctx *c, uint64_t k, uint64_t end, uint64_t 
         calls += k;
         if (t1 - t0 < best)
             best = t1 - t0;
+        if ((rc = bracket(fn, c, 0, &e0, &e1)) != 0)
+            return rc;
+        if (e1 - e0 < empty)
+            empty = e1 - e0;
         if (t1 >= end)
             break;
         if ((++brackets & 255u) == 0 && (rc = member_check(c)) != 0)
             return rc;
     }
     *best_out = best;
+    *empty_out = empty;
     *calls_out = calls;
     return CORELAT_OK;
 }
@@ -1111,7 +1120,8 @@ static void lock_work(corelat_member *m)
             rc = phase_sync(job, m, phase++, &start);
         if (rc == CORELAT_OK) {
             job->serk[at] = k;
-            rc = run_serial(fn, &c, k, start + p->serial_ticks, &job->sermin[at], &job->sercalls[at]);
+            rc = run_serial(fn, &c, k, start + p->serial_ticks, &job->sermin[at], &job->serempty[at],
+                            &job->sercalls[at]);
             job->sercalls[at] += cal;
         }
         if (rc == CORELAT_OK)
@@ -1146,6 +1156,7 @@ static void locks_destroy(corelat_job *head)
     free(job->calls);
     free(job->ticks);
     free(job->sermin);
+    free(job->serempty);
     free(job->serk);
     free(job->sercalls);
     free(job->counter);
@@ -1200,6 +1211,7 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->calls = calloc(cells, sizeof *job->calls);
     job->ticks = calloc(cells, sizeof *job->ticks);
     job->sermin = calloc(cells, sizeof *job->sermin);
+    job->serempty = calloc(cells, sizeof *job->serempty);
     job->serk = calloc(cells, sizeof *job->serk);
     job->sercalls = calloc(cells, sizeof *job->sercalls);
     job->counter = calloc((size_t)p->ntests, sizeof *job->counter);
@@ -1208,7 +1220,7 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->aff_count = calloc(n, sizeof *job->aff_count);
     job->aff_outside = calloc(n, sizeof *job->aff_outside);
     if (!job->cpus || (p->group && !job->group) || !job->tests || !job->bufs || !job->at_test ||
-        !job->buf_ready || !job->calls || !job->ticks || !job->sermin || !job->serk || !job->sercalls ||
+        !job->buf_ready || !job->calls || !job->ticks || !job->sermin || !job->serempty || !job->serk || !job->sercalls ||
         !job->counter || !job->ran_on || !job->counter_by || !job->aff_count || !job->aff_outside) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;

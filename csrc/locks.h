@@ -112,6 +112,7 @@ typedef struct {
     uint64_t *calls;      /* calls completed in the throughput phase */
     uint64_t *ticks;      /* ticks from the thread's own start to its last clock read */
     uint64_t *sermin;     /* minimum ticks of one serialized bracket of serk calls, timer included */
+    uint64_t *serempty;   /* minimum ticks of an empty bracket (no call) timed after each of those */
     uint64_t *serk;       /* calls per serialized bracket */
     uint64_t *sercalls;   /* calls completed in the serialized phase */
     uint64_t *counter;    /* ntests: protected counter(s) at the end, summed over objects */

@@ -680,6 +680,7 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
     } outs[] = {{"calls", 2, job->calls},
                 {"ticks", 2, job->ticks},
                 {"sermin", 2, job->sermin},
+                {"serempty", 2, job->serempty},
                 {"serk", 2, job->serk},
                 {"sercalls", 2, job->sercalls},
                 {"counter", 1, job->counter},
@@ -876,7 +877,8 @@ static PyMethodDef methods[] = {
      " wrote (CHASE_MODIFIED) before every sample."},
     {"locks", (PyCFunction)(void (*)(void))py_locks, METH_VARARGS | METH_KEYWORDS,
      "locks(cpus, tests, shared, serial, duration, timeout) -> dict of uint64 arrays: calls, ticks,"
-     " sermin (fastest bracket), serk (calls per bracket), sercalls (tests x cpus) and counter (tests);"
+     " sermin (fastest bracket), serempty (fastest empty bracket beside them), serk (calls per bracket),"
+     " sercalls (tests x cpus) and counter (tests);"
      " codes index LOCK_TESTS. A thread moved off its CPU ends the call (ThreadMoved, a MeasurementError)."
      " group: a group number per thread (shared: one object per group); spread: each thread on any CPU"
      " of its group; ran_on: the CPU each thread ended on; affinity, affinity_outside: the CPUs in its"

@@ -240,7 +240,10 @@ def _reference(names, cpus, raw, tpn, overhead):
     rate = [[raw["calls"][t][i] / (raw["ticks"][t][i] / tpn / 1e9) / 1e6 for i in range(n)]
             for t in range(nt)]
     avg_raw = [[raw["ticks"][t][i] / raw["calls"][t][i] for i in range(n)] for t in range(nt)]
-    ser_raw = [[raw["sermin"][t][i] - overhead for i in range(n)] for t in range(nt)]
+    # a bracket's cost over the timer's (the empty bracket's minimum, or the overhead given); never
+    # negative
+    empty = raw.get("serempty", [[overhead] * n] * nt)
+    ser_raw = [[max(raw["sermin"][t][i] - empty[t][i], 0) for i in range(n)] for t in range(nt)]
     threads, rows = [], []
     for t in range(nt):
         base = names[t] == "baseline"
@@ -316,6 +319,8 @@ def _raw_runs(draw):
            "sercalls": cell(1, 10**8)}
     sections = [sum(raw["calls"][t]) + sum(raw["sercalls"][t]) for t in range(nt)]
     raw["counter"] = [s - draw(st.sampled_from([0, 0, 1])) for s in sections]
+    if draw(st.booleans()):
+        raw["serempty"] = cell(0, 300)
     tpn = draw(st.floats(0.024, 5.0))
     overhead = draw(st.floats(0.0, 200.0))
     return names, list(range(n)), raw, tpn, overhead

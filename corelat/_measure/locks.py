@@ -152,10 +152,14 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
     """Turn the C kernel's raw counts into ``(data, threads)`` structured arrays.
 
     ``raw`` holds uint64 arrays ``calls``, ``ticks``, ``sermin``, ``sercalls`` (and optionally
-    ``serk``, calls per serialized bracket, default 1) of shape ``(len(names), len(cpus))`` and
-    ``counter`` of shape ``(len(names),)``; ``names[0]`` must be ``baseline``. Per thread: Mcalls/s =
-    calls / seconds; avg ticks = elapsed ticks / calls; sermin ticks = (fastest bracket -
-    ``overhead_serial``) / serk; then the same thread's baseline is subtracted. Per test:
+    ``serk``, calls per serialized bracket, default 1, and ``serempty``, the fastest empty bracket
+    timed beside them) of shape ``(len(names), len(cpus))`` and ``counter`` of shape
+    ``(len(names),)``; ``names[0]`` must be ``baseline``. Per thread: Mcalls/s = calls / seconds; avg
+    ticks = elapsed ticks / calls; sermin ticks = (fastest bracket - fastest empty bracket) / serk,
+    where ``overhead_serial`` stands for the empty bracket only if ``raw`` has no ``serempty`` (callers
+    before it); then the same thread's baseline is subtracted. Both minima are of the same reads, so
+    the difference is a cost; a bracket that read faster than its empty one (timer noise, at most a
+    step or so) counts as 0, never as a negative time (:func:`below_empty` counts them). Per test:
     Mcalls/s is the mean over threads, avg ticks = MHz / (Mcalls/s) (as cpuperf), sermin the mean
     over threads; the baseline row keeps its raw values. ``sermin_floor_ns`` is one timer step
     (``resolution_ticks``) per bracket and call; ``sermin_steps`` the test's cost over the
@@ -177,7 +181,13 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = calls / (ticks / (ticks_per_ns * 1e9)) / 1e6  # Mcalls/s per thread
         avg_raw = ticks / calls.astype(np.float64)
-    ser_raw = (sermin.astype(np.float64) - overhead_serial) / serk
+    # The timer's cost of a bracket, taken as the bracket is (a minimum of the same two reads, on the
+    # same thread, in the same phase): a calibrated mean set against a minimum went negative.
+    empty = (np.asarray(raw["serempty"], dtype=np.float64).reshape(nt, n) if "serempty" in raw
+             else np.full((nt, n), float(overhead_serial)))
+    over = sermin.astype(np.float64) - empty
+    # Last guard, not the fix: two minima of different brackets may differ by timer noise.
+    ser_raw = np.maximum(over, 0.0) / serk
     is_base = np.array([nm == "baseline" for nm in names])[:, None]
     avg = np.where(is_base, avg_raw, avg_raw - avg_raw[0])
     ser = np.where(is_base, ser_raw, ser_raw - ser_raw[0])
@@ -211,6 +221,18 @@ def summarise(names, cpus, raw, ticks_per_ns, overhead_serial, resolution_ticks=
     threads["group"] = group
     threads["ran_on"] = np.tile(np.asarray(raw.get("ran_on", [-1] * n), dtype=np.int32), nt)
     return data, threads
+
+
+def below_empty(raw):
+    """How many threads' fastest bracket of a test read faster than the empty bracket beside it (their
+    sermin counts as 0: see :func:`summarise`), and a note saying so ("" for none)."""
+    if "serempty" not in raw:
+        return 0, ""
+    count = int((np.asarray(raw["sermin"]) < np.asarray(raw["serempty"])).sum())
+    return count, ("" if not count else
+                   f"sermin: {count} bracket minim{'a' if count > 1 else 'um'} of calls read faster than the "
+                   "empty bracket beside {0} (two minima of different brackets: timer noise), counted as 0"
+                   .format("them" if count > 1 else "it"))
 
 
 def _thread_rows(names, cpus, calls, ticks, sercalls, rate, avg_raw, avg, ser_raw, ser, ticks_per_ns):
@@ -311,9 +333,11 @@ def _assemble(names, cpus, group, raw, timer, tpn, shared, why):
         for i, name in enumerate(names):
             if name in why:
                 rows[i] = np.zeros(1, dtype=ROW_DTYPE)[0]
-                for k in ("mhz", "mcalls_per_s", "avg_ticks_raw", "avg_ticks", "avg_ns", "sermin_ticks_raw",
+                # No figures (NaN: not a number measured), but the timer's frequency is the run's.
+                for k in ("mcalls_per_s", "avg_ticks_raw", "avg_ticks", "avg_ns", "sermin_ticks_raw",
                           "sermin_ticks", "sermin_ns", "sermin_floor_ns", "sermin_steps"):
                     rows[i][k] = np.nan
+                rows[i]["mhz"] = tpn * 1e3
                 rows[i]["name"], rows[i]["why"], rows[i]["group"] = name, why[name], g
                 rows[i]["exclusive"] = True
                 rows[i]["threads"] = len(cols)
@@ -446,6 +470,7 @@ def locks(
             "affinity_note": "affinity: each thread on any CPU of its group" if affinity == "group" else "",
             "leader_note": leader_note,
             "priority_note": priority_note,
+            "sermin_note": below_empty(raw)[1],
             "mode": "shared" if shared else "uncontended",
             "duration_s": duration,
             "serial_duration_s": serial,

@@ -69,6 +69,17 @@ _NEW_FIELDS = {"group": 0, "sermin_steps": np.nan, "why": "", "ran_on": -1}
 RESOLVED_STEPS = 20
 
 
+def finite_where_ran(part, a, why):
+    """Whether the float column ``a`` of ``part`` (``"data"`` or ``"threads"``) holds numbers where it
+    must: in every row of a test that ran. A row of a test that could not run (``why`` says why; it
+    has no thread rows) has no figures, and NaN there says so; files of corelat 0.2 also hold NaN as
+    that row's ``mhz``. ``why`` is the file's ``data.why`` column, or None where it has none."""
+    finite = np.isfinite(a)
+    if part != "data" or why is None or np.shape(why) != np.shape(a) or np.asarray(why).dtype.kind != "U":
+        return bool(finite.all())
+    return bool((finite | (np.asarray(why) != "")).all())
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class LockResult(SavedResult):
     """What locks and atomics cost on a set of CPUs: an immutable value.
@@ -251,6 +262,11 @@ class LockResult(SavedResult):
         for part in ("data", "threads"):
             a = getattr(self, part)
             arrays.update({f"{part}.{k}": a[k] for k in a.dtype.names})
+            # What load() would refuse is not written: a file that cannot be read back keeps nothing.
+            for k in a.dtype.names:
+                if a.dtype[k].kind == "f" and not finite_where_ran(part, a[k], self.data["why"]):
+                    raise InputError(f"this result cannot be saved: {part}.{k} must hold one finite value "
+                                     f"per row of a test that ran (a file of it could not be loaded back)")
         return header, arrays
 
     @classmethod
@@ -351,7 +367,7 @@ class LockResult(SavedResult):
             f"thread{'s' if len(self.cpus) > 1 else ''}{f', {ngroups} groups' if ngroups > 1 else ''}), "
             f"{self.duration:g} s per test; CYCLES are timer ticks ({timer.get('name', '?')} at "
             f"{mhz}), baseline subtracted except on its own line"]
-        for key in ("affinity_note", "leader_note", "priority_note"):
+        for key in ("affinity_note", "leader_note", "priority_note", "sermin_note"):
             if self.metadata.get(key):
                 lines.append(f"# {self.metadata[key]}")
         exclusion = self._exclusion_line()

@@ -79,15 +79,19 @@ def test_summary_picks_extremes():
 
 def test_csv_layout_round_trip_with_independent_parser():
     r = make_result()
-    m = parse_c2c_csv(r.to_csv())
+    m = parse_c2c_csv(r.to_csv())  # core-to-core-latency's layout holds its statistic: the mean
     low = np.tril(np.ones((4, 4), bool), -1)
-    np.testing.assert_allclose(m[low], r.median[low])
+    np.testing.assert_allclose(m[low], r.mean[low])
+    first, rest = r.to_csv(statistic="median").split("\n", 1)  # another statistic says so first
+    assert first == "# statistic=median"
+    np.testing.assert_allclose(parse_c2c_csv(rest)[low], r.median[low])
 
 
 def test_labelled_csv(tmp_path):
     r = make_result()
     text = r.to_csv(tmp_path / "x.csv", labelled=True)
     rows = list(csv.reader(io.StringIO(text)))
+    assert rows.pop(0) == ["# statistic=median"]
     assert rows[0] == ["cpu"] + [str(c) for c in r.cpus]
     assert [row[0] for row in rows[1:]] == [str(c) for c in r.cpus]
     back = corelat.load(tmp_path / "x.csv")

@@ -24,6 +24,7 @@ from corelat._core.errors import InputError
 from corelat._core.protocol import Result, jsonable, prefixed
 from corelat._core.types import Path, Statistic
 from corelat._results.load import load
+from corelat._results.matrix import held_statistic
 from corelat._results.placement import PlacementResult, per_home
 from corelat._system.validate import check_statistic
 
@@ -138,6 +139,10 @@ class Comparison(Result):
         The :func:`corelat.structure` reading of each result.
     statistic : str
         Which per-pair statistic was compared (``"median"`` by default).
+    statistics : tuple of (str or None)
+        The statistic each result's values are (:attr:`statistic`, or what an imported file holds).
+    mixed_statistics : bool
+        True when the results hold different statistics: the table and :attr:`warnings` say so.
 
     Examples
     --------
@@ -169,9 +174,23 @@ class Comparison(Result):
                 "results": dict(zip(self.names, (r.metadata for r in self.results)))}
 
     @property
+    def statistics(self) -> tuple[str | None, ...]:
+        """The statistic each result's values are: :attr:`statistic` for measured results; for a
+        value-only one the statistic its file records (None where it does not say)."""
+        return tuple(held_statistic(r, self.statistic) for r in self.results)
+
+    @property
+    def mixed_statistics(self) -> bool:
+        """True when the results hold different statistics (one that is not recorded counts as
+        different): their ratios set unlike values side by side."""
+        return len(set(self.statistics)) > 1
+
+    @property
     def warnings(self) -> tuple[str, ...]:
-        """Every compared result's warnings, each prefixed with the result's name."""
-        return prefixed(self.names, self.results, "warnings")
+        """Every compared result's warnings, each prefixed with the result's name; first, where the
+        results hold different statistics, a line that says so."""
+        mixed = (_mixed_text(self.names, self.statistics),) if self.mixed_statistics else ()
+        return mixed + prefixed(self.names, self.results, "warnings")
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -184,10 +203,11 @@ class Comparison(Result):
         Returns
         -------
         dict
-            ``statistic``, ``names`` and ``median``: the median over pairs of each result (ns;
-            None if unknown), by name.
+            ``statistic``, ``names``, ``mixed_statistics`` and ``median``: the median over pairs of
+            each result (ns; None if unknown), by name.
         """
         return {"statistic": self.statistic, "names": list(self.names),
+                "mixed_statistics": self.mixed_statistics,
                 "median": {rec["name"]: rec["median"] for rec in self.records()}}
 
     def __repr__(self):
@@ -199,7 +219,8 @@ class Comparison(Result):
         Returns
         -------
         list of dict
-            Keys ``name``, ``kernel``, ``cpus``, ``pairs``, ``value_only``, ``min``, ``median``,
+            Keys ``name``, ``kernel``, ``cpus``, ``pairs``, ``value_only``, ``statistic`` (the
+            one its values are, see :attr:`statistics`), ``min``, ``median``,
             ``max`` (over the per-pair values), ``min_pair`` and ``max_pair`` (CPU ids), ``smt``
             (sibling latency), ``within`` (inside the finest latency groups; between all cores
             when there are none), ``across`` (between the coarsest groups), ``levels``,
@@ -213,10 +234,10 @@ class Comparison(Result):
         ['cas', 'rw']
         """
         rows = []
-        for r, name, st in zip(self.results, self.names, self.structures):
+        for r, name, st, held in zip(self.results, self.names, self.structures, self.statistics):
             v = _pair_values(r, self.statistic)
             rec = {"name": name, "kernel": r.kernel, "cpus": r.n, "pairs": int(v.size),
-                   "value_only": bool(r.value_only), "statistic": self.statistic}
+                   "value_only": bool(r.value_only), "statistic": held}
             if v.size:
                 rec.update(min=float(v.min()), median=float(np.median(v)), max=float(v.max()))
                 summ = r.summary(self.statistic)
@@ -247,9 +268,11 @@ class Comparison(Result):
         Returns
         -------
         dict
-            ``kind``, ``name``, ``statistic``, ``summary``, ``records``, ``warnings``, ``notes``.
+            ``kind``, ``name``, ``statistic``, ``statistics`` (one per result),
+            ``mixed_statistics``, ``summary``, ``records``, ``warnings``, ``notes``.
         """
         return jsonable({"kind": "comparison", "name": self.name, "statistic": self.statistic,
+                         "statistics": list(self.statistics), "mixed_statistics": self.mixed_statistics,
                          "summary": self.summary(), "records": self.records(),
                          "warnings": list(self.warnings), "notes": list(self.notes)})
 
@@ -301,7 +324,14 @@ class Comparison(Result):
         what = "; ".join([f"{self.statistic} per pair", *held])
         note = f"one-way latency in ns ({what}; ratios to {self.names[0]})"
         out.insert(0, note)
+        if self.mixed_statistics:
+            out.insert(1, _mixed_text(self.names, self.statistics))
         return "\n".join(out)
+
+
+def _mixed_text(names, statistics):
+    held = ", ".join(f"{name}: {st or 'not recorded'}" for name, st in zip(names, statistics))
+    return f"different statistics side by side ({held}): their ratios do not compare like with like"
 
 
 def _groups_short(sizes):

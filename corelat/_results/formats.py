@@ -10,18 +10,26 @@ Understood layouts, told apart by their first line:
   same numbers between ``$data << EOD`` and ``EOD``, without CPU ids) is read too.
 * corelat's labelled CSV (:meth:`LatencyResult.to_csv` with ``labelled=True``).
 
+corelat's CSV (either layout) starts with a line ``# statistic=NAME`` where its values are not
+core-to-core-latency's means; a triangle without that line holds means, as that tool's files do.
+
 Every reader gives a value-only :class:`~corelat._results.latency.LatencyResult` named after the file.
 """
 
 import csv
 import io
 import os
+import re
 
 import numpy as np
 
 from corelat._core import files as _files
 from corelat._core.errors import InputError, unreadable
+from corelat._core.types import STATISTICS
 from corelat._results.latency import LatencyResult
+from corelat._results.matrix import TRIANGLE_STATISTIC
+
+_STATISTIC_LINE = re.compile(r"\s*#\s*statistic\s*=\s*(\S+)")
 
 
 def load_text(path):
@@ -40,7 +48,27 @@ def load_text(path):
     words = first.split()
     if "," not in first and words[0].lower() == "cpu":
         return _c2clat(lines, path, name)
-    return _csv(text, path, name)
+    head = 0
+    while head < len(lines) and lines[head].lstrip().startswith("#"):
+        head += 1
+    said = _said_statistic(lines[:head], path)
+    return _csv("\n".join(lines[head:]) + "\n", path, name, said)
+
+
+def _said_statistic(comments, path):
+    """The statistic the leading ``#`` lines name (``# statistic=median``): "" where none does, None
+    for ``unknown``. Other comment lines are left alone."""
+    said = [m.group(1) for m in (_STATISTIC_LINE.match(c) for c in comments) if m]
+    if len(said) > 1:
+        raise InputError(f"{path}: the file says its statistic twice ({', '.join(said)})")
+    if not said:
+        return ""
+    if said[0] == "unknown":
+        return None
+    if said[0] not in STATISTICS:
+        raise InputError(f"{path}: unknown statistic {said[0]!r} in its first lines (expected one of "
+                         f"{', '.join(STATISTICS)} or unknown)")
+    return said[0]
 
 
 def file_name(path):
@@ -157,12 +185,14 @@ def _c2clat_metadata(path):
 
 
 # -- CSV: core-to-core-latency and corelat's labelled matrix -------------------------------------
-def _csv(text, path, name):
+def _csv(text, path, name, said):
+    """``said``: the statistic its ``# statistic=`` line names ("" where it has none, None for
+    unknown)."""
     rows = _csv_rows(text, path)
     first = rows[0][0].strip().lower() if rows[0] else ""
     if first == "cpu":
-        return _labelled_csv(rows, path, name)
-    return _triangle_csv(rows, path, name)
+        return _labelled_csv(rows, path, name, said or None)
+    return _triangle_csv(rows, path, name, TRIANGLE_STATISTIC if said == "" else said)
 
 
 def _csv_rows(text, path):
@@ -178,7 +208,7 @@ def _csv_rows(text, path):
     return rows
 
 
-def _labelled_csv(rows, path, name):
+def _labelled_csv(rows, path, name, statistic):
     cpus = _labels(rows[0][1:], path, 0)
     n = len(cpus)
     if len(rows) - 1 != n:
@@ -191,11 +221,13 @@ def _labelled_csv(rows, path, name):
         if _label(row[0], path, r) != cpus[r - 1]:
             raise InputError(f"{path}: row {r + 1} does not match the header")
         m[r - 1] = [_number(v, path, r, c + 1) for c, v in enumerate(row[1:])]
-    return _result(m, cpus, kernel="unknown", name=name,
-                                     metadata={"source": "corelat labelled csv", "path": path})
+    metadata = {"source": "corelat labelled csv", "path": path}
+    if statistic:
+        metadata["statistic"] = statistic
+    return _result(m, cpus, kernel="unknown", name=name, metadata=metadata)
 
 
-def _triangle_csv(rows, path, name):
+def _triangle_csv(rows, path, name, statistic):
     n = len(rows)
     if n < 2:
         raise InputError(f"{path}: one row only; a latency matrix needs at least 2 CPUs")
@@ -211,5 +243,7 @@ def _triangle_csv(rows, path, name):
     if not np.tril(~np.isnan(m), -1).any():
         raise InputError(f"{path}: no values below the diagonal")
     # The CSV does not record which of core-to-core-latency's kernels (cas, rw, one-way) made it.
-    metadata = {"source": "core-to-core-latency csv", "statistic": "mean", "path": path}
+    metadata = {"source": "core-to-core-latency csv", "path": path}
+    if statistic:
+        metadata["statistic"] = statistic
     return _result(m, None, kernel="unknown", name=name, metadata=metadata)

@@ -16,7 +16,6 @@ import numpy as np
 from corelat._core import stats as _stats
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputTypeError
-from corelat._core.files import atomic_write
 from corelat._core.protocol import (
     SavedResult,
     array_from_json,
@@ -370,7 +369,7 @@ class LatencyResult(SavedResult):
         return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
 
     # -- output ----------------------------------------------------------------------------------
-    def to_csv(self, path: Path | None = None, *, statistic: Statistic = "median",
+    def to_csv(self, path: Path | None = None, *, statistic: Statistic | None = None,
                labelled: bool = False) -> str:
         """The matrix as CSV text, also written to ``path`` when given.
 
@@ -378,11 +377,12 @@ class LatencyResult(SavedResult):
         ----------
         path : str or os.PathLike, optional
             A file to write (atomically).
-        statistic : str
-            The per-pair statistic written (see :attr:`STATISTICS`).
+        statistic : str, optional
+            The per-pair statistic written (:attr:`STATISTICS`; default: the layout's, mean or median).
+            A first line ``# statistic=NAME`` names it, except in core-to-core-latency's own means.
         labelled : bool
             False: core-to-core-latency's ``--csv`` layout, a square lower triangle of per-pair
-            values, no header, empty cells on and above the diagonal. True: the whole square
+            values, no header, empty cells on and above the diagonal. True (median): the square
             matrix with CPU ids as header row and first column (empty where not measured).
 
         Returns
@@ -393,16 +393,13 @@ class LatencyResult(SavedResult):
         Examples
         --------
         >>> import corelat
-        >>> print(corelat.load(corelat.example_files()[0]).to_csv(labelled=True))  # doctest: +ELLIPSIS
-        cpu,0,1
-        0,,106.6...
-        1,106.6...,
+        >>> print(corelat.load(corelat.example_files()[0]).to_csv(statistic="median"))  # doctest: +ELLIPSIS
+        # statistic=median
+        ,
+        106.6...,
         <BLANKLINE>
         """
-        text = _matrix.csv_text(self.statistic(statistic), self.cpus, labelled)
-        if path is not None:
-            atomic_write(path, lambda f: f.write(text.encode("utf-8")))
-        return text
+        return _matrix.csv_text(self, statistic, labelled, path)
 
     # -- text and records ------------------------------------------------------------------------
     def records(self, statistic: str | None = None) -> list[dict[str, Any]]:

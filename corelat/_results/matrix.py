@@ -11,6 +11,7 @@ from typing import Any, cast
 import numpy as np
 
 from corelat._core.errors import InputError, InputTypeError
+from corelat._core.files import atomic_write
 from corelat._core.types import RESULT_ORDERS, Ordering
 from corelat._results import schema as _schema
 from corelat._system.validate import check_order
@@ -89,9 +90,38 @@ def records_of(result, statistic) -> list[dict[str, Any]]:
     return out
 
 
-def csv_text(m, cpus, labelled):
-    """The ``(n, n)`` matrix ``m`` as CSV: core-to-core-latency's lower triangle, or labelled."""
+#: The statistic core-to-core-latency's ``--csv`` layout holds: a file of it without a statistic line
+#: is read as means, and corelat writes one unless the values are means.
+TRIANGLE_STATISTIC = "mean"
+
+#: The first line of corelat's CSV where the layout does not say the statistic; readers of text
+#: (numpy's genfromtxt, pandas with ``comment="#"``) skip it.
+STATISTIC_LINE = "# statistic={}"
+
+
+def held_statistic(result, statistic: str = "median") -> str | None:
+    """Which statistic ``result.statistic(statistic)`` holds: ``statistic`` itself for a measured
+    result; for a value-only one (one value per pair from a file) the statistic its file records,
+    whatever was asked, and None where the file does not say.
+
+    The one answer for every label, comparison and file that names what a matrix's values are."""
+    if not getattr(result, "value_only", False):
+        return statistic
+    return result.metadata.get("statistic") or None
+
+
+def csv_text(result, statistic, labelled, path=None):
+    """``result`` as CSV (:meth:`LatencyResult.to_csv`; also written to ``path`` when given):
+    core-to-core-latency's lower triangle, or labelled. The first line names the statistic held,
+    except in the triangle of means (byte for byte core-to-core-latency's own layout, which a plain
+    CSV reader with no comment rule reads)."""
+    if statistic is None:
+        statistic = "median" if labelled else TRIANGLE_STATISTIC
+    m, cpus = result.statistic(statistic), result.cpus
+    held = held_statistic(result, statistic)
     buf = io.StringIO()
+    if labelled or held != TRIANGLE_STATISTIC:
+        buf.write(STATISTIC_LINE.format(held or "unknown") + "\n")
 
     def cell(v):
         return "" if np.isnan(v) else repr(float(v))
@@ -105,7 +135,10 @@ def csv_text(m, cpus, labelled):
         for i in range(n):
             row = [cell(m[i, j]) if j < i else "" for j in range(n)]
             buf.write(",".join(row) + "\n")
-    return buf.getvalue()
+    text = buf.getvalue()
+    if path is not None:
+        atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    return text
 
 
 def value_only(matrix, cpus, symmetric):

@@ -7,6 +7,7 @@ from corelat._core import text as _text
 from corelat._core.errors import InputError
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions
+from corelat._results.matrix import TRIANGLE_STATISTIC, held_statistic
 from corelat._system import cpulist as _cpulist
 from corelat._system.validate import (
     ALL_KERNELS,
@@ -24,7 +25,10 @@ from . import ValueAfterEquals, common, outputs
 def add_arguments(p):
     add_measure_options(p)
     common.add_order_argument(p)
-    common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI)")
+    common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI) "
+                                     "and a CSV holds (default: mean, core-to-core-latency's own)")
+    # None: not given. The text shows medians then, and a CSV core-to-core-latency's means.
+    p.set_defaults(statistic=None)
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to "
                         "stderr")
@@ -176,9 +180,24 @@ def run(args):
     options = request_options(args, SweepOptions.build, progress=progress, order=order)
     result = _sweep.run(options)
     result = common.in_order(result, args.order)
-    with outputs.save(result, paths, save_data=_saver(args.statistic)):
+    with outputs.save(result, paths, save_data=_saver(args.statistic)) as saved:
         _print(result, args)
+        csvs = [outputs.shown(p) for p in saved.paths if p.lower().endswith(".csv")]
+        csvs += ["the CSV on stdout"] * args.csv
+        if csvs:
+            print(f"{' and '.join(csvs)}: {_csv_text(result, args.statistic)}", file=sys.stderr)
     return 0
+
+
+def _csv_text(result, statistic):
+    """What a CSV of ``result`` holds, for the line after the text (the text shows the median
+    when no --statistic is given, the CSV core-to-core-latency's mean)."""
+    held = held_statistic(result, statistic or TRIANGLE_STATISTIC)
+    if held == TRIANGLE_STATISTIC:
+        return f"{held} per pair, core-to-core-latency's layout (--statistic NAME writes another)"
+    what = f"{held} per pair" if held else "one value per pair, statistic unknown"
+    return (f"{what}, said by its first line '# statistic={held or 'unknown'}' (core-to-core-latency's "
+            "own files hold means)")
 
 
 def _saver(statistic):
@@ -192,11 +211,12 @@ def _saver(statistic):
 
 def _print(result, args):
     text = sys.stderr if args.csv or args.json else sys.stdout
-    print(header_text(result, args.statistic), file=text)
+    shown = args.statistic or "median"
+    print(header_text(result, shown), file=text)
     print(file=text)
-    print(_text.matrix(result, args.statistic), file=text)
+    print(_text.matrix(result, shown), file=text)
     print(file=text)
-    print(_text.latency_summary(result, args.statistic), file=text)
+    print(_text.latency_summary(result, shown), file=text)
     print_warnings(result)
     if args.csv:
         sys.stdout.write(result.to_csv(statistic=args.statistic))

@@ -1,6 +1,8 @@
 """The timer's step (resolution) is measured at start-up, kept in every result and reported by check."""
 
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -100,3 +102,80 @@ def test_step_of_other_counters():
     assert _c_step([0] * 900 + [24] * 55 + [25] * 45) == 24  # reads within one step differ by 0
     assert _c_step(list(range(26, 32)) * 100) == 1  # a counter that counts single ticks
     assert _c_step([0] * 1000) == 1  # never advanced: no better bound than a tick
+
+
+class _SlowTimerExtension:
+    """The extension's timer calls, counted; ``timer_init`` takes a while (as calibrating does) and, in
+    the process that made it, waits for ``release`` when told to."""
+
+    def __init__(self, hold=False):
+        self.calls, self.pid = 0, os.getpid()
+        self.entered, self.release, self.hold = threading.Event(), threading.Event(), hold
+
+    def hw_timer(self):
+        return {"name": "tsc", "available": True, "invariant": True}
+
+    def timer_init(self, kind):
+        self.calls += 1
+        self.entered.set()
+        if self.hold and os.getpid() == self.pid:
+            self.release.wait(30)
+        time.sleep(0.05)
+        return {"name": kind, "ticks_per_ns": 1.0}
+
+
+def _wait_bounded(pid, bound):
+    """The child's wait status, or None (the child killed) when it did not end within ``bound`` s."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return None
+
+
+def _fake_timer(monkeypatch, ext):
+    from corelat._system import timer as _timer_mod
+
+    monkeypatch.setattr(_timer_mod, "extension", lambda: ext)
+    monkeypatch.setattr(_timer_mod, "_timer", None)
+    monkeypatch.delenv("CORELAT_TIMER", raising=False)
+    return _timer_mod
+
+
+def test_timer_is_calibrated_once_when_threads_ask_at_once(monkeypatch):
+    ext = _SlowTimerExtension()
+    mod = _fake_timer(monkeypatch, ext)
+    threads = [threading.Thread(target=mod.timer_info) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert ext.calls == 1  # one calibration, not one per thread racing through the lazy start
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # 3.12+
+def test_a_child_forked_during_calibration_calibrates_itself(monkeypatch):
+    ext = _SlowTimerExtension(hold=True)
+    mod = _fake_timer(monkeypatch, ext)
+    t = threading.Thread(target=mod.timer_info)
+    t.start()
+    try:
+        assert ext.entered.wait(10)
+        pid = os.fork()
+        if pid == 0:  # the child: the calibrating thread is not here, its lock must not be either
+            code = 1
+            try:
+                code = 0 if mod.timer_info()["ticks_per_ns"] == 1.0 else 2
+            finally:
+                os._exit(code)
+        status = _wait_bounded(pid, 10)
+        assert status is not None, "the forked child's timer_info() hung on the lock its parent's thread held"
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        ext.release.set()
+        t.join(10)

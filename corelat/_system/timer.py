@@ -8,6 +8,7 @@ files works where the extension is not built.
 from __future__ import annotations
 
 import os
+import threading
 
 from corelat._core.binding import extension
 from corelat._core.errors import InputError
@@ -15,6 +16,20 @@ from corelat._core.text import shortened
 from corelat._system import sysinfo as _sysinfo
 
 _timer = None
+# Calibrating takes ~30 ms with the GIL released: threads asking at once wait for the first one's answer
+# rather than each calibrating (and switching the C side's active timer under the others' feet).
+_lock = threading.Lock()
+
+
+def _new_lock_in_child():
+    # A fork copies only the forking thread: a lock another thread held while calibrating would stay
+    # held in the child for good. The child gets a free lock, and calibrates itself if it must.
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def timer_info() -> dict:
@@ -47,17 +62,18 @@ def timer_info() -> dict:
     (True, True)
     """
     global _timer
-    if _timer is None:
-        ext = extension()
-        hw = ext.hw_timer()
-        forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
-        if forced not in ("", "hw", "clock"):
-            raise InputError(f"CORELAT_TIMER={shortened(repr(forced), 40)}: use 'hw' or 'clock'")
-        _, flags = _sysinfo.cpuinfo()
-        invariant = hw["invariant"] or _sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
-        kind = forced or ("hw" if hw["available"] and invariant else "clock")
-        info = ext.timer_init(kind)
-        info["invariant"] = bool(invariant) if kind == "hw" else True
-        info["kernel_flags_ok"] = _sysinfo.tsc_flags_ok(flags)
-        _timer = info
-    return dict(_timer)
+    with _lock:
+        if _timer is None:
+            ext = extension()
+            hw = ext.hw_timer()
+            forced = os.environ.get("CORELAT_TIMER", "").strip().lower()
+            if forced not in ("", "hw", "clock"):
+                raise InputError(f"CORELAT_TIMER={shortened(repr(forced), 40)}: use 'hw' or 'clock'")
+            _, flags = _sysinfo.cpuinfo()
+            invariant = hw["invariant"] or _sysinfo.tsc_flags_ok(flags) or hw["name"] == "cntvct_el0"
+            kind = forced or ("hw" if hw["available"] and invariant else "clock")
+            info = ext.timer_init(kind)
+            info["invariant"] = bool(invariant) if kind == "hw" else True
+            info["kernel_flags_ok"] = _sysinfo.tsc_flags_ok(flags)
+            _timer = info
+        return dict(_timer)

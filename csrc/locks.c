@@ -718,8 +718,42 @@ static int mutex_probe(int k, char *why, size_t why_len)
         return 0;
     }
 #endif
+    int held_here = 1;
+#if defined(__GLIBC__)
+    if (k == CORELAT_LK_MUTEX_PROTECT) {
+        /* glibc lifts a locker to the ceiling with sched_setscheduler under the thread's own policy
+         * (nptl/tpp.c): SCHED_OTHER takes no priority but 0, so every lock fails with EINVAL, as
+         * does one by a thread above the ceiling. What counts is the policy the measuring threads get
+         * (team.c: one priority below a SCHED_FIFO/RR caller, else SCHED_OTHER), not the caller's. */
+        int policy = SCHED_OTHER, lowest = sched_get_priority_min(SCHED_FIFO);
+        struct sched_param sp = {0};
+        pthread_getschedparam(pthread_self(), &policy, &sp);
+        int rt = (policy == SCHED_FIFO || policy == SCHED_RR) && sp.sched_priority > sched_get_priority_min(policy);
+        if (!rt) {
+            snprintf(why, why_len,
+                     "glibc lifts a locker to the ceiling within its policy: its SCHED_OTHER threads are "
+                     "refused (EINVAL); run under chrt -f %d for SCHED_FIFO %d threads",
+                     lowest + 1, lowest);
+            return 0;
+        }
+        if (sp.sched_priority - 1 > lowest) {
+            snprintf(why, why_len,
+                     "its threads would run at SCHED_FIFO %d, above the ceiling (%d), which glibc refuses "
+                     "(EINVAL); run under chrt -f %d",
+                     sp.sched_priority - 1, lowest, lowest + 1);
+            return 0;
+        }
+        held_here = 0; /* this thread is one above the ceiling: the lock is tried by the threads */
+    }
+#endif
     int e = mutex_attr(k, &ma, &what);
-    if (!e) {
+    if (!e && !held_here) {
+        what = "pthread_mutex_init";
+        e = pthread_mutex_init(&mu, &ma);
+        pthread_mutexattr_destroy(&ma);
+        if (!e)
+            pthread_mutex_destroy(&mu);
+    } else if (!e) {
         what = "pthread_mutex_init";
         e = pthread_mutex_init(&mu, &ma);
         pthread_mutexattr_destroy(&ma);

@@ -7,6 +7,8 @@ same invariants on this machine's own timer.
 """
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ import pytest
 import corelat
 from corelat._core import npz as _npz
 from corelat._core.binding import extension
-from corelat._measure.locks import _assemble, below_empty, summarise
+from corelat._measure.locks import _assemble, below_empty, summarise, unavailable
 from corelat._results.locks import LockResult
 
 #: The Intel host: a 2.3 GHz TSC that advances 2 ticks at a time; its calibrated serializing read
@@ -221,3 +223,38 @@ def test_a_mutex_run_saves_a_file_that_loads(tmp_path):
     assert corelat.load(path) == r
     for row in r.data[r.data["why"] != ""]:
         assert np.isfinite(row["mhz"]) and np.isnan(row["avg_ns"]), row["name"]
+
+
+# -- item 1: the priority-ceiling mutex, where glibc lets it lock ----------------------------------
+
+
+@pytest.mark.hw
+def test_protect_says_why_under_sched_other():
+    # glibc (nptl/tpp.c) lifts a locker to the ceiling with sched_setscheduler under the thread's own
+    # policy; SCHED_OTHER takes priority 0 only, so its every lock is EINVAL, whatever the privileges
+    why = unavailable()
+    if os.sched_getscheduler(0) == os.SCHED_OTHER and PROTECT in why:
+        assert "SCHED_OTHER" in why[PROTECT] and "chrt -f 2" in why[PROTECT], why[PROTECT]
+
+
+@pytest.mark.hw
+@pytest.mark.signals
+def test_protect_runs_on_sched_fifo_threads_at_the_ceiling():
+    # Under `chrt -f 2` the measuring threads run at SCHED_FIFO 1 (team.c: one below the caller),
+    # the ceiling: glibc takes the lock. The probe used to lock it on the caller (at 2, above the
+    # ceiling: EINVAL) and called the test unavailable.
+    code = (
+        "import os, sys, corelat\n"
+        "try:\n"
+        "    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(2))\n"
+        "except PermissionError:\n"
+        "    sys.exit(77)\n"
+        f"r = corelat.locks([{CPUS[0]}], kernel={PROTECT!r}, duration=0.002)\n"
+        f"print(repr(str(r.row({PROTECT!r})['why'])), r.row({PROTECT!r})['calls'])\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if p.returncode == 77:
+        pytest.skip("SCHED_FIFO not permitted here (no CAP_SYS_NICE, RLIMIT_RTPRIO 0)")
+    assert p.returncode == 0, p.stderr
+    why, calls = p.stdout.split()
+    assert why == "''" and int(calls) > 0, p.stdout

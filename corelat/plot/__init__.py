@@ -32,7 +32,7 @@ from corelat._core.text import value_err as _fmt
 from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
 from corelat._results.latency import LatencyResult
 from corelat._results.placement import PlacementResult
-from corelat.plot._axes import _cell_points, _figsize, _mark_clipped, _settle
+from corelat.plot._axes import _cell_points, _figsize, _fit_title, _mark_clipped, _settle
 from corelat.plot._marks import _group_lines, _histograms, _violins, _write_values
 from corelat.plot._order import _one_home, _ordered
 from corelat.plot._values import (
@@ -278,7 +278,7 @@ def distribution(
             _mark_clipped(ax, clipped, clip)
     else:
         _histograms(ax, data, labels, log, everything)
-    ax.set_title(f"{_who(result)}: {result.kernel} kernel, {_count_text(counts)}", fontsize=10)
+    _fit_title(ax, f"{_who(result)}: {result.kernel} kernel, {_count_text(counts)}")
     if own_figure:
         _settle(ax.figure)
     return ax

@@ -8,6 +8,11 @@ from corelat._core.text import value_err as _fmt
 from corelat.plot._words import _pct, _short
 
 
+#: Every tick label of a distribution, on both axes, major and minor: a log axis labels its decades
+#: (major ticks) and 2×, 5× (minor), and labels of two sizes read as two scales.
+TICK_LABEL_SIZE = 8
+
+
 def _figsize(n):
     side = min(max(5.0, 0.34 * n + 2.0), 14.0)
     return (side + 1.4, side)
@@ -64,7 +69,20 @@ def _log_labels(axis, lo, hi):
     axis.set_major_formatter(FuncFormatter(lambda v, _: _short(v)))
     axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0) if decades <= 4 else (3.0,)))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: _short(v)) if decades <= 6 else NullFormatter())
-    axis.set_tick_params(which="minor", labelsize=7)
+    axis.set_tick_params(which="both", labelsize=TICK_LABEL_SIZE)
+
+
+def _fit_title(ax, text, fontsize=10.0):
+    """``text`` as the title of ``ax``, broken after its first ": " and then made smaller (not below
+    6 pt) where it is wider than the axes: titles of axes side by side ran into each other."""
+    title = ax.set_title(text, fontsize=fontsize)
+    width = ax.get_window_extent().width
+    if title.get_window_extent().width <= width:
+        return title
+    title.set_text(text.replace(": ", ":\n", 1))
+    while title.get_window_extent().width > width and title.get_fontsize() > 6:
+        title.set_fontsize(title.get_fontsize() - 0.5)
+    return title
 
 
 def _cell_points(ax, n):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from corelat._core.text import value_err as _fmt
-from corelat.plot._axes import _log_labels
+from corelat.plot._axes import TICK_LABEL_SIZE, _log_labels
 
 
 def _group_lines(ax, lines):
@@ -53,7 +53,8 @@ def _violins(ax, data, labels, log, everything):
         ax.scatter(np.full(s.size, k) + np.linspace(-0.12, 0.12, s.size), s, s=3, alpha=0.35,
                    color="black", linewidths=0)
     ax.set_xticks(range(len(data)), labels, rotation=45 if len(data) > 4 else 0, ha="right"
-                  if len(data) > 4 else "center", fontsize=8)
+                  if len(data) > 4 else "center")
+    ax.tick_params(which="both", labelsize=TICK_LABEL_SIZE)
     ax.set_xlabel("CPU pair")
     if log:
         _log_y(ax, everything)
@@ -75,4 +76,5 @@ def _histograms(ax, data, labels, log, everything):
         ax.hist(s, bins=bins.tolist(), histtype="step", linewidth=1.3, label=label)
     ax.set_xlabel("one-way latency (ns, log scale)" if log else "one-way latency (ns)")
     ax.set_ylabel("samples")
+    ax.tick_params(which="both", labelsize=TICK_LABEL_SIZE)
     ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)

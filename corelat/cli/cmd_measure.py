@@ -27,8 +27,7 @@ def add_arguments(p):
     common.add_order_argument(p)
     common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI) "
                                      "and a CSV holds (default: mean, core-to-core-latency's own)")
-    # None: not given. The text shows medians then, and a CSV core-to-core-latency's means.
-    p.set_defaults(statistic=None)
+    p.set_defaults(statistic=_Unsaid("median"))
     p.add_argument("--csv", action="store_true",
                    help="print the matrix as CSV (core-to-core-latency layout) on stdout; text goes to "
                         "stderr")
@@ -180,13 +179,23 @@ def run(args):
     options = request_options(args, SweepOptions.build, progress=progress, order=order)
     result = _sweep.run(options)
     result = common.in_order(result, args.order)
-    with outputs.save(result, paths, save_data=_saver(args.statistic)) as saved:
+    with outputs.save(result, paths, save_data=_saver(_csv_statistic(args))) as saved:
         _print(result, args)
         csvs = [outputs.shown(p) for p in saved.paths if p.lower().endswith(".csv")]
         csvs += ["the CSV on stdout"] * args.csv
         if csvs:
-            print(f"{' and '.join(csvs)}: {_csv_text(result, args.statistic)}", file=sys.stderr)
+            print(f"{' and '.join(csvs)}: {_csv_text(result, _csv_statistic(args))}", file=sys.stderr)
     return 0
+
+
+class _Unsaid(str):
+    """The default of --statistic (the median the text shows), told apart from a --statistic
+    given: a CSV then holds core-to-core-latency's own statistic, the mean."""
+
+
+def _csv_statistic(args):
+    """The statistic a CSV holds: --statistic where given, else None (the layout's: the mean)."""
+    return None if isinstance(args.statistic, _Unsaid) else str(args.statistic)
 
 
 def _csv_text(result, statistic):
@@ -211,14 +220,13 @@ def _saver(statistic):
 
 def _print(result, args):
     text = sys.stderr if args.csv or args.json else sys.stdout
-    shown = args.statistic or "median"
-    print(header_text(result, shown), file=text)
+    print(header_text(result, args.statistic), file=text)
     print(file=text)
-    print(_text.matrix(result, shown), file=text)
+    print(_text.matrix(result, args.statistic), file=text)
     print(file=text)
-    print(_text.latency_summary(result, shown), file=text)
+    print(_text.latency_summary(result, args.statistic), file=text)
     print_warnings(result)
     if args.csv:
-        sys.stdout.write(result.to_csv(statistic=args.statistic))
+        sys.stdout.write(result.to_csv(statistic=_csv_statistic(args)))
     elif args.json:
         common.print_json(result)

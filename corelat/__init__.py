@@ -9,6 +9,7 @@ from . import _early  # first: the command's quiet Ctrl-C while NumPy loads  # n
 import importlib
 from typing import TYPE_CHECKING
 
+from ._core import forks as _forks  # noqa: F401  a fork waits for another thread's import of corelat
 from ._core.errors import (
     CorelatError,
     InputError,

@@ -128,3 +128,29 @@ def test_docstring_examples_run():
         for test in finder.find(fn, name, globs={"corelat": corelat}):
             runner.run(test)
     assert runner.failures == 0
+
+
+def test_clock_skew_checks_its_sizes_as_measure_does(monkeypatch):
+    """clock_skew(samples=10**12) ended in MemoryError, messages=-5 or timeout=-1 in the binding's
+    raw "ValueError: invalid one-way arguments": each is refused, naming the argument, before any
+    timer or kernel is touched."""
+    import pytest
+
+    from corelat._measure import measurers
+
+    def no_kernel(*args, **kwargs):
+        raise AssertionError("the one-way kernel was set up for arguments that should be refused")
+
+    monkeypatch.setattr(measurers, "OneWayMeasurer", no_kernel)
+    cases = [({"samples": 10**12}, "samples"), ({"messages": 2**62, "samples": 2**39}, "messages"),
+             ({"samples": 2**39}, "samples"), ({"messages": -5}, "messages"), ({"samples": -5}, "samples"),
+             ({"messages": 0}, "messages"), ({"samples": 0}, "samples"), ({"timeout": -1}, "timeout"),
+             ({"timeout": float("nan")}, "timeout"), ({"timeout": 1e9}, "timeout"),
+             ({"messages": 2.5}, "messages"), ({"samples": True}, "samples")]
+    for kwargs, name in cases:
+        with pytest.raises(corelat.InputError, match=f"^{name} ") as info:
+            corelat.clock_skew("0,1", **kwargs)
+        assert "between" in str(info.value) or "must be" in str(info.value), (kwargs, info.value)
+    with pytest.raises(corelat.InputError) as info:
+        corelat.clock_skew("0,1", timeout=1e-4)
+    assert str(info.value) == "timeout must be between 0.001 and 3600 seconds, got 0.0001"

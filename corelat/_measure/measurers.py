@@ -20,7 +20,7 @@ from corelat._core.status import once_more_if_moved
 from corelat._core.types import CPUs
 from corelat._system.home import Home, chain_lines, chain_order, merge_reports
 from corelat._system.timer import timer_info
-from corelat._system.validate import resolve_cpus
+from corelat._system.validate import check_skew_params, resolve_cpus
 
 
 def _once_more_if_moved(call, cpu_a, cpu_b, moves=None):
@@ -322,7 +322,9 @@ def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5,
     Raises
     ------
     InputError
-        For a bad selection, or a timer that is not invariant.
+        For a bad selection, sizes out of range (``messages`` up to 10,000,000, ``samples`` up
+        to 1,000,000, ``timeout`` 0.001 to 3600 s, as :func:`corelat.measure`), or a timer that
+        is not invariant.
     MeasurementError
         When two timers provably disagree.
     MeasurementTimeout
@@ -335,6 +337,7 @@ def clock_skew(cpus: CPUs = None, *, messages: int = 200, samples: int = 5,
     >>> [(s["reference"], s["cpu"]) for s in skew]
     [(0, 1)]
     """
+    messages, samples, timeout = check_skew_params(messages, samples, timeout)
     cpus = resolve_cpus(cpus)
     m = OneWayMeasurer(messages, 1, timeout)
     return m.check_clocks(cpus, messages=messages, samples=samples)

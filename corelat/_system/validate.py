@@ -295,6 +295,14 @@ def check_params(kernel, round_trips, samples, warmup, timeout):
     return kernel, round_trips, samples, warmup, timeout
 
 
+def check_skew_params(messages, samples, timeout):
+    """Validate the sizes of :func:`corelat.clock_skew` as :func:`check_params` does a sweep's
+    (``messages`` are the one-way kernel's round trips); returns them normalised. Raises InputError."""
+    messages = _positive_int("messages", messages, MAX_ROUND_TRIPS)
+    samples = _positive_int("samples", samples, MAX_SAMPLES)
+    return messages, samples, seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
+
+
 def size_warnings(round_trips, plan, timer=None):
     """Sentences for ``result.warnings`` when the sizes asked for are too small to mean much."""
     out = []

@@ -202,3 +202,30 @@ def test_timer_skew_is_judged_against_the_latencies_it_would_distort():
     # certify the timers to a tenth of it: this check always says so, rather than "ok".
     for lo, hi in ((-5.0, 300.0), (-150.0, 150.0), (-0.2, 40.0)):
         assert judge_timer_skew([rec(lo, hi)]).status == WARN
+
+
+@pytest.mark.parametrize("interval", [1e6, 61, -1, 0, float("nan"), float("inf"), True, None, [1]])
+def test_check_refuses_an_interval_no_check_needs(bare, monkeypatch, interval):
+    """corelat.check(interval=1e6) slept for 11 days: the interval is bounded as the command's
+    --interval is (0 < s <= 60), and refused, naming it, before anything is read or slept."""
+    def watch(root, interval, **kwargs):
+        pytest.fail(f"watched /proc/stat for {interval!r} s")
+
+    monkeypatch.setattr("corelat._measure.check.check_busy", watch)
+    with pytest.raises(corelat.InputError, match="^interval "):
+        corelat.check(str(bare), interval=interval, measure_skew=False)
+
+
+def test_check_refuses_a_measure_skew_that_is_not_a_bool(bare, monkeypatch):
+    monkeypatch.setattr("corelat._measure.check.check_timer_skew", lambda cpus: pytest.fail("measured"))
+    with pytest.raises(corelat.InputError, match="measure_skew"):
+        corelat.check(str(bare), interval=0.01, measure_skew="no")
+
+
+def test_cli_interval_is_the_api_bound():
+    from conftest import run_cli
+
+    from corelat._measure.check import MAX_INTERVAL
+
+    p = run_cli("check", "--no-skew", "--interval", str(MAX_INTERVAL * 2))
+    assert p.returncode == 2 and "--interval" in p.stderr and "60" in p.stderr, p.stderr

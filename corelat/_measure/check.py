@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from corelat._core.errors import InputError, MeasurementError
+from corelat._core.errors import InputError, InputTypeError, MeasurementError
 from corelat._core.types import CPUs, Path
 from corelat._measure.measurers import clock_skew
 from corelat._results.check import CheckReport
@@ -37,6 +37,11 @@ from corelat._system.conditions import (
     check_tsc,
 )
 from corelat._system.timer import timer_info
+from corelat._system.validate import seconds
+
+#: The watch of ``/proc/stat`` for busy CPUs, in seconds: its counters advance in ticks of 10 ms
+#: (USER_HZ), so a shorter watch sees nothing; a minute tells as much as any longer watch.
+MIN_INTERVAL, MAX_INTERVAL = 0.01, 60.0
 
 
 def check_timer_skew(cpus=None):
@@ -101,7 +106,7 @@ def check(root: Path = "/", *, interval: float = 0.2, cpus: CPUs = None,
     root : Path
         ``"/"`` for this machine, or a folder holding another machine's ``sys`` and ``proc``.
     interval : float
-        seconds between the two reads of ``/proc/stat`` for busy CPUs and steal time.
+        seconds between the two reads of ``/proc/stat`` for busy CPUs and steal time, 0.01 to 60.
     cpus : CPUs
         CPUs for the timer-skew measurement (default: all this process may use).
     measure_skew : bool | None
@@ -113,7 +118,15 @@ def check(root: Path = "/", *, interval: float = 0.2, cpus: CPUs = None,
     >>> import corelat
     >>> report = corelat.check(interval=0.05)  # doctest: +SKIP
     >>> [item.name for item in report if item.matters]  # doctest: +SKIP
+
+    Raises
+    ------
+    InputError
+        For an ``interval`` out of range, or a ``measure_skew`` that is neither None nor a bool.
     """
+    interval = seconds("interval", interval, MIN_INTERVAL, MAX_INTERVAL)
+    if measure_skew is not None and not isinstance(measure_skew, bool):
+        raise InputTypeError(f"measure_skew must be True, False or None, got {measure_skew!r:.60}")
     return run_checks(root, interval=interval, cpus=cpus, measure_skew=measure_skew)
 
 

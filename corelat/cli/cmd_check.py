@@ -3,7 +3,7 @@
 import os
 
 from corelat._core.errors import InputError
-from corelat._measure.check import check
+from corelat._measure.check import MAX_INTERVAL, MIN_INTERVAL, check
 from corelat._system.validate import resolve_cpus
 
 from . import common
@@ -12,7 +12,7 @@ from . import common
 def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--interval", type=float, default=0.2, metavar="SECONDS",
-                   help="how long to watch /proc/stat for busy CPUs (default 0.2)")
+                   help="how long to watch /proc/stat for busy CPUs (default 0.2, at most 60)")
     p.add_argument("--no-skew", dest="skew", action="store_false",
                    help="do not measure the timer offset between CPUs")
     p.add_argument("--cpus", "-c", metavar="SELECTION",
@@ -26,8 +26,9 @@ def run(args):
     if not os.path.isdir(args.root):
         raise InputError(f"--root {args.root!r} is not a folder (it should hold another machine's sys/ and "
                          "proc/)")
-    if not 0 < args.interval <= 60:
-        raise InputError(f"--interval must be between 0 and 60 seconds, got {args.interval}")
+    if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:  # check() says so too, as "interval"
+        raise InputError(f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, "
+                         f"got {args.interval:g}")
     cpus = None
     if args.cpus:
 

@@ -77,7 +77,10 @@ static PyObject *py_timer_init(PyObject *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     if (rc != 0)
         return PyErr_Format(PyExc_RuntimeError, "no hardware timer on this architecture");
-    timer_state = info;
+    /* The active timer's calibration, not necessarily this call's: another thread's init may have ended
+     * after it, and its kind is the one the kernels read now. */
+    if (corelat_timer_current(&timer_state) != 0)
+        timer_state = info;
     timer_ready = 1;
     return timer_dict();
 }
@@ -308,6 +311,8 @@ enum pair_range {
     CLOSED_CLOSED, /* lo <= v <= hi */
 };
 
+#define MAX_COUNT ((double)(1ll << 40))
+
 /* A keyword: its PyArg format unit, where its value goes, its range. */
 static const struct {
     char *name;
@@ -321,11 +326,14 @@ static const struct {
     [K_KERNEL] = {"kernel", 'i', offsetof(pair_args, kernel), ANY, 0, 0},
     [K_KIND] = {"kind", 'i', offsetof(pair_args, kind), ANY, 0, 0},
     [K_ORDER] = {"order", 'O', offsetof(pair_args, order_obj), ANY, 0, 0},
-    [K_ROUND_TRIPS] = {"round_trips", 'L', offsetof(pair_args, round_trips), ANY, 0, 0},
-    [K_MESSAGES] = {"messages", 'L', offsetof(pair_args, messages), ANY, 0, 0},
-    [K_SAMPLES] = {"samples", 'L', offsetof(pair_args, samples), CLOSED_CLOSED, -HUGE_VAL,
-                   (double)(1ll << 40)},
-    [K_WARMUP] = {"warmup", 'L', offsetof(pair_args, warmup), ANY, 0, 0},
+    /* The counts: each at most 2^40, so warm-up plus samples, and the sequence numbers a batch counts
+     * (round trips or messages times samples), fit in the kernels' int64 and uint64 counters (a warm-up
+     * of 2^63 - 1 wrapped the sum negative: an empty loop, an empty array). Python's limits are far
+     * below; these are for callers of the binding. */
+    [K_ROUND_TRIPS] = {"round_trips", 'L', offsetof(pair_args, round_trips), CLOSED_CLOSED, 1, MAX_COUNT},
+    [K_MESSAGES] = {"messages", 'L', offsetof(pair_args, messages), CLOSED_CLOSED, 1, MAX_COUNT},
+    [K_SAMPLES] = {"samples", 'L', offsetof(pair_args, samples), CLOSED_CLOSED, 1, MAX_COUNT},
+    [K_WARMUP] = {"warmup", 'L', offsetof(pair_args, warmup), CLOSED_CLOSED, 0, MAX_COUNT},
     [K_TIMEOUT] = {"timeout", 'd', offsetof(pair_args, timeout), OPEN_OPEN, 0, 1e6},
     [K_STALL] = {"stall_responder", 'p', offsetof(pair_args, stall), ANY, 0, 0},
     [K_OFFSET_TICKS] = {"offset_ticks", 'L', offsetof(pair_args, offset_ticks), ANY, 0, 0},
@@ -378,6 +386,30 @@ static int pair_in_range(const pair_args *a, enum pair_key k)
     }
 }
 
+/* The ValueError for a keyword out of its range: the kernel's message, then the keyword, its value and
+ * its range. */
+static void out_of_range(const pair_kernel *k, const pair_args *a, enum pair_key key)
+{
+    const char *field = (const char *)a + pair_keys[key].offset;
+    char value[64];
+    switch (pair_keys[key].unit) {
+    case 'i':
+        PyOS_snprintf(value, sizeof value, "%d", *(const int *)field);
+        break;
+    case 'L':
+        PyOS_snprintf(value, sizeof value, "%lld", *(const long long *)field);
+        break;
+    default:
+        PyOS_snprintf(value, sizeof value, "%g", *(const double *)field);
+        break;
+    }
+    double lo = pair_keys[key].lo, hi = pair_keys[key].hi;
+    const char *open = pair_keys[key].range == OPEN_OPEN ? "(" : "[";
+    const char *close = pair_keys[key].range == CLOSED_CLOSED ? "]" : ")";
+    PyErr_Format(PyExc_ValueError, "%s: %s=%s is out of its range %s%.17g, %.17g%s", k->invalid,
+                 pair_keys[key].name, value, open, lo, hi, close);
+}
+
 /* Parse a pair call by its kernel's row, check the ranges and run it. The checks keep the order the
  * three copied parsers had, so every error is the one they raised: PyArg's TypeErrors, then home, then
  * order, then the ranges (k->invalid), then the kernel's own (in k->run). */
@@ -411,7 +443,7 @@ static PyObject *pair_call(const pair_kernel *k, PyObject *args, PyObject *kw)
         goto error;
     for (int i = 0; i < n; i++) {
         if (!pair_in_range(&a, k->keys[i])) {
-            PyErr_SetString(PyExc_ValueError, k->invalid);
+            out_of_range(k, &a, k->keys[i]);
             goto error;
         }
     }

@@ -40,6 +40,7 @@
  * start-up: LSE `cas` where the CPU has it, else the LL/SC loop (ldxr/stxr). They move the line
  * differently -- a failed LL/SC compare does not take the line exclusive -- so results say which. */
 #if defined(__aarch64__) && defined(__GNUC__) && !defined(__clang__)
+#include <pthread.h>
 #include <sys/auxv.h>
 #ifndef HWCAP_ATOMICS
 #define HWCAP_ATOMICS (1 << 8)
@@ -59,7 +60,12 @@
 
 static int have_lse(void) { return (getauxval(AT_HWCAP) & HWCAP_ATOMICS) != 0; }
 
-static int use_lse = -1; /* chosen by corelat_pp_new, before any thread starts */
+/* Chosen once, by the first corelat_pp_new: pthread_once orders the write before every caller's return,
+ * and each job's threads start after their corelat_pp_new, so every read sees it (a later sweep's
+ * corelat_pp_new, perhaps while another sweep's threads read it, writes nothing). */
+static int use_lse;
+static pthread_once_t lse_once = PTHREAD_ONCE_INIT;
+static void choose_lse(void) { use_lse = have_lse(); }
 
 const char *corelat_pp_cas_impl(void) { return have_lse() ? "lse cas" : "ll/sc (ldxr/stxr)"; }
 
@@ -72,7 +78,7 @@ static int cas_pong(atomic_uint *flag, int64_t n, uint64_t base, corelat_spin *s
 {
     return use_lse ? cas_pong_lse(flag, n, base, s) : cas_pong_llsc(flag, n, base, s);
 }
-#define CHOOSE_CAS() (use_lse = use_lse < 0 ? have_lse() : use_lse)
+#define CHOOSE_CAS() pthread_once(&lse_once, choose_lse)
 #else
 const char *corelat_pp_cas_impl(void)
 {

@@ -1,6 +1,7 @@
 /* Plain-C self-test of the kernels, without Python: for ASan/UBSan, TSan, valgrind and qemu runs
  * (see Makefile). Exercises the success, time-out, abort, moved-thread, frozen-partner, budget and
  * bad-CPU paths. No assertion depends on how fast anything runs. */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -555,6 +556,55 @@ static void stopped_process(int slow)
     EXPECT_STATUS(WIFEXITED(ws) ? WEXITSTATUS(ws) : 200, CORELAT_OK);
 }
 
+/* corelat_timer_init from other threads while a job's threads read the active timer, as the binding
+ * allows (called from a second Python thread, it calibrates with the GIL released): the kind is read and
+ * written atomically (make tsan), two inits take turns, and the job completes. Then a fork while a
+ * thread calibrates: the child's own init returns (the fork waited for the lock, not copied it held). */
+static void *reinit_timer(void *arg)
+{
+    corelat_timer_info info;
+    for (int i = 0; i < 3; i++)
+        EXPECT(corelat_timer_init(*(const int *)arg, 2000000, &info) == 0);
+    return NULL;
+}
+
+static void timer_init_while_measuring(int kind)
+{
+    corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, ok_wait);
+    p.samples = 200;
+    int status;
+    corelat_pp_job *job = corelat_pp_new(&p, &status);
+    EXPECT(job != NULL);
+    if (!job)
+        return;
+    pthread_t t[2];
+    EXPECT_STATUS(corelat_pp_start(job), CORELAT_OK);
+    for (int i = 0; i < 2; i++)
+        EXPECT(pthread_create(&t[i], NULL, reinit_timer, &kind) == 0);
+    EXPECT_STATUS(corelat_job_run(&job->head, grace_ns), CORELAT_OK);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    corelat_job_release(&job->head);
+    corelat_timer_info now;
+    EXPECT(corelat_timer_current(&now) == 0 && now.kind == kind);
+
+    pthread_create(&t[0], NULL, reinit_timer, &kind);
+    sleep_s(0.002);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(corelat_timer_init(kind, 1000000, &now) == 0 ? 0 : 1);
+    int ws = -1;
+    for (int i = 0; i < 2000 && pid > 0 && waitpid(pid, &ws, WNOHANG) == 0; i++)
+        sleep_s(0.005);
+    if (pid > 0 && ws == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &ws, 0);
+    }
+    EXPECT(pid > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    pthread_join(t[0], NULL);
+}
+
 int main(void)
 {
     corelat_timer_info info;
@@ -628,6 +678,7 @@ int main(void)
     moved_partner(20000000);
     moved_partner(0);
     moved_busy(&info);
+    timer_init_while_measuring(info.kind);
     EXPECT(corelat_jobs_alive() == 0);
     stopped_process(slow != NULL);
 

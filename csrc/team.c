@@ -491,8 +491,6 @@ static int publish(corelat_page *p, corelat_member *m, void (*prepare)(char *buf
     return CORELAT_OK;
 }
 
-int corelat_page_publish(corelat_page *p, corelat_member *m) { return publish(p, m, NULL); }
-
 int corelat_page_join(corelat_page *p, corelat_member *m, void (*prepare)(char *buf))
 {
     int toucher = p->place ? p->place->toucher : CORELAT_TOUCH_INITIATOR;

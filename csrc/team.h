@@ -139,9 +139,6 @@ typedef struct {
 
 void corelat_page_init(corelat_page *p);
 
-/* Map, zero and announce the page; returns a status (errno in m->err on failure). */
-int corelat_page_publish(corelat_page *p, corelat_member *m);
-
 /* Spin (bounded, abort-aware) until the page is announced. */
 int corelat_page_await(corelat_page *p, corelat_member *m);
 

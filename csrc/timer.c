@@ -1,12 +1,24 @@
 #include "timer.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
-int corelat_timer_kind_active = CORELAT_TIMER_CLOCK;
+atomic_int corelat_timer_kind_active = CORELAT_TIMER_CLOCK;
+
+/* corelat_timer_init's turn: it guards the deltas buffer below and the (kind, calibration) pair. A fork
+ * takes the lock first (pthread_atfork), so a child never inherits it held by a thread it does not have. */
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static corelat_timer_info current;
+static int have_current;
+
+static void init_lock(void) { pthread_mutex_lock(&init_mu); }
+static void init_unlock(void) { pthread_mutex_unlock(&init_mu); }
+static void register_atfork(void) { pthread_atfork(init_lock, init_unlock, init_unlock); }
 
 uint64_t corelat_clock_ns_cold(void) { return corelat_clock_ns(); }
 
@@ -100,7 +112,7 @@ double corelat_timer_step(const uint64_t *d, int n)
 
 static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint64_t (*read_serial)(void))
 {
-    static uint64_t d[READS]; /* timer_init runs once, before any measuring thread */
+    static uint64_t d[READS]; /* under init_mu */
     info->overhead_serial = read_deltas(read_serial, d);
     info->overhead = read_deltas(read, d);
     info->resolution = corelat_timer_step(d, READS);
@@ -117,8 +129,8 @@ static void measure_reads(corelat_timer_info *info, uint64_t (*read)(void), uint
     }
 }
 
-static uint64_t read_active(void) { return corelat_ticks(); }
-static uint64_t read_active_serial(void) { return corelat_ticks_serial(); }
+static uint64_t read_hw(void) { return corelat_hw_ticks(); }
+static uint64_t read_hw_serial(void) { return corelat_hw_ticks_serial(); }
 static uint64_t read_clock_mono(void)
 {
     struct timespec ts;
@@ -148,7 +160,8 @@ int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info
 {
     if (kind == CORELAT_TIMER_HW && !CORELAT_HAVE_HW_TIMER)
         return -1;
-    corelat_timer_kind_active = kind;
+    pthread_once(&atfork_once, register_atfork);
+    init_lock();
     info->kind = kind;
     info->hw_invariant = corelat_timer_hw_invariant();
     if (kind == CORELAT_TIMER_CLOCK) {
@@ -177,6 +190,24 @@ int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info
         }
         info->ticks_per_ns = rate;
     }
-    measure_reads(info, read_active, read_active_serial);
+    /* The kind's own reads, not the active ones: the kind becomes active only once it is calibrated. */
+    if (kind == CORELAT_TIMER_HW)
+        measure_reads(info, read_hw, read_hw_serial);
+    else
+        measure_reads(info, corelat_clock_ns_cold, corelat_clock_ns_cold);
+    current = *info;
+    have_current = 1;
+    atomic_store_explicit(&corelat_timer_kind_active, kind, memory_order_relaxed);
+    init_unlock();
     return 0;
+}
+
+int corelat_timer_current(corelat_timer_info *info)
+{
+    init_lock();
+    int ok = have_current;
+    if (ok)
+        *info = current;
+    init_unlock();
+    return ok ? 0 : -1;
 }

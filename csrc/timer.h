@@ -1,11 +1,12 @@
 /* Timers: the cheapest counter each architecture offers, and a portable fallback.
  *
- * Reads are inline so kernels pay only the instruction. Which counter is active is chosen once by
- * corelat_timer_init() (before any measuring thread starts) and kept in a global that kernels read;
- * the branch on it is perfectly predicted. */
+ * Reads are inline so kernels pay only the instruction. Which counter is active is chosen by
+ * corelat_timer_init() and kept in a global that kernels read; the branch on it is perfectly
+ * predicted. */
 #ifndef CORELAT_TIMER_H
 #define CORELAT_TIMER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -45,7 +46,17 @@ typedef struct {
     uint64_t hist_count[CORELAT_TIMER_HIST];
 } corelat_timer_info;
 
-extern int corelat_timer_kind_active;
+/* The active timer's kind (enum corelat_timer_kind). corelat_timer_init() may run (the binding called
+ * from another Python thread: the GIL is released while it calibrates) while another sweep's threads
+ * read it: atomic. Relaxed is enough: a reader needs only the value, which read to make; nothing else is
+ * published through it (the calibration itself is handed over by corelat_timer_current()). A relaxed
+ * load is a plain load on x86-64 and aarch64: the timed reads cost what they did. */
+extern atomic_int corelat_timer_kind_active;
+
+static inline int corelat_timer_kind(void)
+{
+    return atomic_load_explicit(&corelat_timer_kind_active, memory_order_relaxed);
+}
 
 static inline uint64_t corelat_clock_ns(void)
 {
@@ -92,22 +103,27 @@ uint64_t corelat_clock_ns_cold(void) __attribute__((noinline, cold));
 
 static inline uint64_t corelat_ticks(void)
 {
-    return __builtin_expect(corelat_timer_kind_active == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks()
-                                                                              : corelat_clock_ns_cold();
+    return __builtin_expect(corelat_timer_kind() == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks()
+                                                                         : corelat_clock_ns_cold();
 }
 
 static inline uint64_t corelat_ticks_serial(void)
 {
-    return __builtin_expect(corelat_timer_kind_active == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks_serial()
-                                                                              : corelat_clock_ns_cold();
+    return __builtin_expect(corelat_timer_kind() == CORELAT_TIMER_HW, 1) ? corelat_hw_ticks_serial()
+                                                                         : corelat_clock_ns_cold();
 }
 
 /* Does the hardware declare a constant-rate counter (x86 CPUID invariant TSC; always on aarch64)? */
 int corelat_timer_hw_invariant(void);
 
 /* Choose the timer (kind = CORELAT_TIMER_HW or CORELAT_TIMER_CLOCK) and calibrate it for
- * calibrate_ns of wall time. Returns 0, or -1 when the hardware timer does not exist here. */
+ * calibrate_ns of wall time. Returns 0, or -1 when the hardware timer does not exist here. Calls from
+ * several threads take turns (a lock, which a fork waits for: pthread_atfork); the kind becomes active
+ * when its calibration is done, together with what corelat_timer_current() hands out. */
 int corelat_timer_init(int kind, uint64_t calibrate_ns, corelat_timer_info *info);
+
+/* The calibration of the active timer (the last corelat_timer_init() to end): 0, or -1 before any. */
+int corelat_timer_current(corelat_timer_info *info);
 
 /* The counter's step in ticks from n sorted back-to-back deltas: the spacing of the clusters they
  * fall in (a fractional step such as 24.45 ticks shows as neighbours 24/25, 48/49; a 26-tick step

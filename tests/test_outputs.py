@@ -176,14 +176,11 @@ def test_o_twice_writes_the_data_then_the_report(tmp_path, monkeypatch, canned, 
     assert err.index("saved to") < err.index("r.html") and err.count("saved to") == 2
 
 
-@pytest.mark.parametrize("broken", ["fails", "absent"])
-def test_a_report_that_fails_never_costs_the_data(tmp_path, monkeypatch, canned, capsys, broken):
-    if broken == "fails":
-        def write(result, path):
-            raise RuntimeError("jinja2 is not installed")
-        fake_report(monkeypatch, write)
-    else:
-        monkeypatch.setitem(sys.modules, "corelat._report", None)
+def test_a_report_that_fails_never_costs_the_data(tmp_path, monkeypatch, canned, capsys):
+    def write(result, path):
+        raise RuntimeError("jinja2 is not installed")
+
+    fake_report(monkeypatch, write)
     status = main(["50", "20", "-o", str(tmp_path / "r.npz"), "-o", str(tmp_path / "r.pdf")])
     out, err = capsys.readouterr()
     assert status == 1
@@ -191,6 +188,14 @@ def test_a_report_that_fails_never_costs_the_data(tmp_path, monkeypatch, canned,
     errors = [line for line in err.splitlines() if line.startswith("corelat: error")]
     assert len(errors) == 1 and "r.pdf" in errors[0] and "report was not written" in errors[0], err
     assert "Traceback" not in err and not (tmp_path / "r.pdf").exists()
+
+
+def test_a_report_corelat_cannot_write_is_refused_before_measuring(tmp_path, monkeypatch, canned, capsys):
+    monkeypatch.setitem(sys.modules, "corelat._report", None)  # issue 34: once measured, then refused
+    status = main(["50", "20", "-o", str(tmp_path / "r.npz"), "-o", str(tmp_path / "r.pdf")])
+    err = capsys.readouterr().err
+    assert status == 2 and "-o " in err and "r.pdf" in err and "nothing was measured" in err, err
+    assert not (tmp_path / "r.npz").exists()
 
 
 def test_o_twice_the_same_file_or_a_wrong_suffix_is_refused_before_measuring(tmp_path, canned, capsys):

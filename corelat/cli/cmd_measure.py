@@ -24,6 +24,11 @@ from . import ValueAfterEquals, common, outputs
 
 def add_arguments(p):
     add_measure_options(p)
+    p.add_argument("-b", "--bench", type=bench_list, metavar="LIST",
+                   help="core-to-core-latency's benchmarks, a comma list measured in turn: 1 = cas, 2 = rw, "
+                        "3 = oneway (e.g. -b 1,3; kernel names work too); instead of --kernel")
+    # The default of --kernel is said by run (cas): None here tells a --kernel given beside --bench.
+    p.set_defaults(kernel=None)
     common.add_order_argument(p)
     common.add_statistic_argument(p, "what the matrix cells show (default: median ± half its 95%% CI) "
                                      "and a CSV holds (default: mean, core-to-core-latency's own)")
@@ -44,7 +49,7 @@ def add_measure_options(p):
     p.add_argument("samples", nargs="?", type=int, default=None, metavar="SAMPLES",
                    help="exactly this many samples per pair (fixed-size); default: sample each pair "
                         f"until its median is known to ±{DEFAULT_PRECISION * 100:g}%%")
-    p.add_argument("--cpus", "-c", metavar="SELECTION",
+    p.add_argument("--cpus", "--cores", "-c", metavar="SELECTION",
                    help=f"CPUs to measure: {common.CPUS_HELP} (default: all allowed)")
     p.add_argument("--kernel", "-k", default="cas", choices=list(ALL_KERNELS),
                    help="cas: compare-exchange on one line (default); rw: load/store on two lines; "
@@ -102,6 +107,42 @@ def sampling_options(args):
     return {"round_trips": args.round_trips, "samples": args.samples, "warmup": getattr(args, "warmup", None),
             "timeout": args.timeout, "precision": args.precision, "max_samples": args.max_samples,
             "max_time_per_pair": args.max_time_per_pair}
+
+
+#: core-to-core-latency's bench numbers (its -b/--bench) and the kernels they are.
+BENCHES = {"1": "cas", "2": "rw", "3": "oneway"}
+
+
+def bench_list(text):
+    """argparse ``type=`` for ``-b/--bench``: ``1,3`` (or kernel names) as the kernels, in order."""
+    kernels = []
+    for word in (w.strip() for w in text.split(",")):
+        if not word:
+            continue
+        kernel = BENCHES.get(word, word if word in ALL_KERNELS else None)
+        if kernel is None:
+            shown = word if word.isdigit() else repr(word)
+            raise argparse.ArgumentTypeError(
+                f"{shown} is not a bench: " + ", ".join(f"{n} = {k}" for n, k in BENCHES.items())
+                + f" (or a kernel: {', '.join(ALL_KERNELS)})")
+        if kernel not in kernels:
+            kernels.append(kernel)
+    if not kernels:
+        raise argparse.ArgumentTypeError(f"{text!r} names no bench: give e.g. -b 1 or -b 1,3")
+    return kernels
+
+
+def kernels(args):
+    """The kernels to measure in turn: ``--bench``'s list, else ``--kernel`` (default cas)."""
+    if args.bench and args.kernel is not None:
+        raise InputError("-b/--bench and --kernel both choose the kernel: give one of them")
+    if len(args.bench or ()) > 1:
+        several = f"-b measures {len(args.bench)} ({', '.join(args.bench)}); give one bench per command"
+        if args.output:
+            raise InputError(f"-o saves one result: {several} to save each")
+        if args.json:
+            raise InputError(f"--json prints one result: {several}")
+    return args.bench or [args.kernel or "cas"]
 
 
 def _retest_count(text):
@@ -173,6 +214,10 @@ def request_options(args, make=SweepOptions.request, **fields):
 def run(args):
     if args.csv and args.json:
         raise InputError("--csv and --json both print the result on stdout: choose one")
+    todo = kernels(args)
+    if len(todo) > 1:
+        return _run_benches(args, todo)
+    args.kernel = todo[0]
     paths = outputs.check(args.output, data=outputs.DATA_SUFFIXES)
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     order = common.measure_order(args.order)
@@ -196,6 +241,19 @@ class _Unsaid(str):
 def _csv_statistic(args):
     """The statistic a CSV holds: --statistic where given, else None (the layout's: the mean)."""
     return None if isinstance(args.statistic, _Unsaid) else str(args.statistic)
+
+
+def _run_benches(args, todo):
+    """core-to-core-latency's ``-b 1,3``: each bench measured and printed in turn, as it does; the
+    options of every one checked on this machine before the first measures (a bad one costs no minutes)."""
+    each = [argparse.Namespace(**{**vars(args), "kernel": kernel, "bench": None}) for kernel in todo]
+    for one in each:
+        request_options(one, SweepOptions.build)
+    for i, one in enumerate(each):
+        if i:
+            print(file=sys.stderr if args.csv else sys.stdout)
+        run(one)
+    return 0
 
 
 def _csv_text(result, statistic):

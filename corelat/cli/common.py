@@ -2,11 +2,13 @@
 
 import inspect
 import json
+import os
 import sys
 
 import numpy as np
 
 from corelat._analysis.structure import structure
+from corelat._core.errors import InputError
 from corelat._core.text import counts as fmt_counts
 from corelat._core.types import DEFAULT_ORDER, ORDERS, STATISTICS
 from corelat._measure.quality import for_cli
@@ -30,6 +32,46 @@ def home_arg(text):
     """``--home`` of report and plot: a home label (``node:1``, ``responder``) or a NUMA node number."""
     text = text.strip()
     return int(text) if text.isdigit() else text
+
+
+#: Suffixes of the files compare and plot read: a word of --names that ends so is taken for a file.
+_RESULT_SUFFIXES = (".npz", ".csv", ".txt", ".json", ".out", ".log", ".dat")
+
+
+def add_names_argument(p, help):
+    """``--names``: labels for the files, as ``--names a b`` or ``--names a,b``, before or after the
+    files (see :func:`files_and_names`)."""
+    p.add_argument("--names", nargs="+", metavar="NAME", help=help + "; --names a,b or --names a b")
+
+
+def _a_file(word):
+    return word.lower().endswith(_RESULT_SUFFIXES) or os.path.exists(word)
+
+
+def trailing_files(words, is_value):
+    """(values, files): the words an option of ``nargs="+"`` took, less the trailing ones that are
+    not its values (``--names a b A.npz B.npz``: argparse gives all four to --names)."""
+    words = list(words or ())
+    k = len(words)
+    while k > 1 and not is_value(words[k - 1]):
+        k -= 1
+    return words[:k], words[k:]
+
+
+def files_and_names(args):
+    """``args.files`` with the files that ``--names`` swallowed, and the names (None: not given).
+    One word with commas is a comma list, the words after it files; otherwise the trailing words
+    that are files (a result file's suffix, or a path that exists) are files."""
+    names, files = args.names, list(args.files)
+    if names:
+        if "," in names[0]:
+            names, extra = [n.strip() for n in names[0].split(",")], names[1:]
+        else:
+            names, extra = trailing_files(names, lambda w: not _a_file(w))
+        files += extra
+    if not files:
+        raise InputError("give the result files (FILE ...)")
+    return files, names
 
 
 def add_order_argument(p, what="matrix"):

@@ -21,6 +21,7 @@ import sys
 
 from corelat._core import files as _files
 from corelat._core.errors import InputError
+from corelat._core.extras import require
 from corelat._core.text import printable
 
 
@@ -198,7 +199,24 @@ def check(paths, data=(".npz",)):
         if key in seen:
             raise InputError(f"-o {path!r} is given twice")
         seen.add(key)
+    for path in filter(_is_report, paths):
+        check_report_needs(path)
     return paths
+
+
+#: What ``corelat._report`` imports to write a report, by suffix (the ``report`` extra).
+REPORT_NEEDS = {".html": ("matplotlib",), ".pdf": ("matplotlib", "matplotlib.backends.backend_pdf")}
+
+
+def check_report_needs(path):
+    """Refuse a report whose packages do not load (matplotlib not installed, or not loading under
+    ``ulimit -v``) before the measurement, which would otherwise end in a report not written."""
+    try:
+        importlib.import_module("corelat._report")
+        for module in REPORT_NEEDS[os.path.splitext(path)[1].lower()]:
+            require(module, "report", "the report")
+    except ImportError as e:
+        raise InputError(f"-o {shown(path)}: {' '.join(str(e).split())}; nothing was measured") from None
 
 
 def _is_report(path):

@@ -386,28 +386,35 @@ static int pair_in_range(const pair_args *a, enum pair_key k)
     }
 }
 
+/* A value or bound in a message: whole for the integer units, as it is for doubles, "inf" unbounded. */
+static void format_number(char *out, size_t size, char unit, double v)
+{
+    if (isinf(v))
+        PyOS_snprintf(out, size, "%sinf", v < 0 ? "-" : "");
+    else if (unit == 'd')
+        PyOS_snprintf(out, size, "%.17g", v);
+    else
+        PyOS_snprintf(out, size, "%lld", (long long)v);
+}
+
 /* The ValueError for a keyword out of its range: the kernel's message, then the keyword, its value and
  * its range. */
 static void out_of_range(const pair_kernel *k, const pair_args *a, enum pair_key key)
 {
     const char *field = (const char *)a + pair_keys[key].offset;
-    char value[64];
-    switch (pair_keys[key].unit) {
-    case 'i':
+    char unit = pair_keys[key].unit, value[32], lo[32], hi[32], msg[512];
+    if (unit == 'i')
         PyOS_snprintf(value, sizeof value, "%d", *(const int *)field);
-        break;
-    case 'L':
+    else if (unit == 'L')
         PyOS_snprintf(value, sizeof value, "%lld", *(const long long *)field);
-        break;
-    default:
-        PyOS_snprintf(value, sizeof value, "%g", *(const double *)field);
-        break;
-    }
-    double lo = pair_keys[key].lo, hi = pair_keys[key].hi;
-    const char *open = pair_keys[key].range == OPEN_OPEN ? "(" : "[";
-    const char *close = pair_keys[key].range == CLOSED_CLOSED ? "]" : ")";
-    PyErr_Format(PyExc_ValueError, "%s: %s=%s is out of its range %s%.17g, %.17g%s", k->invalid,
-                 pair_keys[key].name, value, open, lo, hi, close);
+    else
+        format_number(value, sizeof value, 'd', *(const double *)field);
+    format_number(lo, sizeof lo, unit, pair_keys[key].lo);
+    format_number(hi, sizeof hi, unit, pair_keys[key].hi);
+    PyOS_snprintf(msg, sizeof msg, "%s: %s=%s is out of its range %s%s, %s%s", k->invalid,
+                  pair_keys[key].name, value, pair_keys[key].range == OPEN_OPEN ? "(" : "[", lo, hi,
+                  pair_keys[key].range == CLOSED_CLOSED ? "]" : ")");
+    PyErr_SetString(PyExc_ValueError, msg);
 }
 
 /* Parse a pair call by its kernel's row, check the ranges and run it. The checks keep the order the

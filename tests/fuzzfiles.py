@@ -170,15 +170,52 @@ def write_text_header(path, text, arrays):
         _npz._write_archive(f, members)
 
 
-def outcome(path):
-    """"ok" when ``corelat.load`` gives a result or raises InputError and ``corelat report`` then
-    ends with 0 or 2 without an internal error; else what went wrong (an exception's name)."""
+#: Every door a file comes in by: ``corelat.load`` and the ``load`` of each kind that saves.
+DOORS = {"corelat.load": corelat.load,
+         **{f"{cls.__name__}.load": cls.load
+            for cls in (corelat.LatencyResult, corelat.SMTResult, corelat.LockResult, corelat.PlacementResult,
+                        corelat.FleetResult, corelat.CheckReport, corelat.Topology)}}
+
+
+def _door(load, path):
+    """``(what happened, the result)``: "accepted", "refused" (InputError) or an exception's name."""
     try:
-        corelat.load(path)
+        return "accepted", load(path)
     except corelat.InputError:
-        return "ok"
+        return "refused", None
     except Exception as e:  # noqa: BLE001 - every other exception is what the fuzzing looks for
-        return type(e).__name__
+        return type(e).__name__, None
+
+
+def doors(path):
+    """What each door of :data:`DOORS` makes of ``path``: "ok" when every door gives a result or
+    raises InputError and the kind's own door agrees with ``corelat.load`` (refuses what it refuses,
+    else gives an equal result); else what went wrong, door by door."""
+    ref, result = _door(corelat.load, path)
+    bad = [] if ref in ("accepted", "refused") else [f"corelat.load: {ref}"]
+    for name, load in DOORS.items():
+        if load is corelat.load:
+            continue
+        got, r = _door(load, path)
+        own = result is not None and type(result) is getattr(load, "__self__", None)
+        if got not in ("accepted", "refused"):
+            bad.append(f"{name}: {got}")
+        elif own and (got != "accepted" or r != result):
+            bad.append(f"{name}: {got} a file corelat.load accepted")
+        elif got == "accepted" and not own:
+            bad.append(f"{name}: accepted a file corelat.load {ref}")
+    return "; ".join(bad) or "ok"
+
+
+def outcome(path):
+    """"ok" when every door (:func:`doors`) gives a result or raises InputError, agreeing with
+    ``corelat.load``, and ``corelat report`` then ends with 0 or 2 without an internal error; else what
+    went wrong."""
+    problem = doors(path)
+    if problem != "ok":
+        return problem
+    if _door(corelat.load, path)[0] == "refused":
+        return "ok"
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = cli_main(["report", str(path)])

@@ -13,9 +13,11 @@ from conftest import run_cli
 
 import corelat
 from corelat import CheckReport, LatencyResult, LockResult, PlacementResult, SMTResult
+from corelat._core import protocol
 from corelat._core.protocol import Result, SavedResult, thaw
 from corelat._fleet import synth as _synth
 from corelat._measure.locks import summarise
+from corelat._results import schema
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -318,3 +320,10 @@ def test_cli_measure_json():
     assert d["kind"] == "latency" and d["cpus"] == CPUS[:2] and len(d["records"]) == 2
     p = run_cli("10", "3", "--json", "--csv")
     assert p.returncode == 2 and "choose one" in p.stderr
+
+
+def test_every_door_runs_the_same_file_checks():
+    # Issue 34 item 11: corelat.load and each kind's load read a file by one path
+    # (SavedResult._from_file), which runs the checks corelat._results.schema registers per kind.
+    assert set(protocol.file_checks()) == set(schema.HEADERS)
+    assert all(check is schema.check_file for check in protocol.file_checks().values())

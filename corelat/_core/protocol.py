@@ -18,15 +18,16 @@ See ``docs/results.md``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from corelat._core import npz as _npz
-from corelat._core.errors import InputError
+from corelat._core.errors import InputError, InputTypeError
 
 if TYPE_CHECKING:  # annotations only (typing_extensions: for Python < 3.11; mypy brings it)
     from typing_extensions import Self
@@ -127,6 +128,46 @@ def from_file(path, build):
         raise InputError(f"{path}: inconsistent corelat file ({e})") from None
 
 
+#: kind -> ``check(header, arrays, path)``, raising InputError: what a file of that kind must hold beyond
+#: the container's checks. The schema lives a layer up (``corelat._results.schema`` registers it when
+#: the result classes are imported), so that every door into a file, :func:`corelat.load` and each
+#: kind's ``load``, runs the same checks through :meth:`SavedResult._from_file`.
+_FILE_CHECKS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any], Any], None]] = {}
+
+#: What a reader of a malformed dict or file can raise before a check names the problem.
+_MALFORMED = (KeyError, ValueError, TypeError, IndexError, AttributeError, OverflowError)
+
+
+def register_file_check(kind, check):
+    """Make ``check(header, arrays, path)`` run on every file of ``kind``, whichever door reads it."""
+    _FILE_CHECKS[kind] = check
+
+
+def file_checks():
+    """The kinds whose files have a registered check (a copy)."""
+    return dict(_FILE_CHECKS)
+
+
+def _dict_reader(from_dict, name):
+    """``from_dict`` that answers a dict it cannot read with an InputError, not the raw KeyError,
+    TypeError, OverflowError ... of the field it tripped on."""
+
+    @functools.wraps(from_dict)
+    def read(cls, d, *args, **kwargs):
+        if not isinstance(d, Mapping):
+            raise InputTypeError(f"{name}.from_dict() reads what to_dict() gives (a dict), "
+                                 f"not {type(d).__name__}")
+        try:
+            return from_dict(cls, d, *args, **kwargs)
+        except InputError:
+            raise
+        except _MALFORMED as e:
+            what = f"not a {name} dict, as to_dict() gives: {type(e).__name__}: {e}"
+            raise InputError(what[:2000]) from None
+
+    return classmethod(read)
+
+
 def prefixed(labels, results, field, template="{label}: {text}"):
     """Every part's ``warnings`` or ``notes`` (``field``), each prefixed with the part's label: the
     texts of a result made of other results (a comparison, a placement run)."""
@@ -184,6 +225,13 @@ class SavedResult(Result):
     __slots__ = ()
     _KIND: ClassVar[str]
     __hash__ = None  # as Result's: holds arrays
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # from_dict is a public door as load is: what it cannot read is an InputError, for every kind.
+        own = cls.__dict__.get("from_dict")
+        if isinstance(own, classmethod):
+            cls.from_dict = _dict_reader(own.__func__, cls.__name__)
 
     if TYPE_CHECKING:
         def _to_npz(self) -> tuple[dict[str, Any], dict[str, Any]]: ...
@@ -245,6 +293,15 @@ class SavedResult(Result):
         header, arrays = _npz.read(path)
         if header["kind"] != cls._KIND:
             raise InputError(f"{path}: holds a {header['kind']!r} result, not a {cls._KIND!r} result")
+        return cls._from_file(header, arrays, path)
+
+    @classmethod
+    def _from_file(cls, header: Mapping[str, Any], arrays: Mapping[str, Any], path: Any) -> Self:
+        """The result a file's ``header`` and ``arrays`` hold, after its kind's registered checks: the
+        one path from a file to a result, whichever door (:func:`corelat.load`, ``Kind.load``) it took."""
+        check = _FILE_CHECKS.get(header.get("kind", cls._KIND))
+        if check is not None:
+            check(header, arrays, path)
         return cls._from_npz(header, arrays, path)
 
     if TYPE_CHECKING:

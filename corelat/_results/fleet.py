@@ -551,7 +551,7 @@ def load_fleet(path):
     try:
         if _npz.is_npz(path):
             header, arrays = _npz.read(path)
-            return FleetResult._from_npz(_schema.check_kind(KIND, header, path), arrays, path)
+            return FleetResult._from_file(header, arrays, path)
         d = _npz.parse_json(_files.read_bytes(path, MAX_JSON).decode("utf-8"), path, "the file")
         return _resolved(FleetResult.from_dict(_schema.check_kind(KIND, d, path)), path)
     except InputError as e:

@@ -15,7 +15,6 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.types import Path
 from corelat._results import formats as _formats
-from corelat._results import schema as _schema
 from corelat._results.check import CheckReport
 from corelat._results.fleet import FleetResult, load_fleet
 from corelat._results.latency import LatencyResult
@@ -85,7 +84,4 @@ def load(path: Path) -> Any:
     if cls is None:
         raise InputError(f"{path}: holds a {header['kind']!r} result, which this corelat cannot read; "
                          "upgrade corelat")
-    if header["kind"] in _schema.HEADERS:  # latency and topology files check their own
-        _schema.check_kind(header["kind"], header, path)
-        _schema.check_kind_arrays(header["kind"], header, arrays, path)
-    return cls._from_npz(header, arrays, path)
+    return cls._from_file(header, arrays, path)  # the checks of schema.HEADERS, as Kind.load runs them

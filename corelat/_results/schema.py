@@ -16,7 +16,7 @@ import numpy as np
 from corelat._core.errors import InputError
 from corelat._core import npz as _npz
 from corelat._core.npz import short
-from corelat._core.protocol import thaw
+from corelat._core.protocol import register_file_check, thaw
 from corelat._results import locks as _locks
 from corelat._results import locks_names as _lock_names
 from corelat._system.topology import Topology
@@ -512,3 +512,14 @@ def _check_lock_arrays(arrays, path):
 def _lock_tests():
     # Files written by corelat 0.1 name its tests (lock-pthread-mutex, ...): they still load.
     return set(_locks.TESTS) | set(_locks.HIDDEN_TESTS) | set(_lock_names.OLD_TESTS)
+
+
+def check_file(header, arrays, path):
+    """A file of one of :data:`HEADERS`' kinds: its header and arrays checked (what every door runs;
+    latency and topology files check their own in their ``_from_npz``)."""
+    check_kind(header["kind"], header, path)
+    check_kind_arrays(header["kind"], header, arrays, path)
+
+
+for _kind in HEADERS:
+    register_file_check(_kind, check_file)

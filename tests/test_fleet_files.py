@@ -12,7 +12,7 @@ from conftest import run_cli
 
 import corelat
 from corelat._core import npz as _npz
-from corelat._core.errors import InputError
+from corelat._core.errors import InputError, SaveError
 from corelat._fleet import hostlist as _hostlist
 from corelat._fleet import nodes as _fleet
 from corelat._fleet import synth as _fleet_synth
@@ -261,3 +261,14 @@ def test_a_job_array_node_with_other_microcode_is_named(ryzen, tmp_path):
     [o] = got.outliers
     assert (o.node, o.cls) == ("node002", "across") and ("microcode", "0x2", "0x1") in o.differs
     assert "microcode '0x2' (group: '0x1')" in got.describe()
+
+
+@pytest.mark.parametrize("ending", [".json", ".npz"])
+def test_saving_a_fleet_into_a_missing_folder_is_a_save_error(report, tmp_path, ending):
+    # Issue 34 item 12: one error for both endings, as the docstring promises (.json gave InputError).
+    path = tmp_path / "no such folder" / f"fleet{ending}"
+    with pytest.raises(SaveError, match="no such folder") as e:
+        report.save(path)
+    assert not isinstance(e.value, InputError)
+    with pytest.raises(InputError, match=r"\.json or \.npz"):  # a wrong ending is a wrong argument
+        report.save(tmp_path / "fleet.txt")

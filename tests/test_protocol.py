@@ -18,6 +18,7 @@ from corelat._core.protocol import Result, SavedResult, thaw
 from corelat._fleet import synth as _synth
 from corelat._measure.locks import summarise
 from corelat._results import schema
+from corelat._results.load import KINDS as _LOAD_KINDS
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -327,3 +328,21 @@ def test_every_door_runs_the_same_file_checks():
     # (SavedResult._from_file), which runs the checks corelat._results.schema registers per kind.
     assert set(protocol.file_checks()) == set(schema.HEADERS)
     assert all(check is schema.check_file for check in protocol.file_checks().values())
+
+
+def _saved_kinds():
+    """A builder for every kind a file can hold (corelat.load's table), the topology included."""
+    built = {build()._KIND: build for build, _, _ in KINDS.values()}
+    built["topology"] = corelat.topology
+    return built
+
+
+@pytest.mark.parametrize("kind", sorted(_LOAD_KINDS))
+def test_every_saved_kind_takes_arrays_in_to_dict(kind):
+    # Issue 34 item 12: docs/results.md promises arrays= on every saved kind's to_dict.
+    assert set(_saved_kinds()) == set(_LOAD_KINDS)
+    r = _saved_kinds()[kind]()
+    full, small = r.to_dict(arrays=True), r.to_dict(arrays=False)
+    assert json.dumps(full, allow_nan=False) == json.dumps(r.to_dict(), allow_nan=False)
+    json.dumps(small, allow_nan=False)
+    assert set(small) <= set(full) and small["kind"] == kind

@@ -16,7 +16,7 @@ import numpy as np
 from corelat._core import files as _files
 from corelat._core import npz as _npz
 from corelat._core import text as _text
-from corelat._core.errors import InputError, InputKeyError, unreadable
+from corelat._core.errors import InputError, InputKeyError, SaveError, unreadable
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
 from corelat._core.types import Path
 from corelat._results import schema as _schema
@@ -528,11 +528,14 @@ def _count(n, word):
 
 
 def write_bytes(path, data):
-    """Write ``data`` to ``path`` atomically (InputError naming the path when it cannot be written)."""
+    """Write ``data`` to ``path`` atomically: a SaveError naming the path when it cannot be written,
+    as every save raises (``.npz`` and ``.json`` alike)."""
     try:
         _files.atomic_write(path, lambda f: f.write(data))
+    except SaveError:
+        raise
     except OSError as e:
-        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+        raise SaveError(e.errno, e.strerror or str(e), os.fspath(path)) from None
 
 
 def _resolved(result, path):

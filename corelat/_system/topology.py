@@ -444,8 +444,14 @@ class Topology(SavedResult):
 
     # -- serialisation ----------------------------------------------------------------------
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
         """A JSON-serialisable dict holding everything (see :meth:`from_dict`).
+
+        Parameters
+        ----------
+        arrays : bool
+            Accepted as every saved kind accepts it; a topology holds no arrays (its rows are
+            small), so the dict is the same either way.
 
         Returns
         -------

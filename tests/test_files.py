@@ -11,6 +11,7 @@ import gc
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -221,6 +222,26 @@ def test_save_follows_symlinks_and_keeps_them(tmp_path):
     assert link.is_symlink() and corelat.load(real).name == "two"
     _result().to_csv(link, labelled=True)
     assert link.is_symlink() and corelat.load(real).n == 2
+
+
+def test_a_replaced_file_loses_its_set_id_and_sticky_bits(tmp_path):
+    # Issue 34 item 14: the permission bits of the file replaced are kept, never set-user-ID,
+    # set-group-ID or sticky (a set-id program of another must not become one of ours).
+    target = tmp_path / "out.npz"
+    _result().save(target)
+    os.chmod(target, 0o7750)
+    had = os.stat(target).st_mode & 0o7000  # what chmod kept (a non-root user may lose set-group-ID)
+    assert had & stat.S_ISUID, oct(had)
+    _result(name="new").save(target)
+    mode = os.stat(target).st_mode
+    assert mode & 0o7000 == 0, f"{oct(stat.S_IMODE(mode))} kept {oct(mode & had)} of {oct(had)}"
+    assert mode & 0o777 == 0o750 and corelat.load(target).name == "new"
+    for write in (lambda p: p.write_bytes(b"x"), lambda p: _result().save(p)):  # a new file: none either
+        fresh = tmp_path / "fresh.npz"
+        fresh.unlink(missing_ok=True)
+        write(fresh)
+        _result().save(fresh)
+        assert os.stat(fresh).st_mode & 0o7000 == 0
 
 
 def test_save_keeps_permissions_and_refuses_non_regular_targets(tmp_path):

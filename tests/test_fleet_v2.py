@@ -5,11 +5,13 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 from conftest import run_cli
 
 import corelat
 from corelat._fleet import synth as _fleet_synth
+from corelat._results.fleet import MIN_GROUP
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
 R5950 = "AMD Ryzen 9 5950X @ 3.40 GHz.csv"
@@ -370,3 +372,16 @@ def test_an_absurd_wait_is_refused_in_a_few_words(tmp_path):
     p = run_cli("fleet", "50", "10", "--wait", "1e308", "-o", tmp_path / "o")
     assert p.returncode == 2 and "--wait" in p.stderr, p.stderr
     assert not any(len(w) > 30 for w in p.stderr.split()), p.stderr  # not 309 digits
+
+
+def test_a_group_of_exactly_the_smallest_judged_size_is_judged():
+    # Issue 34 item 14: MIN_GROUP nodes are enough to call one an outlier; one node fewer is not
+    # (a `<` made `<=` in the outlier test went unnoticed: no test had a group of exactly MIN_GROUP).
+    m = np.array([[0, 8, 40, 40], [8, 0, 40, 40], [40, 40, 0, 8], [40, 40, 8, 0]], dtype=float)
+    base = corelat.LatencyResult.from_matrix(m, name="base")
+    for count, judged in ((MIN_GROUP, True), (MIN_GROUP - 1, False)):
+        nodes = _fleet_synth.copies(base, count, seed=1, slow=(count - 1, "cores", 1.5))
+        f = corelat.fleet(nodes)
+        assert len(f.groups) == 1 and len(f.groups[0].nodes) == count
+        found = {(o.node, o.cls) for o in f.outliers}
+        assert found == ({(nodes[-1].name, "cores")} if judged else set()), (count, found)

@@ -408,3 +408,35 @@ def test_the_sweep_records_the_selection_with_a_stand_in_measurer():
     assert (sel["selector"], list(sel["cpus"]), list(sel["of"])) == ("all", list(want), CPUS)
     r = _sweep.measure_with(lambda a, b, k: np.full(k, 10.0), CPUS[:2], samples=6)
     assert r.metadata["cpu_selection"]["selector"] is None
+
+
+def _two_packages_of_die_0(root):
+    """A sysfs tree of 2 packages of 2 CPUs each, every CPU's die_id 0 (dies are numbered within
+    their package, as the kernel numbers them)."""
+    cpu = root / "sys/devices/system/cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "online").write_text("0-3\n")
+    for c in range(4):
+        package = c // 2
+        mates = f"{2 * package}-{2 * package + 1}\n"
+        t = cpu / f"cpu{c}/topology"
+        t.mkdir(parents=True)
+        files = {"physical_package_id": f"{package}\n", "die_id": "0\n", "core_id": f"{c % 2}\n",
+                 "thread_siblings_list": f"{c}\n", "core_siblings_list": mates, "die_cpus_list": mates}
+        for name, text in files.items():
+            (t / name).write_text(text)
+    for package in range(2):
+        node = root / f"sys/devices/system/node/node{package}"
+        node.mkdir(parents=True)
+        (node / "cpulist").write_text(f"{2 * package}-{2 * package + 1}\n")
+    return root
+
+
+def test_a_die_is_one_of_its_package_on_a_synthetic_sysfs(tmp_path):
+    # Issue 34 item 14: die ids repeat across packages; a "die" key ignoring the package merged them,
+    # caught only by the hwloc dumps of ../shared. This tree needs no ../shared.
+    topo = corelat.topology(_two_packages_of_die_0(tmp_path))
+    assert [(r["package"], r["die"]) for r in topo.records()] == [(0, 0), (0, 0), (1, 0), (1, 0)]
+    assert select("die", topo) == (0, 2)
+    assert select("die:0", topo) == (0, 1) and select("die:1", topo) == (2, 3)
+    assert select("die - die:1", topo) == (0,)

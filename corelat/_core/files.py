@@ -9,7 +9,7 @@ an interrupted or failed write (Ctrl-C, full disk, file size limit) leaves the o
 no temporary file behind, also when ended by SIGTERM or SIGHUP. A symlink as target is followed: its
 target is replaced, never the link; not one that another user planted in a world-writable sticky
 folder (refused, as the kernel's ``protected_symlinks`` would). A new file gets the umask's mode, a
-replaced one keeps its permission bits but never set-user-ID or set-group-ID.
+replaced one keeps its permission bits but never set-user-ID, set-group-ID or sticky.
 Every error names the path.
 """
 
@@ -222,8 +222,8 @@ def atomic_write(path, write):
 
     On any failure or interrupt (also SIGTERM and SIGHUP) the temporary file is removed and ``path``
     is left untouched; ``OSError`` from the write names ``path``. An existing file keeps its
-    permission bits, less set-user-ID and set-group-ID: the new file is the writer's, not the old
-    owner's, and a set-id program of theirs must not become one of ours.
+    permission bits, less set-user-ID, set-group-ID and sticky: the new file is the writer's, not the
+    old owner's, and a set-id program of theirs must not become one of ours.
     """
     path = os.fspath(path)
     target = write_target(path)
@@ -239,11 +239,16 @@ def atomic_write(path, write):
         pass
 
 
+#: Mode bits a replaced file does not pass on: set-user-ID, set-group-ID, and sticky (which means
+#: nothing on a Linux file, and that nothing corelat writes asks for).
+_NOT_KEPT = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+
+
 def _write_beside(target, path, write):
     fd, tmp = _temp_beside(target, path)
     try:
         try:
-            mode = stat.S_IMODE(os.stat(target).st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
+            mode = stat.S_IMODE(os.stat(target).st_mode) & ~_NOT_KEPT
         except FileNotFoundError:
             mode = _new_file_mode()
         with os.fdopen(fd, "wb") as f:

@@ -100,7 +100,7 @@ def peers():
     shared = pathlib.Path(os.environ.get("CORELAT_SHARED",
                                          pathlib.Path(__file__).resolve().parents[2] / "shared"))
     folder = shared / "fixtures/peer-results/core-to-core-latency"
-    files = sorted(folder.glob("*.csv"))
+    files = sorted(f for f in folder.glob("*.csv") if f.name != "published.csv")  # the index: not a result
     if not files:
         print(f"no peer files under {folder}")
         return

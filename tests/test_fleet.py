@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 from conftest import run_cli
+from peers import peer_files
 
 import corelat
 from corelat._core.errors import InputError
@@ -27,7 +28,7 @@ GRAVITON = "AWS Graviton3.csv"
 
 @pytest.fixture(scope="module")
 def peers(shared_dir):
-    return {p.name: corelat.load(p) for p in sorted((shared_dir / PEERS).glob("*.csv"))}
+    return {p.name: corelat.load(p) for p in peer_files(shared_dir / PEERS)}
 
 
 def _classes(result):

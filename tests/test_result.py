@@ -8,6 +8,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from peers import peer_files
 
 import corelat
 from corelat._results.latency import LatencyResult, PairFlag
@@ -170,7 +171,7 @@ def test_take_and_order():
 
 def test_peer_files_load(shared_dir):
     folder = shared_dir / "fixtures" / "peer-results" / "core-to-core-latency"
-    files = sorted(folder.glob("*.csv"))
+    files = peer_files(folder)
     assert len(files) >= 6
     for f in files:
         r = corelat.load(f)

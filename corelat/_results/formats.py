@@ -9,6 +9,9 @@ Understood layouts, told apart by their first line:
   ping-pong on two cache lines, 0 on the diagonal. Its ``-p`` output (a gnuplot script with the
   same numbers between ``$data << EOD`` and ``EOD``, without CPU ids) is read too.
 * corelat's labelled CSV (:meth:`LatencyResult.to_csv` with ``labelled=True``).
+* core-to-core-latency's text output (what it prints, pasted into a file; told by its ``Num cores:``
+  line): the CPU ids of its table's header, its ``mean±err`` cells read as means (the error is not
+  kept), its round trips and samples in the metadata; the first table where it ran several benches.
 
 corelat's CSV (either layout) starts with a line ``# statistic=NAME`` where its values are not
 core-to-core-latency's means; a triangle without that line holds means, as that tool's files do.
@@ -43,6 +46,8 @@ def load_text(path):
     if first is None:
         raise InputError(f"{path}: empty file")
     name = file_name(path)
+    if _is_c2c_text(lines):
+        return _c2c_text(lines, path, name)
     if any(ln.strip().startswith("$data << EOD") for ln in lines):
         return _c2clat_plot(lines, path, name)
     words = first.split()
@@ -89,6 +94,14 @@ def _read(path):
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text, not a latency matrix") from None
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _number(text, path, r, c):
@@ -231,9 +244,15 @@ def _triangle_csv(rows, path, name, statistic):
     n = len(rows)
     if n < 2:
         raise InputError(f"{path}: one row only; a latency matrix needs at least 2 CPUs")
+    words = [c.strip() for c in rows[0] if c.strip()]
+    if len(rows[0]) > 1 and not all(_is_number(c) for c in words):  # column names: an index, a table
+        raise InputError(f"{path}: not a core-to-core-latency matrix (a square lower triangle of numbers) "
+                         f"nor corelat's labelled CSV (a header 'cpu,0,1,...'): its first row is a header "
+                         f"({', '.join(w[:30] for w in words[:4])}{', ...' if len(words) > 4 else ''})")
     for r, row in enumerate(rows):  # the shape first: N lines of "x" must not allocate N x N
         if len(row) != n:
-            raise InputError(f"{path}: row {r + 1} has {len(row)} cells, expected {n} (square matrix)")
+            raise InputError(f"{path}: not a core-to-core-latency matrix: row {r + 1} has {len(row)} cells, "
+                             f"expected {n} (square matrix)")
     m = np.full((n, n), np.nan)
     for r, row in enumerate(rows):
         m[r] = [_number(v, path, r, c) for c, v in enumerate(row)]
@@ -247,3 +266,172 @@ def _triangle_csv(rows, path, name, statistic):
     if statistic:
         metadata["statistic"] = statistic
     return _result(m, None, kernel="unknown", name=name, metadata=metadata)
+
+
+# -- core-to-core-latency's text output -----------------------------------------------------------
+# What it prints on stderr (src/main.rs and src/bench.rs), pasted into a file: header lines, then per
+# bench a title, a table and Min/Max/Mean lines. The table's header holds the ids of the CPUs it
+# measured (``--cores`` picks any), each row starts with its CPU's id and holds one cell
+# ``{mean:>4.0}±{err:<2.0}`` per pair measured: the pairs below the diagonal for a symmetric bench,
+# every pair but the diagonal for an asymmetric one (3, one-way).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_C2C_FIELD = re.compile(r"\s*(CPU|Num cores|Using RDTSC to measure time|Num round trips per samples|"
+                        r"Num iterations per samples|Num samples)\s*:\s*(.*?)\s*$")
+_C2C_INTS = {"Num cores": "cores", "Num round trips per samples": "round_trips",
+             "Num iterations per samples": "round_trips", "Num samples": "samples"}
+_C2C_BENCH = re.compile(r"\s*([123])\)\s+\S")
+_C2C_KERNELS = {"1": "cas", "2": "rw", "3": "oneway"}
+_C2C_MEAN = re.compile(r"\s*Mean\s+latency:\s*(\d+(?:\.\d+)?)\s*ns\s*$")
+_C2C_SUMMARY = re.compile(r"\s*(Min|Max)\s+latency:")
+_C2C_CELL = re.compile(r"([^±]+)±([^±]*)")
+_MOJIBAKE_PM = "\u00c2\u00b1"  # "±" as UTF-8 read as Latin-1, then saved again
+
+
+def _is_c2c_text(lines):
+    """core-to-core-latency's text output: its "Num cores:" line among the first lines (after a
+    command line, a code fence or its "CPU:" line)."""
+    head = [ln for ln in lines[:40] if ln.strip()][:8]
+    return any(re.match(r"\s*(\x1b\[[0-9;]*m)*Num cores\s*:", ln) for ln in head)
+
+
+def _c2c_text(lines, path, name):
+    lines = [_ANSI.sub("", ln).replace(_MOJIBAKE_PM, "±") for ln in lines]
+    info, tables, kernel, r = {}, [], None, 0
+    while r < len(lines):
+        ln = lines[r]
+        words = ln.split()
+        field = _C2C_FIELD.match(ln)
+        if field:
+            _c2c_field(info, field.group(1), field.group(2), path, r)
+        elif _C2C_BENCH.match(ln):
+            kernel = _C2C_KERNELS[_C2C_BENCH.match(ln).group(1)]
+        elif ln.lstrip().startswith("Showing latency="):  # its first versions: one bench, a CAS ping-pong
+            info["one_bench"] = True
+        elif words and all(w.isdigit() for w in words):
+            table, r = _c2c_table(lines, r, path, info.get("cores"))
+            tables.append(dict(table, kernel=kernel or ("cas" if info.get("one_bench") else "unknown")))
+            kernel = None
+            continue
+        elif tables and _C2C_MEAN.match(ln):
+            tables[-1].setdefault("printed_mean", float(_C2C_MEAN.match(ln).group(1)))
+        elif tables and "," in ln and "csv" not in tables[-1] and not _C2C_SUMMARY.match(ln):
+            r = _c2c_csv_block(lines, r, tables[-1], path)
+            continue
+        r += 1
+    if not tables:
+        raise InputError(f"{path}: core-to-core-latency's text output with no table of latencies "
+                         "(its header lines only: cut short?)")
+    return _c2c_result(tables, info, path, name)
+
+
+def _c2c_field(info, key, value, path, r):
+    where = f"{path}: line {r + 1}"
+    if key in info.get("_seen", ()):
+        raise InputError(f"{where}: '{key}' given twice (two outputs pasted into one file?)")
+    info.setdefault("_seen", set()).add(key)
+    if key in _C2C_INTS:
+        if not value.isdigit() or len(value) > 12:
+            raise InputError(f"{where}: {key} {value[:40]!r} is not a count")
+        info[_C2C_INTS[key]] = int(value)
+    elif key == "CPU":
+        info["cpu_model"] = value[:200]
+    else:
+        info["rdtsc"] = value.lower() == "true"
+
+
+def _c2c_table(lines, r0, path, cores):
+    """({"cpus", "cells", "symmetric"}, the line after the table) of the table whose header is line r0."""
+    cpus = _labels(lines[r0].split(), path, r0)
+    n = len(cpus)
+    if cores is not None and n != cores:
+        raise InputError(f"{path}: line {r0 + 1}: the table's header names {n} CPUs but 'Num cores' "
+                         f"says {cores}")
+    if n < 2:
+        raise InputError(f"{path}: line {r0 + 1}: a table of {n} CPU; a latency matrix needs at least 2")
+    rows = lines[r0 + 1: r0 + 1 + n]  # a short file cannot claim a long table: no n x n before the rows
+    if len(rows) < n or any(not ln.strip() for ln in rows):
+        got = next((k for k, ln in enumerate(rows) if not ln.strip()), len(rows))
+        raise InputError(f"{path}: the table of line {r0 + 1} names {n} CPUs but has {got} rows "
+                         "(truncated output?)")
+    cells, symmetric = [], None
+    for k, ln in enumerate(rows):
+        r = r0 + 1 + k
+        words = ln.split()
+        if _label(words[0], path, r) != cpus[k]:
+            raise InputError(f"{path}: line {r + 1} is the row for CPU {words[0]}, expected CPU {cpus[k]} "
+                             "(rows follow the header's order)")
+        if symmetric is None:  # its first row: empty for a symmetric bench, full for an asymmetric one
+            symmetric = len(words) == 1
+        want = k if symmetric else n - 1
+        if len(words) - 1 != want:
+            raise InputError(f"{path}: line {r + 1} (CPU {cpus[k]}) has {len(words) - 1} values, "
+                             f"expected {want}")
+        cells.append([_c2c_cell(w, path, r, c) for c, w in enumerate(words[1:])])
+    return {"cpus": cpus, "cells": cells, "symmetric": symmetric, "line": r0 + 1}, r0 + 1 + n
+
+
+def _c2c_cell(word, path, r, c):
+    m = _C2C_CELL.fullmatch(word)
+    if not m:
+        raise InputError(f"{path}: line {r + 1}, value {c + 1}: {word[:40]!r} is not a mean±error cell")
+    mean = _number(m.group(1), path, r, c)
+    err = _number(m.group(2), path, r, c) if m.group(2) else np.nan
+    return mean, err
+
+
+def _c2c_matrix(table):
+    n = len(table["cpus"])
+    m = np.full((n, n), np.nan)
+    for i, row in enumerate(table["cells"]):
+        cols = range(i) if table["symmetric"] else [j for j in range(n) if j != i]
+        for j, (mean, _err) in zip(cols, row):
+            m[i, j] = mean
+    return m
+
+
+def _c2c_csv_block(lines, r0, table, path):
+    """The CSV of the same means the tool writes on stdout with ``--csv`` (in a file of both streams):
+    its full values in place of the table's whole ns. Returns the line after it."""
+    n = len(table["cpus"])
+    block = lines[r0: r0 + n]
+    rows = list(csv.reader(io.StringIO("\n".join(block) + "\n")))
+    if len(rows) != n or any(len(row) != n for row in rows):
+        return r0 + 1  # not its CSV: a line of another kind, left alone as other stray lines are
+    shown = _c2c_matrix(table)
+    full = np.array([[_number(v, path, r0 + r, c) for c, v in enumerate(row)] for r, row in enumerate(rows)])
+    if not np.array_equal(np.isnan(full), np.isnan(shown)) or (np.abs(full - shown) > 0.5 + 1e-9).any():
+        raise InputError(f"{path}: the CSV lines from line {r0 + 1} do not match the table of line "
+                         f"{table['line']} (its means rounded to whole ns): output of two runs?")
+    table["csv"] = full
+    return r0 + n
+
+
+def _c2c_result(tables, info, path, name):
+    first = tables[0]
+    m = first.get("csv")
+    if m is None:
+        m = _c2c_matrix(first)
+    warnings = []
+    if "csv" not in first:
+        warnings.append("the table's means are rounded to whole ns; the ± after each (the standard "
+                        "error it prints) is not kept: a value-only result holds one value per pair")
+    else:
+        warnings.append("means from the CSV printed beside the table; the table's ± (the standard "
+                        "error it prints) is not kept: a value-only result holds one value per pair")
+    if "printed_mean" in first:
+        mean = float(np.nanmean(m))
+        if abs(mean - first["printed_mean"]) > 0.55:
+            warnings.append(f"its printed mean latency ({first['printed_mean']} ns) is not the mean of "
+                            f"its table ({mean:.1f} ns): an edited file?")
+    if len(tables) > 1:
+        kernels = ", ".join(t["kernel"] for t in tables)
+        warnings.append(f"the file holds {len(tables)} tables ({kernels}); the first ({first['kernel']}) "
+                        "is read")
+    md = {"source": "core-to-core-latency text", "statistic": TRIANGLE_STATISTIC, "path": path,
+          "note": "mean over samples of round trip / 2 per pair, ns, as core-to-core-latency prints it",
+          "warnings": warnings}
+    md.update({k: info[k] for k in ("cpu_model", "round_trips", "samples", "rdtsc") if k in info})
+    if "printed_mean" in first:
+        md["printed_mean_ns"] = first["printed_mean"]
+    return _result(m, first["cpus"], kernel=first["kernel"], name=name, metadata=md,
+                   symmetric=first["symmetric"])

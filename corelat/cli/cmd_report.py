@@ -11,6 +11,7 @@ from corelat._analysis.structure import structure
 from corelat._core import text as _text
 from corelat._core.errors import InputError, MissingDependencyError
 from corelat._core.stats import median_err
+from corelat._fleet.nodes import fleet
 from corelat._measure.quality import _pairs
 from corelat._report import check_statistic_held, write_report
 from corelat._results.latency import LatencyResult, PairFlag
@@ -23,8 +24,9 @@ from . import common
 
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="result file: corelat .npz, core-to-core-latency CSV, c2clat table; with --html or "
-                        "--pdf also several files (compared), a fleet.json or a folder of node results")
+                   help="result file: corelat .npz, core-to-core-latency CSV or text output, c2clat table, "
+                        "a fleet.json or a folder of node results; with --html or --pdf also several "
+                        "files (compared)")
     p.add_argument("--html", metavar="OUT", type=common.output_file,
                    help="write the report as one self-contained HTML page (opens offline, e.g. from a mail)")
     p.add_argument("--pdf", metavar="OUT", type=common.output_file,
@@ -172,7 +174,8 @@ def run(args):
     if len(args.files) > 1:
         raise InputError("several files make a report to share: give --html OUT or --pdf OUT "
                          "(or compare them in the terminal with corelat compare)")
-    result = load(args.files[0])
+    # A folder of node results is read as --html reads it: a fleet (what corelat fleet-report prints).
+    result = fleet(args.files[0]) if os.path.isdir(args.files[0]) else load(args.files[0])
     check_statistic_held(result, args.statistic)
     if isinstance(result, PlacementResult) and args.home is None:
         sts = {label: structure(res, statistic=args.statistic)

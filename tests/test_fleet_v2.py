@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 from conftest import run_cli
+from peers import peer_files
 
 import corelat
 from corelat._fleet import synth as _fleet_synth
@@ -21,7 +22,7 @@ GRAVITON = "AWS Graviton3.csv"
 
 @pytest.fixture(scope="module")
 def peers(shared_dir):
-    return {p.name: corelat.load(p) for p in sorted((shared_dir / PEERS).glob("*.csv"))}
+    return {p.name: corelat.load(p) for p in peer_files(shared_dir / PEERS)}
 
 
 def _peer_folder(shared_dir, folder, counts):

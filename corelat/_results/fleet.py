@@ -528,14 +528,12 @@ def _count(n, word):
 
 
 def write_bytes(path, data):
-    """Write ``data`` to ``path`` atomically: a SaveError naming the path when it cannot be written,
-    as every save raises (``.npz`` and ``.json`` alike)."""
+    """Write ``data`` to ``path`` atomically; a SaveError naming the path where it cannot, as every save."""
     try:
         _files.atomic_write(path, lambda f: f.write(data))
-    except SaveError:
-        raise
     except OSError as e:
-        raise SaveError(e.errno, e.strerror or str(e), os.fspath(path)) from None
+        failed = e if isinstance(e, SaveError) else SaveError(e.errno, e.strerror or str(e), os.fspath(path))
+        raise failed from None
 
 
 def _resolved(result, path):

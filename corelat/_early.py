@@ -40,11 +40,41 @@ _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS") 
 
 
 def _read(path, limit=1 << 16):
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    # As corelat._core.files reads (not importable yet): a FIFO bind-mounted over a /proc file must
+    # neither stall the open nor the read.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:
+            raise OSError(f"{path}: not a regular file")
         return os.read(fd, limit)
     finally:
         os.close(fd)
+
+
+#: Files the C library opens with a blocking open as NumPy loads: OpenBLAS asks for the CPU count
+#: (``sysconf(_SC_NPROCESSORS_CONF)``), and glibc 2.35+ reads it from here.
+_BLOCKING_READS = ("/sys/devices/system/cpu/possible",)
+_S_IFMT, _S_IFIFO, _S_IFCHR = 0o170000, 0o010000, 0o020000
+
+
+def blocking_kind(path):
+    """What ``path`` is where reading it could wait forever (a FIFO, a character device), else None."""
+    try:
+        mode = os.stat(path).st_mode & _S_IFMT
+    except OSError:
+        return None  # absent or unreadable: the C library falls back without waiting
+    return {_S_IFIFO: "a FIFO (named pipe)", _S_IFCHR: "a character device"}.get(mode)
+
+
+def check_blocking_reads():
+    """Refuse, in one line, a sysfs on which loading NumPy would wait forever."""
+    if not sys.platform.startswith("linux"):
+        return
+    for path in _BLOCKING_READS:
+        kind = blocking_kind(path)
+        if kind:
+            _fail(f"{path} is {kind}, not a regular file: the C library's CPU count, which NumPy asks "
+                  "for as it loads, would wait on it forever")
 
 
 def _interpreter_argv():
@@ -204,7 +234,8 @@ def _choose_blas_threads():
         except ValueError:
             continue
         if n > 0:
-            n = min(n, os.cpu_count() or n)
+            # Not os.cpu_count(): it opens /sys/devices/system/cpu/online blocking (a FIFO: forever).
+            n = min(n, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else n)
             if n > 1:
                 can = _threads_startable(n - 1) + 1
                 if can < n:
@@ -236,6 +267,7 @@ def install():
     """Quiet Ctrl-C and one-line start-up failures, and OpenBLAS without threads, for the command only."""
     if not running_as_command():
         return
+    check_blocking_reads()
     # Under `chrt -f N` every thread of the process starts at the caller's real-time priority, one
     # above the measuring threads (see team.c): OpenBLAS's idle threads spin on the measuring CPUs
     # after NumPy loads (and after any BLAS call) and starve a measuring thread meanwhile. The command

@@ -11,6 +11,7 @@ import re
 from corelat._core import files as _files
 from corelat._core.errors import InputFileNotFoundError
 from corelat._system import cpulist as _cpulist
+from corelat._system import sysinfo as _sysinfo
 
 _CPU_DIR = os.path.join("sys", "devices", "system", "cpu")
 _NODE_DIR = os.path.join("sys", "devices", "system", "node")
@@ -265,7 +266,7 @@ def _list_cpus(reader, live):
         if not live:
             raise InputFileNotFoundError(f"{cpu_root} not found: is the root a Linux sysfs dump?")
         reader.problems.append(f"{cpu_root} not found; CPU topology unknown")
-        return cpu_root, None, set(range(os.cpu_count() or 1))
+        return cpu_root, None, set(range(_sysinfo.cpu_count() or 1))
     cpu_names = reader.numbered(names, _CPU_NAME)
     return cpu_root, cpu_names, _read_online(reader, cpu_root, cpu_names)
 

@@ -6,10 +6,13 @@ Everything here is read-only and needs no privileges; an unreadable item is None
 import datetime
 import os
 import platform
+import re
 import socket
 import sys
 
 from corelat._core import files as _files
+from corelat._core.errors import InputError
+from corelat._system import cpulist as _cpulist
 from corelat._version import __version__
 
 
@@ -20,6 +23,32 @@ def read_text(path, limit=_files.MAX_SYSFS_BYTES):
     except OSError:
         return None
     return data.decode("utf-8", errors="replace").replace("\0", "").strip()
+
+
+def cpu_count():
+    """The number of online CPUs, as ``os.cpu_count()`` says, without its blocking reads.
+
+    ``os.cpu_count()`` is the C library's ``sysconf(_SC_NPROCESSORS_ONLN)``, which opens
+    ``/sys/devices/system/cpu/online`` (then ``/proc/stat``) with a blocking open: where that is a
+    FIFO the process waits forever. The same files are read here with the bounded reader, then the
+    process's affinity stands in; None where none says anything.
+    """
+    if not sys.platform.startswith("linux"):
+        return os.cpu_count()  # no sysfs: the C library asks the kernel
+    text = read_text("/sys/devices/system/cpu/online")
+    if text:
+        try:
+            return len(_cpulist.parse(text, limit=1 << 22))
+        except InputError:
+            pass
+    stat = read_text("/proc/stat", _files.MAX_PROC_BYTES) or ""
+    n = sum(1 for line in stat.splitlines() if re.match(r"cpu\d", line))
+    if n:
+        return n
+    try:
+        return len(os.sched_getaffinity(0)) or None
+    except OSError:
+        return None
 
 
 def cpuinfo(root="/"):
@@ -126,7 +155,7 @@ def collect():
         "smt_active": smt_active(),
         "hypervisor": hypervisor(flags),
         "microcode": microcode(),
-        "cpu_count": os.cpu_count(),
+        "cpu_count": cpu_count(),
         "allowed_cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "argv": list(sys.argv),
     }

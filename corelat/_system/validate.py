@@ -103,12 +103,13 @@ def allowed_cpus() -> list[int]:
 
 def possible_cpus():
     """How many CPU ids this machine can ever have: one more than the largest id in
-    ``/sys/devices/system/cpu/possible`` (hot-pluggable CPUs included), else ``os.cpu_count()``."""
+    ``/sys/devices/system/cpu/possible`` (hot-pluggable CPUs included), else the online CPUs
+    (:func:`~corelat._system.sysinfo.cpu_count`: ``os.cpu_count()`` would block on a FIFO there)."""
     text = _sysinfo.read_text("/sys/devices/system/cpu/possible")
     try:
         return max(_cpulist.parse(text, limit=1 << 22)) + 1
     except (InputError, ValueError):
-        return max(os.cpu_count() or 1, max(allowed_cpus(), default=0) + 1)
+        return max(_sysinfo.cpu_count() or 1, max(allowed_cpus(), default=0) + 1)
 
 
 def _listed_cpus(cpus, allowed, limit):

@@ -412,12 +412,11 @@ def _c2c_result(tables, info, path, name):
     if m is None:
         m = _c2c_matrix(first)
     warnings = []
-    if "csv" not in first:
-        warnings.append("the table's means are rounded to whole ns; the ± after each (the standard "
-                        "error it prints) is not kept: a value-only result holds one value per pair")
-    else:
-        warnings.append("means from the CSV printed beside the table; the table's ± (the standard "
-                        "error it prints) is not kept: a value-only result holds one value per pair")
+    # Not a problem with the result (the notes): what the text cannot give a value-only result.
+    notes = ["the ± after each mean (the standard error it prints) is not kept: a value-only result "
+             "holds one value per pair",
+             "means from the CSV printed beside the table" if "csv" in first
+             else "means rounded to whole ns, as its table prints them"]
     if "printed_mean" in first:
         mean = float(np.nanmean(m))
         if abs(mean - first["printed_mean"]) > 0.55:
@@ -429,7 +428,9 @@ def _c2c_result(tables, info, path, name):
                         "is read")
     md = {"source": "core-to-core-latency text", "statistic": TRIANGLE_STATISTIC, "path": path,
           "note": "mean over samples of round trip / 2 per pair, ns, as core-to-core-latency prints it",
-          "warnings": warnings}
+          "notes": notes}
+    if warnings:
+        md["warnings"] = warnings
     md.update({k: info[k] for k in ("cpu_model", "round_trips", "samples", "rdtsc") if k in info})
     if "printed_mean" in first:
         md["printed_mean_ns"] = first["printed_mean"]

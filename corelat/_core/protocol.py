@@ -84,10 +84,26 @@ def jsonable(obj):
 
 
 def frozen_array(a, dtype=None):
-    """A read-only copy of ``a``."""
+    """A read-only copy of ``a``; ``a`` itself when it is already a read-only array of that type
+    that owns its data (another result's, or one just read from a file): a copy of a 4,000-CPU
+    matrix is 128 MB, and results share theirs."""
+    if isinstance(a, np.ndarray) and (dtype is None or a.dtype == np.dtype(dtype)) and _immutable(a):
+        return a
     a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
+
+
+def _immutable(a):
+    """True when nothing can write ``a``'s values: it and every array it views are read-only,
+    down to the owner of the memory (an array, or the bytes a file was read into)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        if a.flags.owndata:
+            return True
+        a = a.base
+    return isinstance(a, bytes)
 
 
 def freeze(obj):

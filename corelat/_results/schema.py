@@ -196,7 +196,7 @@ def check_cpus_flags(arrays, path):
     check_cpus(cpus, path)
     if flags.size and (flags.min() < 0 or flags.max() > np.iinfo(np.uint32).max):
         raise _bad(path, "flags outside 0..2**32-1")
-    return tuple(int(c) for c in cpus.tolist()), flags.astype(np.uint32)
+    return tuple(int(c) for c in cpus.tolist()), flags.astype(np.uint32, copy=False)
 
 
 def latency_floor(header):

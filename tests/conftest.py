@@ -186,6 +186,16 @@ def extract(tar, dest, members=None, filter="data"):
 PARTNER_CLI = pathlib.Path(__file__).resolve().parent / "partner_cli.py"
 
 
+def before_corelat_ran(err):
+    """True when a signal's stderr shows it landed before corelat ran: the interpreter was still
+    starting (site, runpy) or importing corelat/_early.py, the first thing corelat runs, and no
+    handler can be in place before that. Anything later is corelat's to handle."""
+    if "Fatal Python error" in err:
+        return True
+    return "Traceback" in err and "_early.py" not in err and err.count("corelat/") <= 1 and (
+        "corelat/" not in err or "import _early" in err)
+
+
 def cli_command(*args, partner=None):
     """The argv of ``python -m corelat ARGS``; with ``partner`` (``"stall"`` or ``"freeze=SECONDS"``)
     the measuring partner is a stand-in (see ``tests/partner_cli.py``)."""

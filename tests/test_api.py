@@ -63,7 +63,8 @@ def test_file_layers():
     # the container is a leaf
     assert graph["corelat._core.npz"] <= {"corelat._core.errors", "corelat._core.files"}
     assert graph["corelat._results.formats"] <= {"corelat._core.errors", "corelat._core.files",
-                                                 "corelat._results.latency"}
+                                                 "corelat._core.types", "corelat._results.latency",
+                                                 "corelat._results.matrix"}
     assert "corelat._results.load" not in (graph["corelat._results.latency"]
                                            | graph["corelat._results.formats"])
 

@@ -113,16 +113,16 @@ def check(root: Path = "/", *, interval: float = 0.2, cpus: CPUs = None,
         measure the timer offset bound between CPUs (default: only when ``root`` is
         ``"/"``; it runs the one-way kernel's check, a few milliseconds).
 
+    Raises
+    ------
+    InputError
+        For an ``interval`` out of range, or a ``measure_skew`` that is neither None nor a bool.
+
     Examples
     --------
     >>> import corelat
     >>> report = corelat.check(interval=0.05)  # doctest: +SKIP
     >>> [item.name for item in report if item.matters]  # doctest: +SKIP
-
-    Raises
-    ------
-    InputError
-        For an ``interval`` out of range, or a ``measure_skew`` that is neither None nor a bool.
     """
     interval = seconds("interval", interval, MIN_INTERVAL, MAX_INTERVAL)
     if measure_skew is not None and not isinstance(measure_skew, bool):

@@ -79,25 +79,44 @@ def table(header, rows, *, left=(), sep="  "):
 
 def matrix(result, statistic="median"):
     """The lower-triangular matrix with CPU ids on both axes, one ``value±err`` cell per pair."""
+    return "\n".join(matrix_lines(result, statistic))
+
+
+def _row_cells(m, e, i, cols):
+    """The cells of row ``i`` up to column ``cols`` (empty on the diagonal), as :func:`value_err`
+    writes them; without an uncertainty the common case is written here, without a call per cell."""
+    vals = m[i, :cols].tolist()
+    if e is None:
+        cells = ["" if v != v else (f"{v:.1f}" if -10 < v < 10 else f"{v:.0f}") for v in vals]
+    else:
+        cells = [value_err(v, x) for v, x in zip(vals, e[i, :cols].tolist())]
+    if i < cols:
+        cells[i] = ""
+    return cells
+
+
+def matrix_lines(result, statistic="median"):
+    """:func:`matrix` line by line (the header first): the text of a 4,000-CPU matrix (16 M cells) is
+    never held whole, as cells or as one string; each row is formatted twice instead (once for the
+    column width, once to write it)."""
     m = result.statistic(statistic)
     e = result.err if statistic == "median" else (result.sem if statistic == "mean" else None)
     if result.value_only:
         e = None  # one value per pair: no spread to show
     symmetric = result.metadata.get("symmetric", True)
     n = result.n
-    cells = [[""] * n for _ in range(n)]
+
+    def cols(i):
+        return i if symmetric else n
+
+    widest = 3
     for i in range(n):
-        for j in range(n):
-            if i != j and (j < i or not symmetric):
-                cells[i][j] = value_err(float(m[i, j]), None if e is None else float(e[i, j]))
-    width = max([len(c) for row in cells for c in row] + [len(str(c)) for c in result.cpus] + [3]) + 1
+        widest = max([widest, *map(len, _row_cells(m, e, i, cols(i)))])
+    width = max([widest, *(len(str(c)) for c in result.cpus)]) + 1
     label_w = max(len(str(c)) for c in result.cpus) + 1
-    cols = n if not symmetric else n - 1
-    lines = [" " * label_w + "".join(f"{c!s:>{width}}" for c in result.cpus[:cols])]
+    yield " " * label_w + "".join(f"{c!s:>{width}}" for c in result.cpus[: n if not symmetric else n - 1])
     for i, c in enumerate(result.cpus):
-        row = cells[i][: (i if symmetric else n)]
-        lines.append(f"{c!s:>{label_w}}" + "".join(f"{x:>{width}}" for x in row))
-    return "\n".join(lines)
+        yield f"{c!s:>{label_w}}" + "".join(x.rjust(width) for x in _row_cells(m, e, i, cols(i)))
 
 
 def latency_summary(result, statistic="median"):

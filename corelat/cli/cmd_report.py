@@ -198,5 +198,9 @@ def run(args):
     if args.json:
         print(json.dumps(st.to_dict(), indent=2))
     else:
-        print(report_text(result, st, args.statistic, args.matrix, args.pairs))
+        print(report_text(result, st, args.statistic, pairs=args.pairs))
+        if args.matrix:  # line by line: a 4,000-CPU matrix's text is never held whole
+            print()
+            for line in _text.matrix_lines(result, args.statistic):
+                print(line)
     return 0

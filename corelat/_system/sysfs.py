@@ -20,6 +20,10 @@ _NODE_NAME = re.compile(r"node(\d+)\Z")
 _INDEX_NAME = re.compile(r"index(\d+)\Z")
 _HEX_WORD = re.compile(r"[0-9a-fA-F]+\Z")
 _MAX_CPU = 1 << 22  # far above any kernel's NR_CPUS; larger ids mean a corrupt file
+# CPU ids that the parsed lists a reader shares may hold in all: many CPUs list the same set (the
+# package's, the L3's), and a 4,096-CPU machine's per-CPU copies of them were 750 MB. Far above the few
+# times the CPU count that a real machine's distinct lists hold.
+_SHARED_IDS = 1 << 18
 # Hybrid x86 parts list their P- and E-cores as two PMUs, each with the CPUs it covers.
 _CORE_TYPES = (("core", os.path.join("sys", "devices", "cpu_core", "cpus")),
                ("atom", os.path.join("sys", "devices", "cpu_atom", "cpus")))
@@ -67,6 +71,10 @@ class _Reader:
     def __init__(self, root):
         self.root = root
         self.problems = []
+        # (parse, text) -> parsed value: CPUs that list the same text share one set (within
+        # _SHARED_IDS), which _Grouping then joins in one step.
+        self._shared = {}
+        self._shared_ids = 0
 
     def path(self, *parts):
         return os.path.join(self.root, *parts)
@@ -94,11 +102,19 @@ class _Reader:
         text = self.text(path)
         if text is None:
             return None
+        key = (parse, text)
+        if key in self._shared:
+            return self._shared[key]
         try:
-            return parse(text)
+            value = parse(text)
         except ValueError as exc:
             self.problem(path, f"malformed ({exc})")
             return None
+        size = len(value) if isinstance(value, frozenset) else 1
+        if self._shared_ids + size <= _SHARED_IDS:
+            self._shared[key] = value
+            self._shared_ids += size
+        return value
 
     def int(self, *parts):
         return self.parsed(self.path(*parts), _parse_int)
@@ -157,36 +173,54 @@ class _UnionFind:
             self.parent[rb] = ra  # the root stays the smallest member
 
 
-def _group_by_sets(cpus, sets, keys=None):
-    """Label each CPU with the smallest CPU of its group.
+class _Grouping:
+    """CPUs grouped by the sets of CPUs sysfs says share a resource with each, joined as each CPU's
+    set is read and then dropped: keeping every CPU's set costs the CPU count squared (a 4,096-CPU
+    machine's CPUs each list the 2,048 of their package or L3). A set the reader shares between CPUs
+    (the same text) is walked once; the next CPUs that list it join the first one."""
 
-    ``sets`` maps a CPU to the set of CPUs sysfs says share the resource with it (or None);
-    ``keys`` optionally maps CPUs without a set to a hashable identity. CPUs known to nobody get
-    None.
-    """
-    uf = _UnionFind(cpus)
-    known = set()
-    for cpu in cpus:
-        members = sets.get(cpu)
+    def __init__(self, cpus):
+        self._uf = _UnionFind(cpus)
+        self._known = set()
+        self.listed = set()  # the CPUs whose own file gave a set
+        self._walked = {}  # id(set) -> (set, the CPU that listed it first); bounded as _Reader's
+        self._walked_ids = 0
+
+    def add(self, cpu, members):
+        """Join ``cpu`` with ``members`` (a set of CPU ids, or None: nothing said)."""
         if members is None:
-            continue
+            return
+        uf, known = self._uf, self._known
+        self.listed.add(cpu)
         known.add(cpu)
+        walked = self._walked.get(id(members))
+        if walked is not None and walked[0] is members:
+            uf.union(cpu, walked[1])
+            return
         for other in members:
             if other in uf.parent:
                 known.add(other)
                 uf.union(cpu, other)
-    if keys:
-        first = {}
-        for cpu in cpus:
-            key = keys.get(cpu)
-            if key is None or sets.get(cpu) is not None:
-                continue
-            known.add(cpu)
-            if key in first:
-                uf.union(first[key], cpu)
-            else:
-                first[key] = cpu
-    return {cpu: (uf.find(cpu) if cpu in known else None) for cpu in cpus}
+        if self._walked_ids + len(members) <= _SHARED_IDS:
+            self._walked[id(members)] = (members, cpu)
+            self._walked_ids += len(members)
+
+    def labels(self, keys=None):
+        """``{cpu: smallest CPU of its group}``; ``keys`` optionally maps CPUs without a set to a
+        hashable identity. CPUs known to nobody get None."""
+        uf, known = self._uf, self._known
+        if keys:
+            first = {}
+            for cpu in uf.parent:
+                key = keys.get(cpu)
+                if key is None or cpu in self.listed:
+                    continue
+                known.add(cpu)
+                if key in first:
+                    uf.union(first[key], cpu)
+                else:
+                    first[key] = cpu
+        return {cpu: (uf.find(cpu) if cpu in known else None) for cpu in uf.parent}
 
 
 def _caches(reader, cpu_dir):
@@ -279,28 +313,33 @@ def _read_package_set(reader, topo):
     return members
 
 
-def _read_cpu(reader, cpu_dir, cpu):
-    """The raw sysfs facts of one CPU folder, as a dict (None where a file is missing)."""
+#: The levels grouped by the CPU sets that sysfs lists (see :func:`_read_cpu`).
+_SET_LEVELS = ("package", "core", "cluster", "l2", "l3")
+
+
+def _read_cpu(reader, cpu_dir, cpu, groups):
+    """The raw sysfs ids of one CPU folder, as a dict (None where a file is missing); the CPU sets
+    it lists go straight into ``groups`` (``{level: _Grouping}``), not into the dict."""
     topo = os.path.join(cpu_dir, "topology")
     info = {
         "package_id": reader.int(topo, "physical_package_id"),
         "die_id": reader.int(topo, "die_id"),
         "core_id": reader.int(topo, "core_id"),
-        "core_set": reader.cpuset(topo, "core_cpus_list", "core_cpus"),
     }
-    if info["core_set"] is None:
-        info["core_set"] = reader.cpuset(topo, "thread_siblings_list", "thread_siblings")
-    info["cluster_set"] = reader.cpuset(topo, "cluster_cpus_list", "cluster_cpus")
+    core_set = reader.cpuset(topo, "core_cpus_list", "core_cpus")
+    if core_set is None:
+        core_set = reader.cpuset(topo, "thread_siblings_list", "thread_siblings")
+    groups["core"].add(cpu, core_set)
+    groups["cluster"].add(cpu, reader.cpuset(topo, "cluster_cpus_list", "cluster_cpus"))
     # Arm big.LITTLE (and some x86) give each CPU a relative capacity; 1024 is the largest.
     info["capacity"] = reader.int(cpu_dir, "cpu_capacity")
     if info["package_id"] is None or info["package_id"] < 0:
-        info["package_set"] = _read_package_set(reader, topo)
+        groups["package"].add(cpu, _read_package_set(reader, topo))
     caches = _caches(reader, cpu_dir)
     for key, level, types in (("l2", 2, ("Unified", "Data")), ("l3", 3, ("Unified", None))):
         index_dir = _pick_cache(caches, level, types)
         if index_dir is not None:
-            members = reader.cpuset(index_dir, "shared_cpu_list", "shared_cpu_map")
-            info[key] = None if members is None else members | {cpu}
+            groups[key].add(cpu, reader.cpuset(index_dir, "shared_cpu_list", "shared_cpu_map"))
     return info
 
 
@@ -313,14 +352,14 @@ def _read_core_types(reader):
     return core_type
 
 
-def _packages(cpus, ids, sets):
+def _packages(cpus, ids, grouping):
     """``{cpu: package}``: sysfs ids when every CPU that says anything gives a valid one, else
-    group by the package lists."""
-    informed = [c for c in cpus if ids[c] is not None or sets[c] is not None]
+    group by the package lists (``grouping``, of the CPUs without a valid id)."""
+    informed = [c for c in cpus if ids[c] is not None or c in grouping.listed]
     if all(ids[c] is not None and ids[c] >= 0 for c in informed):
         return ids
     valid = {c: ids[c] for c in cpus if ids[c] is not None and ids[c] >= 0}
-    groups = _group_by_sets(cpus, sets, valid)
+    groups = grouping.labels(valid)
     rank = {g: i for i, g in enumerate(sorted({g for g in groups.values() if g is not None}))}
     return {c: (None if g is None else rank[g]) for c, g in groups.items()}
 
@@ -346,8 +385,10 @@ def _read(reader, live):
     cpu_names = cpu_names or {}
     cpus = sorted(online)
     offline = tuple(sorted(set(cpu_names) - online))
+    groups = {level: _Grouping(cpus) for level in _SET_LEVELS}
     raw = {
-        cpu: _read_cpu(reader, os.path.join(cpu_root, cpu_names[cpu]), cpu) if cpu in cpu_names else {}
+        cpu: _read_cpu(reader, os.path.join(cpu_root, cpu_names[cpu]), cpu, groups) if cpu in cpu_names
+        else {}
         for cpu in cpus
     }
 
@@ -355,16 +396,16 @@ def _read(reader, live):
         return {cpu: raw[cpu].get(name) for cpu in cpus}
 
     core_type = _read_core_types(reader)
-    package = _packages(cpus, field("package_id"), field("package_set"))
+    package = _packages(cpus, field("package_id"), groups["package"])
     die = _non_negative(field("die_id"))
     core_id = _non_negative(field("core_id"))
     core_keys = {
         c: (package[c], die[c], core_id[c]) for c in cpus if package[c] is not None and core_id[c] is not None
     }
-    core = _group_by_sets(cpus, field("core_set"), core_keys)
-    cluster = _group_by_sets(cpus, field("cluster_set"))
-    l2 = _group_by_sets(cpus, field("l2"))
-    l3 = _group_by_sets(cpus, field("l3"))
+    core = groups["core"].labels(core_keys)
+    cluster = groups["cluster"].labels()
+    l2 = groups["l2"].labels()
+    l3 = groups["l3"].labels()
     nodes = _read_nodes(reader, cpus, cpu_root, cpu_names) if found else {}
     members = _core_members(cpus, core)
     allowed = set(os.sched_getaffinity(0)) if live and hasattr(os, "sched_getaffinity") else online

@@ -4,7 +4,7 @@ Builds a synthetic sysfs tree (``sys/devices/system/{cpu,node}``) of N CPUs as L
 packages, SMT 2 (CPU i and i + N/2 are siblings), an L2 per core, 2 NUMA nodes per package, and an L3
 per package (as on Intel Xeons: every CPU lists the N/2 of its package) or per 16 CPUs (AMD's core
 complexes), every file a kernel writes for topology and caches (lists and hex masks). Then prints, per
-N and layout, the seconds and the peak memory (``tracemalloc``, which slows Python down about 3×) of
+N and layout, the seconds and the peak memory (``tracemalloc``, in a second run) of
 ``corelat.topology(root)``, of its text view (what ``corelat topology --root`` prints) and of its JSON
 (``--json``). The tree is written to /dev/shm where there is one (a disk's file creation would
 dominate).
@@ -136,12 +136,14 @@ def write_tree(root, n, packages=2, smt=2, l3_cpus=None, nodes_per_package=2, ma
 
 
 def measure(root, what):
-    """``(seconds, peak bytes)`` of ``what(root)`` under tracemalloc."""
+    """``(seconds, peak bytes)`` of ``what(root)``: timed alone, then run again under tracemalloc
+    (which slows Python down several times) for the peak."""
+    t0 = time.perf_counter()
+    what(root)
+    seconds = time.perf_counter() - t0
     tracemalloc.start()
     try:
-        t0 = time.perf_counter()
         what(root)
-        seconds = time.perf_counter() - t0
         return seconds, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -36,8 +36,6 @@ if TYPE_CHECKING:  # annotations only: _topology imports this module's callers
     import numpy.typing as npt
 
 MEDIAN_MEMBER = _schema.MEDIAN_MEMBER
-#: The statistics of one sample per pair that are that sample (:attr:`LatencyResult.median` ...).
-_ONE_SAMPLE_VIEWS = frozenset({"median", "mean", "min", "max", "ci"})
 __all__ = ["MEDIAN_MEMBER", "LatencyResult", "PairFlag", "thaw"]
 
 
@@ -124,21 +122,7 @@ class LatencyResult(SavedResult):
 
     # -- derived statistics (n, n) -------------------------------------------------------------
     def __cached(self, key, fn):
-        cache = self.__dict__.setdefault("_cache", {})
-        if key not in cache and self.samples.shape[-1] == 1 and key in _ONE_SAMPLE_VIEWS:
-            # One sample per pair (a value-only result): these statistics are the sample itself, a
-            # read-only view of it, not a matrix more each (a 4,000-CPU file's is 128 MB).
-            view = self.samples[..., 0]
-            cache[key] = (view, view) if key == "ci" else view
-        if key not in cache:
-            value = fn(self.samples)
-            if isinstance(value, tuple):
-                for v in value:
-                    v.setflags(write=False)
-            else:
-                value.setflags(write=False)
-            cache[key] = value
-        return cache[key]
+        return _matrix.cached_statistic(self.__dict__.setdefault("_cache", {}), self.samples, key, fn)
 
     @property
     def median(self) -> npt.NDArray[np.float64]:

@@ -105,8 +105,11 @@ def write_report(result_or_results, path: Path, *, statistic: Statistic = "media
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
         if kind == "html":
-            data = html.render(rep, date).encode("utf-8")
-            atomic_write(path, lambda f: f.write(data))
+            def write(f):  # piece by piece: a 4,000-CPU page's CSV is never held whole
+                for part in html.render_parts(rep, date):
+                    f.write(part.encode("utf-8"))
+
+            atomic_write(path, write)
         else:
             backend = figures.backend_pdf()
             atomic_write(path, lambda f: pdf.render(rep, f, plt, backend, date, paper))

@@ -47,18 +47,23 @@ def heatmap(result, statistic="median", order="topology"):
     fig.set_dpi(PNG_DPI)
     fig.canvas.draw()  # the axes' final place, in the pixels of the PNG made from this drawing
     ordered, _, _ = _ordered(result, order)
+    # the cells as drawn: beyond plot.MAX_DRAWN_CELLS CPUs, the medians of blocks of pairs
     drawn = np.ma.filled(np.ma.asarray(ax.images[0].get_array(), dtype=float), np.nan)
+    block = math.ceil(result.n / drawn.shape[0])
     box = ax.get_window_extent()
     width, height = fig.canvas.get_width_height()
     hover = {
         "cpus": [int(c) for c in ordered.cpus],
-        "values": [None if not math.isfinite(v) else round(float(v), 1) for v in drawn.ravel()],
+        "values": [None if not math.isfinite(v) else round(v, 1) for v in drawn.ravel().tolist()],
+        "block": block,
         "box": [box.x0 / width, 1.0 - box.y1 / height, box.width / width, box.height / height],
         "arrow": "→" if not result.metadata.get("symmetric", True) else "–",
         "unit": "ns",
     }
     caption = (f"{_statistic_words(result, statistic)}; lines between the groups of the topology"
                " (or of the latency structure where none is recorded).")
+    if block > 1:
+        caption += f" Each cell is the median of a {block} × {block} block of pairs."
     buf = io.BytesIO()
     plt.imsave(buf, np.asarray(fig.canvas.buffer_rgba()), format="png", metadata={"Software": None})
     return Figure(fig, caption, hover, buf.getvalue())

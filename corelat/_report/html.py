@@ -12,6 +12,7 @@ import base64
 import html
 import io
 import json
+import re
 from urllib.parse import quote
 
 from corelat._report.figures import PNG_DPI
@@ -51,12 +52,14 @@ padding-bottom:20px}
 _SCRIPT = """
 document.querySelectorAll('figure[data-hover]').forEach(function(f){
 var d=JSON.parse(document.getElementById(f.dataset.hover).textContent),n=d.cpus.length,
-img=f.querySelector('img'),tip=f.querySelector('.tip'),b=d.box;
-f.querySelector('figcaption').append(' Point at a cell for its value ('+n+' × '+n+' values).');
+img=f.querySelector('img'),tip=f.querySelector('.tip'),b=d.box,k=d.block||1,g=Math.ceil(n/k);
+f.querySelector('figcaption').append(k>1?' Point at a cell for the value of its block ('+g+' × '+g+
+' blocks of '+k+' × '+k+' pairs).':' Point at a cell for its value ('+n+' × '+n+' values).');
 img.addEventListener('mousemove',function(e){var r=img.getBoundingClientRect(),
 j=Math.floor(((e.clientX-r.left)/r.width-b[0])/b[2]*n),i=Math.floor(((e.clientY-r.top)/r.height-b[1])/b[3]*n);
-if(i<0||j<0||i>=n||j>=n){tip.hidden=true;return;}var v=d.values[i*n+j];tip.hidden=false;
-tip.textContent='CPU '+d.cpus[i]+' '+d.arrow+' CPU '+d.cpus[j]+': '+(v===null?'no value':v+' '+d.unit);
+if(i<0||j<0||i>=n||j>=n){tip.hidden=true;return;}var v=d.values[Math.floor(i/k)*g+Math.floor(j/k)];
+tip.hidden=false;tip.textContent=(k>1?'CPUs '+d.cpus[i-i%k]+'… '+d.arrow+' CPUs '+d.cpus[j-j%k]+
+'… (its block)':'CPU '+d.cpus[i]+' '+d.arrow+' CPU '+d.cpus[j])+': '+(v===null?'no value':v+' '+d.unit);
 tip.style.left=(e.clientX-r.left+14)+'px';tip.style.top=(e.clientY-r.top+14)+'px';});
 img.addEventListener('mouseleave',function(){tip.hidden=true;});});
 document.querySelectorAll('input.filter').forEach(function(inp){
@@ -113,11 +116,25 @@ def _table(block, ids):
             f'rows</span></p><div class="scroll">{out}</div>')
 
 
+_SAFE = ",.-_ "
+#: Text that quote(safe=_SAFE) would leave as it is but for its line breaks, and _e as it is.
+_PLAIN = re.compile(r"[A-Za-z0-9,.\-_ \n~]*")
+
+
+def _quoted(text):
+    if _PLAIN.fullmatch(text):  # a CSV's numbers: 8 M rows in seconds, not a call per character
+        return text.replace("\n", "%0A")
+    return _e(quote(text, safe=_SAFE))
+
+
 def _data(block):
-    href = "data:text/csv;charset=utf-8," + quote(block.text, safe=",.-_ ")
-    rows = block.text.count("\n") - 1  # the header is no row
-    return (f'<p><a download="{_e(block.filename)}" href="{_e(href)}">Download {_e(block.filename)}</a>: '
-            f'{_e(block.what)}, {rows} row{"" if rows == 1 else "s"}.</p>')
+    """The download link, in pieces: a big CSV's text is quoted a chunk at a time."""
+    rows = block.rows if block.chunks is not None else block.text.count("\n") - 1  # the header is no row
+    yield f'<p><a download="{_e(block.filename)}" href="data:text/csv;charset=utf-8,'
+    for chunk in (block.chunks() if block.chunks is not None else (block.text,)):
+        yield _quoted(chunk)
+    yield (f'">Download {_e(block.filename)}</a>: '
+           f'{_e(block.what)}, {rows} row{"" if rows == 1 else "s"}.</p>')
 
 
 def _block(block, ids):
@@ -128,23 +145,37 @@ def _block(block, ids):
     if isinstance(block, Figure):
         return _figure(block, ids)
     if isinstance(block, Data):
-        return _data(block)
+        return "".join(_data(block))
     raise TypeError(f"no HTML for {type(block).__name__}")
 
 
 def render(report, date):
     """The report as the text of one HTML page."""
+    return "".join(render_parts(report, date))
+
+
+def render_parts(report, date):
+    """:func:`render` in pieces, to be written as they come: a big matrix's CSV is never held whole."""
     ids = _Ids()
     nav = " ".join(f'<a href="#{_e(s.id)}">{_e(s.title)}</a>' for s in report.sections)
-    parts = [f'<section id="{_e(s.id)}"><h2>{_e(s.title)}</h2>\n'
-             + "\n".join(_block(b, ids) for b in s.blocks) + "</section>" for s in report.sections]
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<meta name="generator" content="corelat {_e(__version__)}">'
-            f"<title>{_e(report.title)}</title><style>{_CSS}</style></head>\n<body>"
-            f'<header><h1>{_e(report.title)}</h1><p class="headline">{_e(report.headline)}</p>'
-            f"<nav>{nav}</nav></header>\n<main>\n" + "\n".join(parts) + "\n</main>"
-            f"<footer>Written by corelat {_e(__version__)} on {_e(date)}. One file: everything it shows "
-            f"is inside it; it loads nothing from the network.</footer>\n"
-            f"<script>{_SCRIPT}</script></body></html>\n")
+    yield (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+           f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+           f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+           f'<meta name="generator" content="corelat {_e(__version__)}">'
+           f"<title>{_e(report.title)}</title><style>{_CSS}</style></head>\n<body>"
+           f'<header><h1>{_e(report.title)}</h1><p class="headline">{_e(report.headline)}</p>'
+           f"<nav>{nav}</nav></header>\n<main>\n")
+    for k, s in enumerate(report.sections):
+        yield ("\n" if k else "") + f'<section id="{_e(s.id)}"><h2>{_e(s.title)}</h2>\n'
+        for m, b in enumerate(s.blocks):
+            if m:
+                yield "\n"
+            if isinstance(b, Data):
+                yield from _data(b)
+            else:
+                yield _block(b, ids)
+        yield "</section>"
+    yield ("\n</main>"
+           f"<footer>Written by corelat {_e(__version__)} on {_e(date)}. One file: everything it shows "
+           f"is inside it; it loads nothing from the network.</footer>\n"
+           f"<script>{_SCRIPT}</script></body></html>\n")

@@ -147,11 +147,12 @@ def _cell(v):
     return "" if not math.isfinite(v) else f"{v:.2f}"
 
 
-def matrices_csv(result, name="result.csv", label=None):
+def matrices_csv(result, name="result.csv", label=None, lazy=False):
     """Median, min and the median's 95% CI per pair (one row per pair; not the raw samples); for a
-    file of another tool its one value per pair, named by the statistic it records."""
+    file of another tool its one value per pair, named by the statistic it records. ``lazy``: the
+    text is made as the page is written (:class:`Data` ``chunks``), a matrix's row at a time."""
     if result.value_only:
-        return _values_csv(result, name, label)
+        return _values_csv(result, name, label, lazy)
     med, mn = np.asarray(result.median), np.asarray(result.min)
     lo, hi = (np.asarray(a) for a in result.ci)
     symmetric = result.metadata.get("symmetric", True)
@@ -166,15 +167,27 @@ def matrices_csv(result, name="result.csv", label=None):
     return Data(name, "\n".join(lines) + "\n", "median, min and 95% CI of the median per CPU pair (CSV)")
 
 
-def _values_csv(result, name, label):
+def _values_csv(result, name, label, lazy=False):
     value, column = np.asarray(result.median), value_column(result)
     symmetric = result.metadata.get("symmetric", True)
     prefix = f"{label}," if label else ""
-    lines = [("home," if label else "") + f"cpu_a,cpu_b,{column}_ns"]
-    lines += [f"{prefix}{result.cpus[i]},{result.cpus[j]},{_cell(value[i, j])}"
-              for i in range(result.n) for j in range(i if symmetric else result.n) if i != j]
+    cpus, n = [str(c) for c in result.cpus], result.n
+
+    def chunks():
+        yield ("home," if label else "") + f"cpu_a,cpu_b,{column}_ns\n"
+        for i in range(n):
+            head = f"{prefix}{cpus[i]},"
+            yield "".join(f"{head}{cpus[j]},{'' if v != v or v in (_INF, -_INF) else f'{v:.2f}'}\n"
+                          for j, v in enumerate(value[i, : i if symmetric else n].tolist()) if j != i)
+
     what = f"{statistic_words(result, 'median')} (one value per pair: no min, no CI), per CPU pair (CSV)"
-    return Data(name, "\n".join(lines) + "\n", what)
+    rows = n * (n - 1) // (2 if symmetric else 1)
+    if lazy:
+        return Data(name, "", what, chunks=chunks, rows=rows)
+    return Data(name, "".join(chunks()), what)
+
+
+_INF = math.inf
 
 
 def _model(result):
@@ -203,7 +216,7 @@ def latency(result, statistic="median"):
     blocks += [Text(f"warning: {w}") for w in st.warnings] + [Text(f"note: {n}") for n in st.notes]
     rep.sections.append(Section("structure", "Structure", blocks))
     rep.sections += common_sections(result)
-    rep.sections.append(Section("data", "Data", [matrices_csv(result, _stem(result) + ".csv")]))
+    rep.sections.append(Section("data", "Data", [matrices_csv(result, _stem(result) + ".csv", lazy=True)]))
     return rep
 
 

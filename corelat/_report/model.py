@@ -7,6 +7,7 @@ figure also carries its matrix as drawn, for the values the HTML page shows on h
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,11 +42,15 @@ class Figure:
 
 @dataclass
 class Data:
-    """A file embedded in the page as a download link (a ``data:`` URL)."""
+    """A file embedded in the page as a download link (a ``data:`` URL). A big one (the CSV of a
+    4,000-CPU matrix, 8 M rows) is not held as ``text`` but made as the page is written: ``chunks``
+    gives its text piece by piece, and ``rows`` counts its rows."""
 
     filename: str
     text: str
     what: str
+    chunks: Callable[[], Iterator[str]] | None = None
+    rows: int | None = None
 
 
 @dataclass

@@ -33,11 +33,12 @@ from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
 from corelat._results.latency import LatencyResult
 from corelat._results.placement import PlacementResult
 from corelat.plot._axes import _cell_points, _figsize, _fit_title, _mark_clipped, _settle
-from corelat.plot._marks import _group_lines, _histograms, _violins, _write_values
+from corelat.plot._marks import _group_lines, _histograms, _value_histogram, _violins, _write_values
 from corelat.plot._order import _one_home, _ordered
 from corelat.plot._values import (
     _agree_within,
     _annotation_cap,
+    _block_medians,
     _clip,
     _colour_range,
     _default_pairs,
@@ -61,6 +62,10 @@ LOG_SCALE_RATIO = 5.0
 #: Violins show each pair's samples between these percentiles of the pair (the rest are counted).
 DEFAULT_CLIP = (0.0, 99.0)
 _NAN_COLOUR = "#d9d9d9"
+#: Up to this many CPUs a heatmap draws each pair as its own cell; beyond, each drawn cell is the
+#: median of a k × k block of pairs (k = ceil(n / MAX_DRAWN_CELLS); the title says so). A 4,000-CPU
+#: figure has fewer pixels than pairs, and matplotlib holds about 100 bytes per cell it is given.
+MAX_DRAWN_CELLS = 1024
 
 
 def _plt():
@@ -134,8 +139,9 @@ def heatmap(
     plt = _plt()
     result = _one_home(result, home)
     ordered, lines, note = _ordered(result, order)
-    m = np.array(ordered.statistic(statistic), dtype=float)
+    m = np.asarray(ordered.statistic(statistic), dtype=float)  # read only: no copy of a big matrix
     n = ordered.n
+    block = math.ceil(n / MAX_DRAWN_CELLS)
     own_figure = ax is None
     if ax is None:
         _, ax = plt.subplots(figsize=_figsize(n), layout="constrained")
@@ -143,11 +149,16 @@ def heatmap(
     cm = plt.get_cmap(cmap).with_extremes(bad=_NAN_COLOUR)
     flat = _agree_within(ordered, statistic, m)
     vmin, vmax = _colour_range(m, vmin, vmax, flat)
-    im = ax.imshow(np.ma.masked_invalid(m), cmap=cm, vmin=vmin, vmax=vmax, interpolation="nearest",
-                   origin="upper", aspect="equal")
+    drawn = m if block == 1 else _block_medians(m, block)
+    side = drawn.shape[0] * block - 0.5  # a block past the last CPU is cut off by the limits below
+    im = ax.imshow(np.ma.masked_invalid(drawn), cmap=cm, vmin=vmin, vmax=vmax, interpolation="nearest",
+                   origin="upper", aspect="equal", extent=(-0.5, side, side, -0.5))
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
     _cpu_axes(ax, ordered, lines)
-    values = np.unique(m[np.isfinite(m)])
-    single = values.size == 1  # e.g. 2 CPUs: a colour bar would carry no information
+    ok = np.isfinite(m)
+    values = np.array([np.min(m, where=ok, initial=np.inf), np.max(m, where=ok, initial=-np.inf)])
+    single = ok.any() and values[0] == values[1]  # e.g. 2 CPUs: a colour bar would carry no information
     if colorbar and not single:
         cb = fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02)
         cb.set_label(_value_label(ordered, statistic))
@@ -159,6 +170,8 @@ def heatmap(
         _write_values(ax, m, cm, vmin, vmax, cell_pt)
     if title is None:
         title = _heatmap_title(ordered, statistic, note, values if single and colorbar else None) + unwritten
+        if block > 1:
+            title += f"\neach cell the median of a {block} × {block} block of pairs ({n:,} CPUs)"
     if flat is not None:
         title += f"\nall differences within the values' uncertainty (±{_fmt(flat)} ns): no structure"
     ax.set_title(title, fontsize=10)
@@ -238,7 +251,8 @@ def distribution(
     Raises
     ------
     InputError
-        For a value-only result (imported from another tool's file: no samples), an unknown
+        For a value-only result (imported from another tool's file: no samples) unless
+        ``kind="hist"`` without ``pairs`` (then one histogram of every pair's value), an unknown
         kind, a pair that is not two CPUs of the result, or a bad ``clip``.
     MissingDependencyError
         Where matplotlib is not installed (the message says how to install it).
@@ -248,14 +262,12 @@ def distribution(
     >>> import corelat, corelat.plot
     >>> ax = corelat.plot.distribution(corelat.load(corelat.example_files()[0]), kind="hist")
     """
-    # A measured result keeps its samples, however few a loaded machine's time budget left (even one):
-    # only another tool's value per pair has no distribution.
-    if result.value_only:
-        src = result.metadata.get("source", "another tool")
-        raise InputError(f"{result.name or 'this result'} holds one value per pair ({src}), not samples: "
-                         "there is no distribution to draw; measure with corelat to keep raw samples")
     if kind not in ("violin", "hist"):
         raise InputError(f"unknown kind {kind!r}: use 'violin' or 'hist'")
+    # A measured result keeps its samples, however few a loaded machine's time budget left (even one):
+    # only another tool's value per pair has no distribution per pair; its pairs' values make one.
+    if result.value_only:
+        return _values_histogram(result, pairs, kind, ax)
     idx = _default_pairs(result, limit) if pairs is None else _pair_indices(result, pairs)
     data, labels, counts = _pair_samples(result, idx)
     if not data:
@@ -279,6 +291,22 @@ def distribution(
     else:
         _histograms(ax, data, labels, log, everything)
     _fit_title(ax, f"{_who(result)}: {result.kernel} kernel, {_count_text(counts)}")
+    if own_figure:
+        _settle(ax.figure)
+    return ax
+
+
+def _values_histogram(result, pairs, kind, ax):
+    """The histogram of every pair's value of a file of one value per pair (no violins, no pairs)."""
+    src = result.metadata.get("source", "another tool")
+    if kind != "hist" or pairs is not None:
+        raise InputError(f"{result.name or 'this result'} holds one value per pair ({src}), not samples: "
+                         "there is no distribution to draw per pair (kind='hist' without pairs draws "
+                         "the histogram of every pair's value); measure with corelat to keep raw samples")
+    own_figure = ax is None
+    if ax is None:
+        _, ax = _plt().subplots(figsize=(8.0, 4.5), layout="constrained")
+    _value_histogram(result, ax, LOG_SCALE_RATIO)
     if own_figure:
         _settle(ax.figure)
     return ax

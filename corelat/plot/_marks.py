@@ -7,8 +7,10 @@ import math
 
 import numpy as np
 
+from corelat._core.errors import InputError
 from corelat._core.text import value_err as _fmt
 from corelat.plot._axes import TICK_LABEL_SIZE, _log_labels
+from corelat.plot._words import _value_label, _who
 
 
 def _group_lines(ax, lines):
@@ -78,3 +80,41 @@ def _histograms(ax, data, labels, log, everything):
     ax.set_ylabel("samples")
     ax.tick_params(which="both", labelsize=TICK_LABEL_SIZE)
     ax.legend(fontsize=7, ncols=2 if len(data) > 6 else 1)
+
+
+def _value_histogram(result, ax, log_ratio):
+    """One histogram of every pair's value (a file of one value per pair), a row at a time: neither a
+    copy of the matrix nor an object per pair. A log scale where the slowest pair is over ``log_ratio``
+    times the median pair, as for samples."""
+    m = np.asarray(result.median, dtype=float)
+    n = result.n
+    symmetric = result.metadata.get("symmetric", True)
+
+    def counted(edges):
+        total = np.zeros(len(edges) - 1, dtype=np.int64)
+        for i in range(n):
+            row = m[i, :i] if symmetric else np.delete(m[i], i)
+            total += np.histogram(row[np.isfinite(row)], bins=edges)[0]
+        return total
+
+    ok = np.isfinite(m)
+    lo, hi = float(np.min(m, where=ok, initial=np.inf)), float(np.max(m, where=ok, initial=-np.inf))
+    if not lo <= hi:
+        raise InputError("no pair has a value: there is nothing to draw")
+    fine = np.linspace(lo, hi if hi > lo else lo + 1.0, 2049)
+    cum = np.cumsum(counted(fine))
+    median = float(fine[np.searchsorted(cum, cum[-1] / 2) + 1])
+    log = hi > log_ratio * median and lo > 0
+    edges = np.geomspace(lo, hi, 60) if log and hi > lo else np.linspace(lo, hi if hi > lo else lo + 1.0, 50)
+    counts = counted(edges)
+    ax.stairs(counts, edges, linewidth=1.3)
+    if log:
+        ax.set_xscale("log")
+        _log_labels(ax.xaxis, lo, hi)
+    label = _value_label(result, "median")
+    ax.set_xlabel(label.replace("(ns)", "(ns, log scale)") if log else label)
+    ax.set_ylabel("CPU pairs")
+    ax.tick_params(which="both", labelsize=TICK_LABEL_SIZE)
+    ax.set_title(f"{_who(result)}: {result.kernel} kernel, {int(cum[-1]):,} CPU pairs, one value each",
+                 fontsize=10)
+    return ax

@@ -3,6 +3,8 @@ percentile clip keeps."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from corelat._core.errors import InputError
@@ -19,6 +21,23 @@ def _annotation_cap(annotate, n):
     if annotate and n > MAX_ANNOTATED_CPUS:
         return False, f"\ncell values not written: {n:,} CPUs (at most {MAX_ANNOTATED_CPUS})"
     return bool(annotate), ""
+
+
+def _block_medians(m, k):
+    """The median of each ``k`` × ``k`` block of ``m`` (NaN cells left out; NaN for a block of none),
+    ``k`` rows at a time: never a copy of all of ``m``."""
+    n0, n1 = m.shape
+    rows, cols = -(-n0 // k), -(-n1 // k)
+    out = np.empty((rows, cols))
+    strip = np.empty((k, cols * k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice": the diagonal's last block
+        for r in range(rows):
+            part = m[r * k:(r + 1) * k]
+            strip.fill(np.nan)
+            strip[: part.shape[0], :n1] = part
+            out[r] = np.nanmedian(strip.reshape(k, cols, k).transpose(1, 0, 2).reshape(cols, k * k), axis=1)
+    return out
 
 
 def _uncertainty(result, statistic):

@@ -21,7 +21,9 @@ import corelat
 
 COMMANDS = (("report", ["report", "{a}"]), ("report --matrix", ["report", "--matrix", "{a}"]),
             ("compare", ["compare", "{a}", "{b}"]), ("plot", ["plot", "{a}", "-o", "{d}/p.png"]),
-            ("report --html", ["report", "{a}", "--html", "{d}/r.html"]))
+            ("plot --kind hist", ["plot", "--kind", "hist", "{a}", "-o", "{d}/h.png"]),
+            ("report --html", ["report", "{a}", "--html", "{d}/r.html"]),
+            ("report --pdf", ["report", "{a}", "--pdf", "{d}/r.pdf"]))
 
 
 def big_matrix(n, seed=1):

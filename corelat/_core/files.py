@@ -171,11 +171,10 @@ def _new_file_mode():
     # What open() would give a new file: 0666 less the umask. /proc says the umask without setting it
     # (os.umask can only be read by changing it, which races with other threads).
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+        for line in read_bytes("/proc/self/status", 1 << 16).decode("ascii").splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):  # UnicodeDecodeError is a ValueError
         pass
     return 0o644
 

@@ -13,6 +13,7 @@ import functools
 import os
 import resource
 
+from corelat._core import files as _files
 from corelat._core.binding import extension
 from corelat._core.errors import MeasurementError, MeasurementTimeout
 
@@ -95,8 +96,7 @@ def _address_space_short():
     try:
         limit = resource.getrlimit(resource.RLIMIT_AS)[0]
         stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
-        with open("/proc/self/statm", encoding="ascii") as f:
-            in_use = int(f.read().split()[0]) * resource.getpagesize()
+        in_use = int(_files.read_bytes("/proc/self/statm", 1 << 12).split()[0]) * resource.getpagesize()
     except (OSError, ValueError, IndexError):
         return None
     if limit == resource.RLIM_INFINITY:

@@ -25,14 +25,25 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 
+from corelat._system import sysinfo as _sysinfo
+
 #: Folders of fewer files are read on threads: a pool's start costs about as much as 200 files.
 MIN_FILES = 200
 #: New pools after a worker died, before the rest is read in this process.
 MAX_RESTARTS = 3
 
 
+def workers():
+    """Worker processes to read on: the CPUs this process may run on (1: read here). Not
+    ``os.cpu_count()``: the C library opens sysfs's ``cpu/online`` blocking (a FIFO: forever)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return _sysinfo.cpu_count() or 1
+
+
 #: Threads reading a folder of fewer files.
-THREADS = min(4, os.cpu_count() or 1)
+THREADS = min(4, workers())
 
 
 def read_on_threads(paths, read, add):
@@ -48,14 +59,6 @@ def read_on_threads(paths, read, add):
         while window:
             q, fut = window.popleft()
             add(q, fut.result())
-
-
-def workers():
-    """Worker processes to read on: the CPUs this process may run on (1: read here)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _ignore_sigint():

@@ -43,8 +43,12 @@ def _isolated():
 def _chromium(*args):
     if CHROMIUM is None:
         pytest.skip("no chromium here (Debian: apt-get install chromium; CI's 00-system step installs it)")
-    cmd = [*_isolated(), CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--no-first-run", "--disable-extensions", "--enable-logging=stderr", "--v=0", *args]
+    # --disable-dev-shm-usage: shared memory in /tmp, whatever /dev/shm's size (a container's is often
+    # 64 MB). Debian's wrapper adds it only under 3.8 GB free, and its check fails where /dev/shm is
+    # mounted twice (`[: N: unexpected operator`): passed here, every host runs Chromium alike.
+    cmd = [*_isolated(), CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--hide-scrollbars", "--no-first-run", "--disable-extensions", "--enable-logging=stderr", "--v=0",
+           *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S,
                           env={**os.environ, "HOME": os.environ.get("TMPDIR", "/tmp")})
 

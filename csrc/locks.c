@@ -728,7 +728,8 @@ static int mutex_probe(int k, char *why, size_t why_len)
         int policy = SCHED_OTHER, lowest = sched_get_priority_min(SCHED_FIFO);
         struct sched_param sp = {0};
         pthread_getschedparam(pthread_self(), &policy, &sp);
-        int rt = (policy == SCHED_FIFO || policy == SCHED_RR) && sp.sched_priority > sched_get_priority_min(policy);
+        int rt = (policy == SCHED_FIFO || policy == SCHED_RR) &&
+                 sp.sched_priority > sched_get_priority_min(policy);
         if (!rt) {
             snprintf(why, why_len,
                      "glibc lifts a locker to the ceiling within its policy: its SCHED_OTHER threads are "
@@ -1254,8 +1255,9 @@ corelat_lock_job *corelat_locks_new(const corelat_lock_params *p, int *status)
     job->aff_count = calloc(n, sizeof *job->aff_count);
     job->aff_outside = calloc(n, sizeof *job->aff_outside);
     if (!job->cpus || (p->group && !job->group) || !job->tests || !job->bufs || !job->at_test ||
-        !job->buf_ready || !job->calls || !job->ticks || !job->sermin || !job->serempty || !job->serk || !job->sercalls ||
-        !job->counter || !job->ran_on || !job->counter_by || !job->aff_count || !job->aff_outside) {
+        !job->buf_ready || !job->calls || !job->ticks || !job->sermin || !job->serempty || !job->serk ||
+        !job->sercalls || !job->counter || !job->ran_on || !job->counter_by || !job->aff_count ||
+        !job->aff_outside) {
         corelat_job_release(&job->head);
         *status = CORELAT_ENOMEM;
         return NULL;

@@ -716,14 +716,10 @@ static PyObject *py_locks(PyObject *self, PyObject *args, PyObject *kw)
         const char *key;
         int nd;
         const uint64_t *src;
-    } outs[] = {{"calls", 2, job->calls},
-                {"ticks", 2, job->ticks},
-                {"sermin", 2, job->sermin},
-                {"serempty", 2, job->serempty},
-                {"serk", 2, job->serk},
-                {"sercalls", 2, job->sercalls},
-                {"counter", 1, job->counter},
-                {"counter_by_thread", 2, job->counter_by}};
+    } outs[] = {{"calls", 2, job->calls},     {"ticks", 2, job->ticks},
+                {"sermin", 2, job->sermin},   {"serempty", 2, job->serempty},
+                {"serk", 2, job->serk},       {"sercalls", 2, job->sercalls},
+                {"counter", 1, job->counter}, {"counter_by_thread", 2, job->counter_by}};
     out = PyDict_New();
     for (size_t i = 0; out && i < sizeof outs / sizeof outs[0]; i++) {
         PyObject *a = array_copy(outs[i].nd, dims, NPY_UINT64, outs[i].src);

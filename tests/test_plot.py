@@ -488,3 +488,21 @@ def test_a_raster_image_too_big_for_memory_is_refused(tmp_path, capsys):
     assert main(["plot", str(path), "--dpi", "1200", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "megapixels" in err and "--dpi" in err and not out.exists(), err
+
+
+def test_compare_s_colour_bar_label_fits_when_statistics_differ():
+    """`corelat.plot.compare` (and `corelat plot A B`) of a file of means beside one of medians: the
+    colour bar's label names both statistics and was one line longer than the bar, cut off at both
+    ends ("-way latency…"); the report wrapped it, the plot itself did not (issue 34 item 5)."""
+    rng = np.random.default_rng(0)
+    m = rng.uniform(20, 90, (8, 8))
+    m = (m + m.T) / 2
+    means = LatencyResult.from_matrix(m, list(range(8)), name="a",
+                                      metadata={"source": "core-to-core-latency csv", "statistic": "mean"})
+    medians = LatencyResult.from_matrix(m * 1.1, list(range(8)), name="b", metadata={"statistic": "median"})
+    fig = plot.compare([means, medians], names=["a", "b"])
+    fig.canvas.draw()
+    label = fig.axes[0].images[0].colorbar.ax.yaxis.label
+    box, page = label.get_window_extent(), fig.bbox
+    assert "mean" in label.get_text() and "median" in label.get_text()
+    assert page.y0 <= box.y0 and box.y1 <= page.y1 and page.x0 <= box.x0 and box.x1 <= page.x1, (box, page)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 import math
-import textwrap
 
 import numpy as np
 
 from corelat import plot as cplot
 from corelat._core.extras import require
 from corelat._report.model import Figure
+from corelat.plot._axes import fit_colorbar_label
 from corelat.plot._order import _ordered
 from corelat.plot._words import _statistic_words
 
@@ -82,23 +82,6 @@ def comparison(results, names, statistic="median"):
     fig = cplot.compare(results, names=names, order="topology", statistic=statistic)
     fit_colorbar_label(fig)
     return Figure(fig, "one colour scale for every machine")
-
-
-def fit_colorbar_label(fig):
-    """Wrap a colour bar's label to the bar's length: one line naming two statistics (a file of
-    medians beside one of means) is longer than the figure is tall, and was cut at both ends."""
-    for ax in fig.axes:
-        for image in ax.images:
-            bar = image.colorbar
-            if bar is None:
-                continue
-            label = bar.ax.yaxis.label
-            fig.canvas.draw()
-            length = bar.ax.get_window_extent().height * 72.0 / fig.dpi  # points along the bar
-            chars = max(20, int(length / (0.6 * label.get_fontsize())))
-            text = " ".join(label.get_text().split())
-            if len(text) > chars:
-                label.set_text(textwrap.fill(text, chars))
 
 
 def placement(result, statistic="median"):

@@ -32,7 +32,7 @@ from corelat._core.text import value_err as _fmt
 from corelat._core.types import DEFAULT_ORDER, Order, Path, Statistic
 from corelat._results.latency import LatencyResult
 from corelat._results.placement import PlacementResult
-from corelat.plot._axes import _cell_points, _figsize, _fit_title, _mark_clipped, _settle
+from corelat.plot._axes import _cell_points, _figsize, _fit_title, _mark_clipped, _settle, fit_colorbar_label
 from corelat.plot._marks import _group_lines, _histograms, _value_histogram, _violins, _write_values
 from corelat.plot._order import _one_home, _ordered
 from corelat.plot._values import (
@@ -385,6 +385,7 @@ def compare(
                  else "; ".join(dict.fromkeys(_value_label(r, statistic) for r in loaded)))
     fig.suptitle("core-to-core latency, one colour scale")
     _settle(fig)
+    fit_colorbar_label(fig)
     return fig
 
 

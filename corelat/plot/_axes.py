@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 from corelat._core.text import value_err as _fmt
 from corelat.plot._words import _pct, _short
@@ -90,3 +91,20 @@ def _cell_points(ax, n):
     enough to decide whether values fit and to size their text)."""
     bbox = ax.get_window_extent().transformed(ax.figure.dpi_scale_trans.inverted())
     return min(bbox.width, bbox.height) * 72.0 / max(n, 1)
+
+
+def fit_colorbar_label(fig):
+    """Wrap a colour bar's label to the bar's length: one line naming two statistics (a file of
+    medians beside one of means) is longer than the figure is tall, and was cut at both ends."""
+    for ax in fig.axes:
+        for image in ax.images:
+            bar = image.colorbar
+            if bar is None:
+                continue
+            label = bar.ax.yaxis.label
+            fig.canvas.draw()
+            length = bar.ax.get_window_extent().height * 72.0 / fig.dpi  # points along the bar
+            chars = max(20, int(length / (0.6 * label.get_fontsize())))
+            text = " ".join(label.get_text().split())
+            if len(text) > chars:
+                label.set_text(textwrap.fill(text, chars))

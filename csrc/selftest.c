@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +569,19 @@ static void *reinit_timer(void *arg)
     return NULL;
 }
 
+/* Calibrates until told to stop, so that it is calibrating when the process forks. A thread that had
+ * already ended, not yet joined, is one the child never joins: TSan reports it as leaked there and
+ * fails the child (seen in CI when a loaded machine let three calibrations end before the fork). */
+static atomic_int stop_reinit;
+
+static void *reinit_until_stopped(void *arg)
+{
+    corelat_timer_info info;
+    while (!atomic_load(&stop_reinit))
+        EXPECT(corelat_timer_init(*(const int *)arg, 2000000, &info) == 0);
+    return NULL;
+}
+
 static void timer_init_while_measuring(int kind)
 {
     corelat_pp_params p = pp(CORELAT_PP_RW, 0, 1, ok_wait);
@@ -588,7 +602,8 @@ static void timer_init_while_measuring(int kind)
     corelat_timer_info now;
     EXPECT(corelat_timer_current(&now) == 0 && now.kind == kind);
 
-    pthread_create(&t[0], NULL, reinit_timer, &kind);
+    atomic_store(&stop_reinit, 0);
+    pthread_create(&t[0], NULL, reinit_until_stopped, &kind);
     sleep_s(0.002);
     fflush(NULL);
     pid_t pid = fork();
@@ -602,6 +617,7 @@ static void timer_init_while_measuring(int kind)
         waitpid(pid, &ws, 0);
     }
     EXPECT(pid > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    atomic_store(&stop_reinit, 1);
     pthread_join(t[0], NULL);
 }
 

@@ -24,6 +24,7 @@ land in it).
 
 import _signal as signal
 import _thread
+import atexit
 import os
 import sys
 import time
@@ -279,10 +280,40 @@ def install():
         except ValueError:  # imported from a thread other than the main one: not the command starting
             return
         sys.excepthook = _startup_failed
+        atexit.register(_finishing)
         try:
             check_address_space()
         except (OSError, ValueError, IndexError):
             pass  # /proc unreadable: start as before, without the check
+
+
+def hold():
+    """Ctrl-C ends the command quietly again (status 130, one line) once ``main`` has its status.
+
+    What runs after ``main`` (its output's last flush, the interpreter's exit: the fork server and
+    the pools' exit handlers, finalisation) is out of ``main``'s reach: a KeyboardInterrupt there
+    killed the command by SIGINT (status -2) without a word."""
+    if not running_as_command():
+        return
+    try:
+        signal.signal(signal.SIGINT, _interrupted)
+    except ValueError:  # not the main thread: not the command ending
+        return
+    _held.append(True)
+
+
+_held: list = []
+
+
+def _finishing():
+    """The last exit handler: Ctrl-C is held off for the interpreter's finalisation.
+
+    Registered as the command starts, so it runs after every other exit handler (the fork server's,
+    the pools': those Ctrl-C still ends, with 130). After them Python puts SIGINT back to its
+    default action, and the ~0.1 s of finalisation that follows would die by SIGINT: the command has
+    its status by then, and a Ctrl-C that lands there leaves it standing."""
+    if _held and hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 def release():

@@ -129,11 +129,18 @@ def _exit_status(e):
 
 def main(argv=None):
     """Entry point of the console script; returns the exit status."""
-    with outputs.printable_streams() as stdout:
-        status = _main(argv)
-        if stdout.discarded:
-            print("corelat: note: standard output is closed: the text output was not shown", file=sys.stderr)
-        return status
+    try:
+        with outputs.printable_streams() as stdout:
+            status = _main(argv)
+            _early.hold()
+            if stdout.discarded:
+                print("corelat: note: standard output is closed: the text output was not shown",
+                      file=sys.stderr)
+            return status
+    except KeyboardInterrupt:  # landed in one of _main's handlers, or as the streams were restored
+        _early.hold()
+        print("corelat: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _main(argv):

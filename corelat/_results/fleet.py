@@ -20,6 +20,7 @@ from corelat._core.errors import InputError, InputKeyError, SaveError, unreadabl
 from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
 from corelat._core.types import Path
 from corelat._results import schema as _schema
+from corelat._results.fleet_names import label, short_label
 from corelat._results.latency import thaw
 
 #: File layout version of fleet results (``.json`` / ``.npz``).
@@ -571,29 +572,3 @@ MAD_THRESHOLD = 4.0
 
 #: Groups smaller than this are reported, but no node in them is called an outlier.
 MIN_GROUP = 3
-
-
-_LABELS = {
-    "smt": ("SMT", "SMT siblings"),
-    "l2": ("L2", "same L2"),
-    "l3": ("L3", "same L3"),
-    "package": ("x-L3", "across L3, same package"),
-    "packages": ("x-pkg", "across packages"),
-    "within1": ("group", "within latency groups"),
-    "across": ("x-group", "across latency groups"),
-    "cores": ("cores", "between cores"),
-}
-
-
-def short_label(name):
-    """Column heading for a class (``"x-pkg"``)."""
-    if name in _LABELS:
-        return _LABELS[name][0]
-    return f"group{name[6:]}" if name.startswith("within") else name
-
-
-def label(name):
-    """A class in words (``"across packages"``)."""
-    if name in _LABELS:
-        return _LABELS[name][1]
-    return f"within latency level {name[6:]}" if name.startswith("within") else name

@@ -1,0 +1,28 @@
+"""The fleet's classes of pairs in words: column headings and labels of the report."""
+
+from __future__ import annotations
+
+_LABELS = {
+    "smt": ("SMT", "SMT siblings"),
+    "l2": ("L2", "same L2"),
+    "l3": ("L3", "same L3"),
+    "package": ("x-L3", "across L3, same package"),
+    "packages": ("x-pkg", "across packages"),
+    "within1": ("group", "within latency groups"),
+    "across": ("x-group", "across latency groups"),
+    "cores": ("cores", "between cores"),
+}
+
+
+def short_label(name):
+    """Column heading for a class (``"x-pkg"``)."""
+    if name in _LABELS:
+        return _LABELS[name][0]
+    return f"group{name[6:]}" if name.startswith("within") else name
+
+
+def label(name):
+    """A class in words (``"across packages"``)."""
+    if name in _LABELS:
+        return _LABELS[name][1]
+    return f"within latency level {name[6:]}" if name.startswith("within") else name

@@ -32,7 +32,7 @@ import numpy as np
 
 import corelat
 from corelat._core import npz as _npz
-from corelat._fleet import classes as _fleet_classes
+from corelat._analysis import classes as _fleet_classes
 from corelat._fleet import synth as _fleet_synth
 
 SHARED = os.environ.get("CORELAT_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared"))

@@ -14,7 +14,7 @@ from peers import peer_files
 
 import corelat
 from corelat._core.errors import InputError
-from corelat._fleet import classes as _fleet_classes
+from corelat._analysis import classes as _fleet_classes
 from corelat._fleet import hostlist as _hostlist
 from corelat._fleet import nodes as _fleet
 from corelat._fleet import stats as _fleet_stats

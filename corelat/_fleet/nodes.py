@@ -1,7 +1,7 @@
 """Fleets: many machines measured alike, compared within groups of the same hardware.
 
 :func:`fleet` reads the nodes' result files (or takes results) one at a time and keeps, per node,
-the median latency of each pair class (:mod:`corelat._fleet.classes`) and, per group of identical
+the median latency of each pair class (:mod:`corelat._analysis.classes`) and, per group of identical
 hardware, a running median matrix (:mod:`corelat._fleet.stats`): memory grows with the number of
 nodes only by a few numbers each. A node is an *outlier* in a class when its class median deviates
 from its group's median by more than ``max(REL_THRESHOLD, MAD_THRESHOLD robust standard deviations)``;
@@ -30,7 +30,8 @@ from corelat._core import npz as _npz
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
-from corelat._fleet import classes, kinds, readers
+from corelat._analysis import classes
+from corelat._fleet import kinds, readers
 from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.stats import RunningMedian, nan_median, robust

@@ -8,7 +8,7 @@ One node can be slowed in one class.
 
 import numpy as np
 
-from corelat._fleet import classes
+from corelat._analysis import classes
 from corelat._fleet.stats import robust
 from corelat._results.latency import LatencyResult
 

@@ -121,6 +121,167 @@ def test_measure_takes_every_sweep_option_and_the_others_all_but_what_they_vary(
     assert fields - set(_params("smt")) == {"order", "strategy", "partition", "retest", "home"}
 
 
+# -- the sweep keywords written once: every sweeping function one to one with SweepOptions -----------
+
+#: Every public function that sweeps: the keywords of SweepOptions it leaves out (what it sets itself).
+OMITTED = {
+    "measure": set(),
+    "smt": {"order", "strategy", "partition", "retest", "home"},
+    "placement": {"home"},
+    "measure_fleet": {"name"},
+}
+
+
+def _documented(fn):
+    """(name, description) of each entry of ``fn``'s numpydoc Parameters section, in order (read
+    here, apart from the code that writes the section)."""
+    import inspect
+    import re
+
+    doc = inspect.getdoc(fn) or ""
+    m = re.search(r"^Parameters\n-+\n(.*?)(?=^[A-Z][A-Za-z ]*\n-+\n|\Z)", doc, re.MULTILINE | re.DOTALL)
+    if m is None:
+        return []
+    entries = re.findall(r"^(\S[^\n]*)\n?((?:[ \t]+\S[^\n]*\n?)*)", m.group(1), re.MULTILINE)
+    return [(head.split(" : ")[0].strip(), body.strip()) for head, body in entries]
+
+
+def _one_to_one(fn, own, omitted):
+    """What breaks the rule for a sweeping function ``fn``: its parameters are ``own`` and the sweep
+    keywords but ``omitted``, each with SweepOptions's default, and its Parameters section documents
+    each of them once, in the signature's order, and nothing else."""
+    import inspect
+
+    from corelat._measure.options import keywords
+
+    fields = {f.name: f.default for f in keywords()}
+    params = inspect.signature(fn).parameters
+    problems = []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        problems.append("its signature shows **kwargs")
+    sweep = {n for n in params if n not in own}
+    if sweep != set(fields) - set(omitted):
+        problems.append(f"keywords {sorted(sweep ^ (set(fields) - set(omitted)))} are not one to one with "
+                        "SweepOptions")
+    problems += [f"{n}={params[n].default!r}, SweepOptions has {fields[n]!r}" for n in sweep & set(fields)
+                 if params[n].default != fields[n]]
+    problems += [f"{n} has no type" for n, p in params.items() if p.annotation is inspect.Parameter.empty]
+    documented = _documented(fn)
+    if [n for n, _ in documented] != list(params):
+        problems.append(f"documents {[n for n, _ in documented]}, takes {list(params)}")
+    problems += [f"{n} is documented without a word" for n, text in documented if not text]
+    return problems
+
+
+def test_every_sweep_option_is_a_documented_keyword():
+    from corelat._measure.options import keywords
+
+    assert [f.name for f in keywords()] == list(_option_fields())
+    for f in keywords():
+        assert f.metadata["doc"].strip(), f"SweepOptions.{f.name} has no documentation"
+
+
+@pytest.mark.parametrize("name", sorted(OMITTED))
+def test_every_sweeping_function_is_one_to_one_with_sweep_options(name):
+    fn = getattr(corelat, name)
+    assert not _one_to_one(fn, OWN_KEYWORDS[name], OMITTED[name]), _one_to_one(fn, OWN_KEYWORDS[name],
+                                                                                OMITTED[name])
+
+
+def test_every_sweeping_function_is_in_the_table():
+    # a new public function that sweeps (its keywords made by sweep_keywords) is checked above too
+    import inspect
+
+    from corelat._measure.options import keywords
+
+    fields = {f.name for f in keywords()}
+    sweeping = {name for name in corelat.__all__ if inspect.isfunction(getattr(corelat, name))
+                and len(fields & set(inspect.signature(getattr(corelat, name)).parameters)) > 5}
+    assert sweeping == set(OMITTED)
+
+
+def test_the_check_fails_where_a_keyword_or_a_doc_is_missing():
+    # The rule is not vacuous: a function with a keyword of its own that SweepOptions lacks, one
+    # that leaves a keyword out, one whose doc lost an entry, one with another default.
+    from corelat._measure.options import sweep_keywords
+
+    @sweep_keywords()
+    def extra(cpus=None, *, colour="red", **options):
+        """Sweep.
+
+        Parameters
+        ----------
+        colour : str
+            the colour.
+
+        Returns
+        -------
+        None
+        """
+
+    assert any("not one to one" in p for p in _one_to_one(extra, set(), set()))
+    assert not any("not one to one" in p for p in _one_to_one(extra, {"colour"}, set()))
+    assert any("not one to one" in p for p in _one_to_one(corelat.smt, OWN_KEYWORDS["smt"], set()))
+
+    def undocumented(cpus=None, *, kernel="cas"):
+        """Sweep.
+
+        Parameters
+        ----------
+        cpus : CPUs
+            the CPUs.
+        """
+
+    assert any("documents ['cpus'], takes ['cpus', 'kernel']" in p
+               for p in _one_to_one(undocumented, set(), set(_option_fields()) - {"cpus", "kernel"}))
+
+    def blank(cpus=None):
+        """Sweep.
+
+        Parameters
+        ----------
+        cpus : CPUs
+        """
+
+    assert "cpus is documented without a word" in _one_to_one(blank, set(), set(_option_fields()) - {"cpus"})
+    with pytest.raises(TypeError, match="SweepOptions's default is 1000"):
+        sweep_keywords()(lambda cpus=None, *, round_trips=10, **options: None)
+
+
+def test_help_and_the_signature_show_every_keyword_with_its_doc():
+    import inspect
+    import pydoc
+
+    from corelat._measure.options import keywords
+
+    for name, omitted in OMITTED.items():
+        fn = getattr(corelat, name)
+        text = pydoc.render_doc(fn, renderer=pydoc.plaintext)
+        for f in keywords():
+            if f.name in omitted:
+                assert f.name not in inspect.signature(fn).parameters, (name, f.name)
+                continue
+            assert f"{f.name}: " in text.split("\n\n", 2)[1], (name, f.name)  # the signature line
+            assert f"\n    {f.name} : " in text, (name, f.name)  # its entry in Parameters
+    # help() shows what it showed before the keywords were written once
+    assert str(inspect.signature(corelat.measure)).startswith(
+        "(cpus: 'CPUs' = None, *, kernel: 'Kernel' = 'cas', round_trips: 'int' = 1000, samples: 'int | None'")
+
+
+def test_a_keyword_a_sweep_does_not_take_is_refused_in_the_same_words():
+    with pytest.raises(TypeError, match=r"^measure\(\) got an unexpected keyword argument 'bogus'$"):
+        corelat.measure([0, 1], bogus=1)
+    # a field of SweepOptions that is no keyword, and one a function leaves out
+    with pytest.raises(TypeError, match=r"^measure\(\) got an unexpected keyword argument 'resolved'$"):
+        corelat.measure([0, 1], resolved=True)
+    with pytest.raises(TypeError, match=r"^smt\(\) got an unexpected keyword argument 'order'$"):
+        corelat.smt(order="os")
+    with pytest.raises(TypeError, match=r"got multiple values for argument 'cpus'"):
+        corelat.measure([0, 1], cpus=[0, 1])
+    with pytest.raises(TypeError, match=r"takes from 0 to 1 positional arguments but 2 were given"):
+        corelat.measure([0, 1], 1000)
+
+
 def test_placement_and_fleet_refuse_what_they_set_themselves_in_corelats_words(monkeypatch):
     from corelat import InputTypeError
     from corelat._fleet import run as _fleet_run

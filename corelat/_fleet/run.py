@@ -31,24 +31,20 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from corelat._core.extras import require
-from corelat._core.types import CPUs, Kernel, Nodes, Path, Progress, ResultOrder
+from corelat._core.types import Nodes, Path
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
 from corelat._fleet.nodes import REPORT_NAME, FleetBuilder
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
 from corelat._fleet.runs import new_run
 from corelat._measure import sweep as _sweep
-from corelat._measure.options import SweepOptions, refuse_unknown_keywords
+from corelat._measure.options import SweepOptions, sweep_keywords
 from corelat._results.fleet import FleetResult
 from corelat._system.validate import (
-    DEFAULT_MAX_SAMPLES,
     DEFAULT_MAX_TIME_PER_PAIR,
-    DEFAULT_PRECISION,
-    DEFAULT_TIMEOUT,
     allowed_cpus,
     resolve_cpus,
 )
@@ -483,31 +479,15 @@ def _options_wait(options):
     return default_wait(count, options.samples, options.max_time_per_pair, options.round_trips)
 
 
-@refuse_unknown_keywords({"name": "measure_fleet names each result after its node; do not pass name"})
-def measure_fleet(
-    comm: Any = None,
-    directory: Path | None = None,
-    *,
-    expect: Nodes | None = None,
-    wait: float | None = None,
-    cpus: CPUs = None,
-    kernel: Kernel = "cas",
-    round_trips: int = 1000,
-    samples: int | None = None,
-    precision: float = DEFAULT_PRECISION,
-    max_samples: int = DEFAULT_MAX_SAMPLES,
-    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
-    warmup: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: Progress = False,
-    order: ResultOrder | None = None,
-    strategy: Literal["full", "sample"] = "full",
-    partition: Sequence[Sequence[int]] | None = None,
-    topology: Any = None,
-    retest: bool | int = True,
-    home: str = "initiator",
-) -> FleetResult | None:
+@sweep_keywords(omit=("name",),
+                refused={"name": "measure_fleet names each result after its node; do not pass name"})
+def measure_fleet(comm: Any = None, directory: Path | None = None, *, expect: Nodes | None = None,
+                  wait: float | None = None, **options: Any) -> FleetResult | None:
     """Measure every node of an MPI job and compare them (run it on every rank).
+
+    The keywords of :func:`corelat.measure` but ``name`` (each result is named after its node) are
+    checked on every rank first and measure every node; ``cpus`` and ``home`` are read on each node
+    (a node that cannot meet them reports the error, the fleet goes on).
 
     Parameters
     ----------
@@ -522,13 +502,6 @@ def measure_fleet(
     wait : float, optional
         Seconds rank 0 waits for the nodes' results before it names the missing ones and ends the
         job (default: :func:`default_wait` for this node's CPU count).
-    cpus, home
-        As for :func:`corelat.measure`, read on each node (a node that cannot meet them reports
-        the error, the fleet goes on).
-    kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout
-        As for :func:`corelat.measure`, on every node (checked on every rank first).
-    progress, order, strategy, partition, topology, retest
-        As for :func:`corelat.measure`, on every node; each result is named after its node.
 
     Returns
     -------
@@ -556,12 +529,7 @@ def measure_fleet(
     if comm is None:
         comm = MPI.COMM_WORLD
     expect = expected_nodes(expect)  # a bad list fails on every rank now, not at the end
-    options = SweepOptions.request(
-        cpus, kernel=kernel, round_trips=round_trips, samples=samples, precision=precision,
-        max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup, timeout=timeout,
-        progress=progress, order=order, strategy=strategy, partition=partition, topology=topology,
-        retest=retest, home=home)
-    return run_options(comm, options, directory, wait, expect=expect)
+    return run_options(comm, SweepOptions.request(**options), directory, wait, expect=expect)
 
 
 def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None, only=None,

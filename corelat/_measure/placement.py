@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from corelat._core.errors import InputError
-from corelat._core.types import CPUs, Kernel, Progress, ResultOrder
+from corelat._core.types import CPUs
 from corelat._measure import sweep as _sweep
-from corelat._measure.options import SweepOptions, refuse_unknown_keywords
+from corelat._measure.options import SweepOptions, sweep_keywords
 from corelat._results.placement import PlacementResult
 from corelat._system.home import allowed_mems, check_home, memory_nodes
-from corelat._system.validate import (
-    DEFAULT_MAX_SAMPLES,
-    DEFAULT_MAX_TIME_PER_PAIR,
-    DEFAULT_PRECISION,
-    DEFAULT_TIMEOUT,
-    as_list,
-)
+from corelat._system.validate import as_list
 
 
 def _home_list(homes, cpus, kernel):
@@ -44,41 +38,23 @@ def _home_list(homes, cpus, kernel):
     return out
 
 
-@refuse_unknown_keywords({"home": "placement() measures every home in `homes`; do not pass home="})
-def placement(
-    cpus: CPUs = None,
-    homes: str | Sequence[int | str] = "nodes",
-    *,
-    kernel: Kernel = "cas",
-    round_trips: int = 1000,
-    samples: int | None = None,
-    precision: float = DEFAULT_PRECISION,
-    max_samples: int = DEFAULT_MAX_SAMPLES,
-    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
-    warmup: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: Progress = False,
-    order: ResultOrder | None = None,
-    name: str | None = None,
-    strategy: Literal["full", "sample"] = "full",
-    partition: Sequence[Sequence[int]] | None = None,
-    topology: Any = None,
-    retest: bool | int = True,
-) -> PlacementResult:
+@sweep_keywords(omit=("home",),
+                refused={"home": "placement() measures every home in `homes`; do not pass home="})
+def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes",
+              **options: Any) -> PlacementResult:
     """Measure the latency matrix once per home of the line.
+
+    Every keyword of :func:`corelat.measure` but ``home`` (what ``homes`` varies) applies to every
+    home.
 
     Parameters
     ----------
-    cpus : CPU selection, optional
+    cpus : CPUs
         As for :func:`corelat.measure`.
     homes : str or list of str
         ``"nodes"`` (every NUMA node this process may allocate on, as ``"node:K"``) or a list of
         homes as :func:`corelat.measure` takes them (``"initiator"``, ``"responder"``,
         ``"node:K"``, ``"cpu:K"``).
-    kernel, round_trips, samples, precision, max_samples, max_time_per_pair, warmup, timeout
-        As for :func:`corelat.measure`, for every home.
-    progress, order, name, strategy, partition, topology, retest
-        As for :func:`corelat.measure`, for every home (``home`` is what ``homes`` varies).
 
     Returns
     -------
@@ -103,12 +79,7 @@ def placement(
     >>> print(corelat.placement(kernel="read-modified").describe())  # doctest: +SKIP
     across packages: 114 ns homed with the owner, 176 ns homed with the reader
     """
-    options = SweepOptions.build(
-        cpus, kernel=kernel, round_trips=round_trips, samples=samples, precision=precision,
-        max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup, timeout=timeout,
-        progress=progress, order=order, name=name, strategy=strategy, partition=partition, topology=topology,
-        retest=retest)
-    return run(options, homes)
+    return run(SweepOptions.build(cpus, **options), homes)
 
 
 def run(options, homes="nodes"):

@@ -20,16 +20,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from typing import Any
 
 import numpy as np
 
 from corelat._core.binding import extension
 from corelat._core.errors import InputError
 from corelat._core.status import once_more_if_moved
-from corelat._core.types import CPUs, PingPongKernel, Progress
+from corelat._core.types import CPUs, PingPongKernel
 from corelat._measure import progress as progress_mod
 from corelat._measure.measurers import make_measurer
-from corelat._measure.options import SweepOptions
+from corelat._measure.options import SweepOptions, sweep_keywords
 from corelat._measure.sweep import measure_pair
 from corelat._results.smt import LOOPS, SMTResult
 from corelat._system import cpulist as _cpulist
@@ -38,10 +39,6 @@ from corelat._system.timer import timer_info
 from corelat._system.topology import Topology
 from corelat._system.topology import topology as read_topology
 from corelat._system.validate import (
-    DEFAULT_MAX_SAMPLES,
-    DEFAULT_MAX_TIME_PER_PAIR,
-    DEFAULT_PRECISION,
-    DEFAULT_TIMEOUT,
     KERNELS,
     check_params,
     resolve_cpus,
@@ -252,23 +249,12 @@ def _resolve_in(cpus, allowed):
     return tuple(cpus)
 
 
-def smt(
-    cpus: CPUs = None,
-    *,
-    kernel: PingPongKernel = "cas",
-    round_trips: int = 1000,
-    samples: int | None = None,
-    precision: float = DEFAULT_PRECISION,
-    max_samples: int = DEFAULT_MAX_SAMPLES,
-    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
-    warmup: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    duration: float = 0.1,
-    topology: Topology | None = None,
-    progress: Progress = False,
-    name: str | None = None,
-) -> SMTResult:
+@sweep_keywords(omit=("order", "strategy", "partition", "retest", "home"))
+def smt(cpus: CPUs = None, *, kernel: PingPongKernel = "cas", duration: float = 0.1,
+        topology: Topology | None = None, **options: Any) -> SMTResult:
     """Measure what SMT siblings cost each other (see the module documentation).
+
+    The latencies are measured as :func:`corelat.measure` measures a pair, with its keywords.
 
     Parameters
     ----------
@@ -277,34 +263,12 @@ def smt(
         may run on. Pairs are formed from siblings among them, partners chosen among them.
     kernel : PingPongKernel
         ``"cas"`` or ``"rw"`` (the ping-pong kernels of :func:`corelat.measure`).
-    round_trips : int
-        round trips timed together as one latency sample.
-    samples : int | None
-        None (the default): each latency sampled until the 95 % CI of its median is within
-        ±``precision`` (or ``max_samples`` or ``max_time_per_pair`` is reached); an integer:
-        exactly that many samples per latency. As for :func:`corelat.measure`.
-    precision : float
-        for ``samples=None``: the target half-width of the CI, a fraction of the median.
-    max_samples : int
-        for ``samples=None``: the most samples a latency gets.
-    max_time_per_pair : float
-        for ``samples=None``: seconds each latency may take.
-    warmup : int | None
-        samples run first and discarded, per latency (per chunk for ``samples=None``).
-    timeout : float
-        seconds a thread waits for its partner before
-        :class:`~corelat._core.errors.MeasurementTimeout`, as for :func:`corelat.measure`; it also
-        bounds the wait at the busy loops' start.
     duration : float
         seconds each busy-loop run lasts (each pair runs 2 loops together, and each CPU
-        runs them alone once).
+        runs them alone once); ``timeout`` also bounds the wait at the busy loops' start.
     topology : Topology | None
         a :class:`~corelat._system.topology.Topology` to take siblings and distances from
         (default: this machine's). CPUs must then be allowed in it.
-    progress : Progress
-        False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-    name : str | None
-        label for the result (default: the host name).
 
     Returns
     -------
@@ -329,11 +293,8 @@ def smt(
     >>> r = corelat.smt(duration=0.01)  # doctest: +SKIP
     >>> print(r.table())  # doctest: +SKIP
     """
-    options = SweepOptions.for_smt(
-        cpus, kernel=kernel, kernels=SMT_KERNELS, round_trips=round_trips, samples=samples,
-        precision=precision, max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup,
-        timeout=timeout, topology=topology, progress=progress, name=name)
-    return run(options, duration)
+    return run(SweepOptions.for_smt(cpus, kernel=kernel, kernels=SMT_KERNELS, topology=topology, **options),
+               duration)
 
 
 def smt_with(measurer, busy, cpus=None, *, duration=0.1, **options):

@@ -24,30 +24,23 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from corelat._core.errors import MeasurementTimeout
-from corelat._core.types import CPUs, Kernel, Progress, ResultOrder
+from corelat._core.types import CPUs
 from corelat._measure import assemble as _assemble
 from corelat._measure import progress as _progress
 from corelat._measure import quality as _quality
 from corelat._measure import sampling as _sampling
 from corelat._measure.measurers import make_measurer
-from corelat._measure.options import SweepOptions, retest_limit
+from corelat._measure.options import SweepOptions, retest_limit, sweep_keywords
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._system import home as _home
 from corelat._system import sysinfo as _sysinfo
 from corelat._system.timer import timer_info
-from corelat._system.validate import (
-    DEFAULT_MAX_SAMPLES,
-    DEFAULT_MAX_TIME_PER_PAIR,
-    DEFAULT_PRECISION,
-    DEFAULT_TIMEOUT,
-    MAX_GROWTH,
-)
+from corelat._system.validate import MAX_GROWTH
 
 
 def sweep_pairs(n):
@@ -196,90 +189,9 @@ class _Stops:
             self._old = None
 
 
-def measure(
-    cpus: CPUs = None,
-    *,
-    kernel: Kernel = "cas",
-    round_trips: int = 1000,
-    samples: int | None = None,
-    precision: float = DEFAULT_PRECISION,
-    max_samples: int = DEFAULT_MAX_SAMPLES,
-    max_time_per_pair: float = DEFAULT_MAX_TIME_PER_PAIR,
-    warmup: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: Progress = False,
-    order: ResultOrder | None = None,
-    name: str | None = None,
-    strategy: Literal["full", "sample"] = "full",
-    partition: Sequence[Sequence[int]] | None = None,
-    topology: Any = None,
-    retest: bool | int = True,
-    home: str = "initiator",
-) -> LatencyResult:
+@sweep_keywords()
+def measure(cpus: CPUs = None, **options: Any) -> LatencyResult:
     """Measure the core-to-core latency matrix.
-
-    Parameters
-    ----------
-    cpus : CPUs
-        CPU ids to measure (list, or a string like ``"0,2,4-7"``); None for every CPU this
-        process may run on (``os.sched_getaffinity(0)``: taskset and cgroup cpusets apply).
-        A string may choose by topology: ``"cores"``, ``"l3"``, ``"node:0+node:1-smt"`` (the
-        grammar: :mod:`corelat._system.selectors`); ``metadata["cpu_selection"]`` keeps it.
-    kernel : Kernel
-        ``"cas"`` (compare-exchange on one line), ``"rw"`` (load/store on two lines),
-        ``"oneway"`` (timestamped messages, both directions; needs synchronized timers),
-        ``"read-clean"`` / ``"read-modified"`` (a load of a line the other CPU holds clean /
-        modified, Intel MLC's HIT / HITM; both directions, one load per value; the chain is half
-        the owner's L2 and ``round_trips`` does not apply).
-    round_trips : int
-        round trips timed together as one sample (messages per sample for
-        ``"oneway"``).
-    samples : int | None
-        None (the default): precision-driven sampling, each pair sampled until the 95 % CI of
-        its median is within ±``precision`` of it (or ``max_samples`` or ``max_time_per_pair``
-        is reached); an integer: exactly that many samples per pair (fixed-size sampling, as
-        core-to-core-latency does).
-    precision : float
-        for ``samples=None``: the target half-width of each pair's 95 % CI, a fraction of its
-        median (0.0001 to 0.5; default ±2 %).
-    max_samples : int
-        for ``samples=None``: the most samples a pair gets (bounds the result's memory).
-    max_time_per_pair : float
-        for ``samples=None``: seconds each pair may take; pairs that run out are flagged
-        ``TARGET_NOT_MET``.
-    warmup : int | None
-        samples run first and discarded, per pair (per chunk in precision-driven mode;
-        default: a tenth of ``samples`` or of the first chunk).
-    timeout : float
-        seconds a thread waits for its partner before the sweep stops with
-        :class:`~corelat._core.errors.MeasurementTimeout`.
-    progress : Progress
-        False, True (a progress bar on stderr) or a callable ``fn(done, total)``.
-    order : {None, "os", "topology"}
-        None (the default, as everywhere in corelat): the CPUs in the order given; ``"os"``: CPU
-        ids ascending; ``"topology"``: package → node → L3 → core → thread (see
-        :meth:`LatencyResult.ordered`; for the latency groups' order,
-        ``r.ordered(corelat.structure(r))``).
-    name : str | None
-        label for the result (default: the host name).
-    strategy : Literal['full', 'sample']
-        ``"full"`` (every pair) or ``"sample"`` (enough pairs per topology block pair,
-        the rest estimated and flagged ``ESTIMATED``; see :mod:`corelat._measure.sampling`).
-    partition : Sequence[Sequence[int]] | None
-        for ``strategy="sample"``, blocks of CPUs (a list of CPU lists) to use instead
-        of the topology read from sysfs.
-    topology : Any
-        for ``strategy="sample"``, the topology to use instead of this machine's (a
-        :class:`~corelat.Topology` or its ``records()``; for simulations).
-    retest : bool | int
-        re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
-        True (at most a tenth of the pairs, worst first), False, or a number of pairs.
-    home : str
-        where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
-        by the timing thread, the default), ``"responder"`` (first touch by the other),
-        ``"node:K"`` (NUMA node K, by ``mbind``) or ``"cpu:K"`` (a third CPU K, not one of
-        ``cpus``, first-touches and writes the page before every sample). Where the page really
-        was is recorded in ``extras["home_node"]``.
 
     Returns
     -------
@@ -314,11 +226,7 @@ def measure(
     >>> r.median.shape  # doctest: +SKIP
     (2, 2)
     """
-    return run(SweepOptions.build(
-        cpus, kernel=kernel, round_trips=round_trips, samples=samples, precision=precision,
-        max_samples=max_samples, max_time_per_pair=max_time_per_pair, warmup=warmup, timeout=timeout,
-        progress=progress, order=order, name=name, strategy=strategy, partition=partition, topology=topology,
-        retest=retest, home=home))
+    return run(SweepOptions.build(cpus, **options))
 
 
 def measure_with(measurer, cpus=None, *, clock=None, **options):

@@ -91,9 +91,8 @@ def _option_fields():
 
     from corelat._measure.options import SweepOptions
 
-    return {f.name: f.default for f in dataclasses.fields(SweepOptions) if f.init and f.name not in ("plan",
-                                                                                                     "resolved",
-                                                                                                     "selection")}
+    derived = ("plan", "resolved", "selection", "parameters")  # set by request and resolve
+    return {f.name: f.default for f in dataclasses.fields(SweepOptions) if f.init and f.name not in derived}
 
 
 @pytest.mark.parametrize("name", sorted(OWN_KEYWORDS))

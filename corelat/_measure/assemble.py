@@ -12,7 +12,8 @@ from corelat._core import stats as _stats
 from corelat._measure import quality as _quality
 from corelat._results.latency import PairFlag
 from corelat._system.topology import topology
-from corelat._system.validate import ALL_KERNELS, CHASE_KERNELS, sampling_parameters, size_warnings
+from corelat._system.home import home_record
+from corelat._system.validate import ALL_KERNELS, CHASE_KERNELS, size_warnings
 
 
 def row_flags(run):
@@ -28,30 +29,33 @@ def row_flags(run):
     return out
 
 
-def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, machine, home_notes):
-    """What the result records about how it was measured, and the warnings and notes."""
+def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, timer, machine, placed):
+    """What the result records about how it was measured, and the warnings and notes; ``placed``:
+    where the pages were found, per cell (``extras["home_node"]`` is set from it)."""
     plan, runs, first = config.plan, sweep.runs, sweep.first
-    params = {"round_trips": config.round_trips, **sampling_parameters(plan), "warmup": config.warmup,
-              "timeout": config.timeout}
+    latency = _latency_meaning(config.kernel, symmetric)
     notes, info = _quality.sweep_warnings(
         flags, config.cpus, symmetric=symmetric, samples=data, precision=plan.precision,
         max_time_per_pair=plan.max_time_per_pair, retested=sweep.retested,
         estimated=len(estimates))
-    notes.extend(home_notes)
+    if "skew_bound_ns" in extras:
+        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
+        if note:
+            info.append(note)
+    # what the sweep's own floor says comes first; the machine's helpers below are asked last
+    if placed:
+        extras["home_node"], home_notes = home_record(config.home, config.cpus, placed, symmetric)
+        notes.extend(home_notes)
     notes.extend(size_warnings(config.round_trips, plan, timer))
     skipped = sweep.skipped
     if skipped:
         notes.append(f"{skipped} more unstable CPU pair{'s were' if skipped != 1 else ' was'} not "
                      f"re-measured (retest limit {sweep.limit}; pass retest=N to re-measure more)")
-    if "skew_bound_ns" in extras:
-        note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
-        if note:
-            info.append(note)
     meta = {
         "kernel": config.kernel,
         "kernel_description": ALL_KERNELS[config.kernel],
         "timer": timer,
-        "parameters": params,
+        "parameters": dict(config.parameters),
         "sampling": {
             "mode": plan.mode,
             "strategy": config.strategy,
@@ -69,7 +73,7 @@ def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, 
             "chunks": int(sum(r.chunks for r in runs.values()) + sum(r.chunks for r in first.values())),
         },
         "unit": "ns",
-        "latency": _latency_meaning(config.kernel, symmetric),
+        "latency": latency,
         "home": {"requested": config.home.label, "method": config.home.method},
         "cpu_selection": {**(config.selection or {}), "cpus": list(config.cpus)},
         "symmetric": symmetric,

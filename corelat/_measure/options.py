@@ -47,6 +47,7 @@ from corelat._system.validate import (
     check_sampling,
     check_topology,
     resolve_cpus,
+    sampling_parameters,
 )
 
 
@@ -151,6 +152,9 @@ class SweepOptions:
     #: how the CPUs were chosen (set by :meth:`resolve`): ``{"selector": the text given for
     #: ``cpus`` (None for a list or the default), "of": the CPUs this process could use}``
     selection: dict[str, Any] | None = dataclasses.field(default=None, repr=False, compare=False)
+    #: the sizes asked for, as a result's ``metadata["parameters"]`` records them (set by
+    #: :meth:`request`, with the plan: recorded where they are checked)
+    parameters: dict[str, Any] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def request(cls, cpus: CPUs = None, **keywords: Any) -> SweepOptions:
@@ -163,8 +167,11 @@ class SweepOptions:
             opts.kernel, opts.round_trips, opts.samples, opts.warmup, opts.timeout)
         plan = check_sampling(samples, opts.precision, opts.max_samples, opts.max_time_per_pair)
         opts._check_layout()
+        parameters = {"round_trips": round_trips, **sampling_parameters(plan), "warmup": warmup,
+                      "timeout": timeout}
         return dataclasses.replace(opts, kernel=kernel, round_trips=round_trips, samples=samples,
-                                   warmup=warmup, timeout=timeout, plan=plan, home=parse_home(opts.home))
+                                   warmup=warmup, timeout=timeout, plan=plan, home=parse_home(opts.home),
+                                   parameters=parameters)
 
     def _check_layout(self):
         check_order(self.order, allowed=RESULT_ORDERS)

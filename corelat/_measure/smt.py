@@ -42,7 +42,6 @@ from corelat._system.validate import (
     KERNELS,
     check_params,
     resolve_cpus,
-    sampling_parameters,
     seconds,
 )
 
@@ -325,9 +324,7 @@ def _metadata(options, topo, duration):
         "topology_summary": topo.headline(),
         "kernel": options.kernel,
         "kernel_description": KERNELS[options.kernel][1],
-        "parameters": {"round_trips": options.round_trips, **sampling_parameters(options.plan),
-                       "warmup": options.warmup, "timeout": options.timeout, "duration": duration,
-                       "mem_bytes": MEM_BYTES},
+        "parameters": {**options.parameters, "duration": duration, "mem_bytes": MEM_BYTES},
         "loops": dict(LOOPS),
         "unit": "ns",
         "latency": "one-way = round-trip time / 2",

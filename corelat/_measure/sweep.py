@@ -256,11 +256,18 @@ def run(options, *, measurer=None, clock=None):
     meta.update(_assemble.topology_metadata())
     sweep = _Sweep(options, classes, measurer, clock or time.perf_counter)
     sweep.run()
-    data, flags, extras, home_notes = _matrices(options, sweep, clock_check is not None)
+    data, flags, extras, placed = _matrices(options, sweep, clock_check is not None)
+    described = _measurer_metadata(measurer)
+    moved, warnings, notes = _interference(options, sweep)
     meta.update(_assemble.metadata(options, sweep, flags, data, extras, sweep.symmetric, sweep.estimates,
-                                   sweep.classes, timer, meta, home_notes))
-    meta.update(_measurer_metadata(measurer))
-    _interference(options, sweep, extras, meta)
+                                   sweep.classes, timer, meta, placed))
+    meta.update(described)
+    meta["sampling"]["pairs_moved"] = len(sweep.moved)
+    meta["sampling"]["pairs_stopped"] = len(sweep.stopped)
+    if moved is not None:
+        extras["moved"] = moved
+    meta["warnings"].extend(warnings)
+    meta["notes"].extend(notes)
     if clock_check is not None:
         meta["clock_check"] = {
             "method": "smallest one-way time per direction brackets the timer offset",
@@ -272,28 +279,25 @@ def run(options, *, measurer=None, clock=None):
     return result if options.order is None else result.ordered(options.order)
 
 
-def _interference(options, sweep, extras, meta):
+def _interference(options, sweep):
     """What was done to the process from outside while it measured, and what the sweep did about it:
-    threads moved off their CPUs (``extras["moved"]``, a warning) and stops (a note, or a warning when
-    a pair's last attempt still held one)."""
+    threads moved off their CPUs (the ``extras["moved"]`` matrix, or None, and a warning) and stops (a
+    note, or a warning when a pair's last attempt still held one); returns (moved, warnings, notes)."""
     cpus = options.cpus
 
     def ids(p):
         return (cpus[p[0]], cpus[p[1]])
 
-    meta["sampling"]["pairs_moved"] = len(sweep.moved)
-    meta["sampling"]["pairs_stopped"] = len(sweep.stopped)
+    moved, warnings = None, []
     if sweep.moved:
         n = len(cpus)
         moved = np.zeros((n, n), dtype=np.int32)
         for (i, j), moves in sweep.moved.items():
             moved[i, j] = moved[j, i] = len(moves)
-        extras["moved"] = moved
-        meta["warnings"].append(_quality.moved_warning({ids(p): m for p, m in sweep.moved.items()}))
-    warnings, notes = _quality.stop_lines([ids(p) for p in sweep.stopped],
-                                          [ids(p) for p in sweep.stopped_kept], STOP_RETRIES + 1)
-    meta["warnings"].extend(warnings)
-    meta["notes"].extend(notes)
+        warnings.append(_quality.moved_warning({ids(p): m for p, m in sweep.moved.items()}))
+    stop_warnings, notes = _quality.stop_lines([ids(p) for p in sweep.stopped],
+                                               [ids(p) for p in sweep.stopped_kept], STOP_RETRIES + 1)
+    return moved, warnings + stop_warnings, notes
 
 
 def _measurer_metadata(measurer):
@@ -307,8 +311,8 @@ def _measurer_metadata(measurer):
 
 
 def _matrices(options, sweep, clock_checked):
-    """The result's samples, flags and extras from the sweep's runs (and its estimates), and the
-    notes on where the pages were."""
+    """The result's samples, flags and extras from the sweep's runs (and its estimates), and where
+    the pages were found, per cell."""
     n, symmetric = len(options.cpus), sweep.symmetric
     data, flags, extras = _assemble.assemble(n, sweep.runs, sweep.first, options.plan, symmetric)
     if sweep.estimates:
@@ -323,10 +327,7 @@ def _matrices(options, sweep, clock_checked):
         extras["skew_bound_ns"] = bound
     placed = {cell: rep for p, r in sweep.runs.items() if r.home
               for cell, rep in zip(_assemble.cells(*p, symmetric), r.home)}
-    home_notes = []
-    if placed:
-        extras["home_node"], home_notes = _home.home_record(options.home, options.cpus, placed, symmetric)
-    return data, flags, extras, home_notes
+    return data, flags, extras, placed
 
 
 class _Sweep:

@@ -26,7 +26,9 @@ from ._version import __version__
 # start-up and little more, and a command that only loads or plots never imports the measuring,
 # fleet or analysis modules it does not use. Type checkers see the real imports.
 if TYPE_CHECKING:
+    from ._analysis.baseline import reference
     from ._analysis.compare import Comparison, compare, example_files
+    from ._analysis.judge import verify
     from ._report import report
     from ._analysis.structure import Structure, structure
     from ._fleet.nodes import fleet
@@ -43,7 +45,9 @@ if TYPE_CHECKING:
     from ._results.load import load
     from ._results.locks import LockResult
     from ._results.placement import PlacementResult
+    from ._results.reference import Reference
     from ._results.smt import SMTResult
+    from ._results.verdict import ClassVerdict, Verdict
     from ._system.conditions import CheckItem
     from ._system.home import HOMES
     from ._system.timer import timer_info
@@ -53,6 +57,8 @@ if TYPE_CHECKING:
 _LAZY = {
     # the report's module loads corelat.plot (and matplotlib when it writes)
     "report": "._report",
+    "reference": "._analysis.baseline",
+    "verify": "._analysis.judge",
     "Comparison": "._analysis.compare",
     "compare": "._analysis.compare",
     "example_files": "._analysis.compare",
@@ -75,6 +81,9 @@ _LAZY = {
     "LockResult": "._results.locks",
     "PlacementResult": "._results.placement",
     "SMTResult": "._results.smt",
+    "Reference": "._results.reference",
+    "Verdict": "._results.verdict",
+    "ClassVerdict": "._results.verdict",
     "CheckItem": "._system.conditions",
     "HOMES": "._system.home",
     "timer_info": "._system.timer",
@@ -92,6 +101,7 @@ __all__ = [
     "KERNELS",
     "CheckItem",
     "CheckReport",
+    "ClassVerdict",
     "Comparison",
     "CorelatError",
     "FleetResult",
@@ -105,11 +115,13 @@ __all__ = [
     "MissingDependencyError",
     "PairFlag",
     "PlacementResult",
+    "Reference",
     "SMTResult",
     "SaveError",
     "Structure",
     "Topology",
     "TopologyWarning",
+    "Verdict",
     "__version__",
     "allowed_cpus",
     "check",
@@ -123,11 +135,13 @@ __all__ = [
     "measure",
     "measure_fleet",
     "placement",
+    "reference",
     "report",
     "smt",
     "structure",
     "timer_info",
     "topology",
+    "verify",
 ]
 
 

@@ -20,12 +20,14 @@ from corelat._results.fleet import FleetResult, load_fleet
 from corelat._results.latency import LatencyResult
 from corelat._results.locks import LockResult
 from corelat._results.placement import PlacementResult
+from corelat._results.reference import Reference
 from corelat._results.smt import SMTResult
+from corelat._results.verdict import Verdict
 from corelat._system.topology import Topology
 
 #: kind (the ``kind`` field of a file's header) -> the class that reads it.
 KINDS = {cls._KIND: cls for cls in (LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport,
-                                    PlacementResult)}
+                                    PlacementResult, Reference, Verdict)}
 
 
 def _starts_like_json(path: str) -> bool:
@@ -54,7 +56,8 @@ def load(path: Path) -> Any:
 
     Returns
     -------
-    LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport or PlacementResult
+    LatencyResult, SMTResult, LockResult, FleetResult, Topology, CheckReport, PlacementResult, Reference,
+    Verdict
         The kind of result the file holds.
 
     Raises

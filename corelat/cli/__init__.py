@@ -34,6 +34,8 @@ COMMANDS = {
     "fleet-report": ("cmd_fleet_report", "the fleet report of a folder of node results, without MPI"),
     "placement": ("cmd_placement",
                   "the matrix once per home of the line (every NUMA node): where memory lives"),
+    "reference": ("cmd_reference", "make a reference (a known-good machine's latency classes) from results"),
+    "verify": ("cmd_verify", "judge this machine or a result against a reference, in one line (exit 0/3)"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -56,7 +56,7 @@ def main():
             rows.append((f"html-{n}", *timed(r, os.path.join(d, f"m{n}.html"))))
             rows.append((f"pdf-{n}", *timed(r, os.path.join(d, f"m{n}.pdf"))))
         count = 100 if args.quick else 1000
-        base = machine(64).take(range(64))
+        base = machine(64)
         nodes = synth.copies(LatencyResult.from_matrix(base.median, base.cpus, name="base",
                                                        metadata={"cpu_model": "Synthetic"}), count, seed=1)
         f = corelat.fleet(nodes, name="synthetic")

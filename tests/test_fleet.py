@@ -162,7 +162,7 @@ def test_protocol(small_fleet):
     for needle in ("2 groups", "Outliers:", "node003", "Missing:", "node008"):
         assert needle in text
     assert isinstance(r.warnings, tuple) and isinstance(r.notes, tuple)
-    assert r.group("node003").id == r.outliers[0].group
+    assert r.group_of("node003").id == r.outliers[0].group
 
 
 @pytest.mark.parametrize("suffix", [".json", ".npz"])
@@ -406,7 +406,7 @@ def test_plot_heat_table_and_ratio_heatmap(peers, tmp_path):
     assert ratio.shape == (32, 32)
     assert "node006" in ax.get_title()
     plt.close(fig)
-    fig = corelat.plot.fleet(result, group=result.group("node006").id)
+    fig = corelat.plot.fleet(result, group=result.group_of("node006").id)
     assert len([a for a in fig.axes if a.images]) == 1
     plt.close(fig)
     with pytest.raises(InputError):

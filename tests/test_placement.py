@@ -397,7 +397,7 @@ def test_placement_result_round_trips_through_a_file(tmp_path):
 
 
 def test_placement_result_refuses_mismatched_results():
-    a, b = _synthetic(0, 100.0), _synthetic(1, 100.0).take([1, 0, 2, 3])
+    a, b = _synthetic(0, 100.0), _synthetic(1, 100.0).ordered([1, 0, 2, 3])
     with pytest.raises(InputError, match="share"):
         PlacementResult(homes=["node:0", "node:1"], results=[a, b])
     with pytest.raises(InputError, match="twice"):

@@ -265,7 +265,7 @@ def test_bad_construction_is_a_corelat_error():
     with pytest.raises(corelat.InputError):
         latency().statistic("mode")
     with pytest.raises(corelat.InputError):
-        latency().with_cpus_order([99])
+        latency().ordered([99])
     with pytest.raises(corelat.InputError):
         smt_result().__class__(**{**smt_fields(), "partners": np.zeros(5)})
     with pytest.raises(corelat.InputError):

@@ -125,7 +125,7 @@ def test_measure_fleet_refuses_an_unknown_keyword_on_every_rank_first(monkeypatc
 
 @pytest.mark.parametrize("call", [
     pytest.param(lambda r: r.records(statistic="bogus"), id="records-statistic"),
-    pytest.param(lambda r: r.take([99]), id="take-out-of-range"),
+    pytest.param(lambda r: r.ordered([99]), id="ordered-not-its-cpus"),
 ])
 def test_a_bad_argument_to_a_result_method_is_an_input_error(call):
     with pytest.raises(InputError):
@@ -134,7 +134,7 @@ def test_a_bad_argument_to_a_result_method_is_an_input_error(call):
 
 def test_a_fleet_without_that_node_is_an_input_error_and_still_a_key_error():
     with pytest.raises(InputError, match="no node 'nope'") as e:
-        corelat.fleet([_result()]).group("nope")
+        corelat.fleet([_result()]).group_of("nope")
     assert isinstance(e.value, KeyError) and isinstance(e.value, CorelatError)
 
 

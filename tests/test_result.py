@@ -162,11 +162,12 @@ def test_pickled_object_array_is_refused(tmp_path):
 
 def test_take_and_order():
     r = make_result()
-    sub = r.with_cpus_order((13, 10))
+    with pytest.deprecated_call(match=r"use ordered\(cpus\)"):  # a subset: the old name's, one release
+        sub = r.with_cpus_order((13, 10))
     assert sub.cpus == (13, 10)
     assert sub.median[0, 1] == r.median[3, 0]
     with pytest.raises(ValueError):
-        r.with_cpus_order((99,))
+        r.ordered((99,))
 
 
 def test_peer_files_load(shared_dir):

@@ -359,7 +359,7 @@ def test_sample_strategy_recovers_block_structure(many_cpus):
         assert r.flags[si, sj] & (PairFlag.MEASURED | PairFlag.MIRRORED)
         np.testing.assert_array_equal(r.samples[i, j], r.samples[si, sj])
     # CPU ids, not positions: still right after reordering the result
-    rev = r.with_cpus_order(list(reversed(r.cpus)))
+    rev = r.ordered(list(reversed(r.cpus)))
     pos = {c: k for k, c in enumerate(rev.cpus)}
     for i, j in np.argwhere((rev.flags & PairFlag.ESTIMATED) != 0)[:10]:
         s_ = rev.extras["estimated_from"][i, j]

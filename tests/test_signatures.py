@@ -400,7 +400,7 @@ def test_a_result_is_ordered_by_the_structure_the_analysis_hands_it():
     st = corelat.structure(r)
     got = r.ordered(st)
     assert list(got.cpus) == st.order() and got.metadata["order"]["by"] == "structure"
-    assert got.boundaries == {f"level{k}": tuple(v) for k, v in st.boundaries().items()}
+    assert got.boundaries == st.boundaries
     with pytest.raises(corelat.InputError, match=r"r.ordered\(corelat.structure\(r\)\)"):
         r.ordered("structure")
     assert r.ordered([3, 1, 2, 0]).cpus == (3, 1, 2, 0)

@@ -189,7 +189,7 @@ def test_result_order_does_not_change_the_answer():
     assert [as_sets(lv.groups) for lv in a.levels] == [as_sets(lv.groups) for lv in b.levels]
     # order() puts each group's CPUs together, coarsest level first.
     order = b.order()
-    for lv, starts in zip(b.levels, b.boundaries().values()):
+    for lv, starts in zip(b.levels, b.boundaries.values()):
         cuts = [0, *starts, len(order)]
         assert as_sets(order[x:y] for x, y in zip(cuts, cuts[1:])) == as_sets(lv.groups)
 
@@ -366,8 +366,8 @@ def test_three_nested_levels_with_parents():
     assert text.startswith(s.nesting() + ": 2 groups of 24 CPUs (12 cores × 2 threads): 90 ns within, 200 ns "
                                          "across;")
     # The heatmap's boundaries nest too: every coarse boundary is a fine one.
-    b = s.boundaries()
-    assert set(b[2]) <= set(b[1]) <= set(b[0])
+    b = s.boundaries
+    assert set(b["level2"]) <= set(b["level1"]) <= set(b["level0"])
 
 
 def test_one_socket_homed_line_is_named_an_artifact():

@@ -52,8 +52,10 @@ def test_plus_minus_belongs_to_the_statistic_shown():
     r = result()
     assert "±" not in _text.latency_summary(r, "min")
     assert "no ±" in common.showing_text(r, "min")
-    assert r.summary("min")["min"]["err"] is None and r.summary("max")["max"]["err"] is None
-    assert r.summary("mean")["min"]["err"] == pytest.approx(float(r.sem[r.summary("mean")["min"]["cpus"]]))
+    assert r.summary(statistic="min")["min"]["err"] is None
+    assert r.summary(statistic="max")["max"]["err"] is None
+    mean = r.summary(statistic="mean")["min"]
+    assert mean["err"] == pytest.approx(float(r.sem[mean["cpus"]]))
     assert ("±" in _text.latency_summary(r, "median")
             and "95% confidence interval" in common.showing_text(r, "median"))
     assert "standard error" in common.showing_text(r, "mean")

@@ -240,7 +240,7 @@ class Comparison(Result):
                    "value_only": bool(r.value_only), "statistic": held}
             if v.size:
                 rec.update(min=float(v.min()), median=float(np.median(v)), max=float(v.max()))
-                summ = r.summary(self.statistic)
+                summ = r.summary(statistic=self.statistic)
                 rec["min_pair"] = list(summ["min"]["cpus"])
                 rec["max_pair"] = list(summ["max"]["cpus"])
             else:
@@ -262,8 +262,14 @@ class Comparison(Result):
             rec["ratio"] = {k: _ratio(rec[k], first.get(k)) for k, _, ratio in _ROWS if ratio}
         return rows
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
         """The comparison as plain, strict-JSON data.
+
+        Parameters
+        ----------
+        arrays : bool
+            Accepted as every result kind accepts it; a comparison holds no arrays of its own (save
+            the results it compares), so the dict is the same either way.
 
         Returns
         -------

@@ -59,6 +59,18 @@ from corelat._system.validate import check_topology
 if TYPE_CHECKING:  # annotations only: _result, _placement and _topology import this module's callers
     from corelat._results.latency import LatencyResult
     from corelat._results.placement import PlacementResult
+
+
+class _Boundaries(dict):
+    """:attr:`Structure.boundaries`, still callable as the method it was for one release."""
+
+    def __call__(self) -> dict[int, list[int]]:
+        warnings.warn("Structure.boundaries() is deprecated: use the property Structure.boundaries "
+                      "(keys 'level0', 'level1', ...; tuples), as LatencyResult.boundaries",
+                      DeprecationWarning, stacklevel=2)
+        return {int(k[len("level"):]): list(v) for k, v in self.items()}
+
+
 #: Plural names of the OS objects, for the nesting phrase.
 _OS_PLURAL = dict(TOPOLOGY_KEYS)
 _OS_PLURAL["classes"] = "core types"
@@ -248,21 +260,18 @@ class Structure(Result):
         """
         return _order(self.cpus, self._cores, self.levels)
 
-    def boundaries(self) -> dict[int, list[int]]:
-        """Where each level's groups start in :meth:`order`.
-
-        Returns
-        -------
-        dict
-            ``{level index: [start positions]}`` (position 0 omitted).
-        """
+    @property
+    def boundaries(self) -> dict[str, tuple[int, ...]]:
+        """Where each level's groups start in :meth:`order`: level name (``"level0"``, finest
+        first) → start positions (0 omitted), as :attr:`LatencyResult.boundaries
+        <corelat.LatencyResult.boundaries>` gives them once ordered by this structure."""
         order = self.order()
         pos = {c: i for i, c in enumerate(order)}
         out = {}
         for k, lv in enumerate(self.levels):
             starts = sorted(min(pos[c] for c in g) for g in lv.groups)
-            out[k] = [s for s in starts if s > 0]
-        return out
+            out[f"level{k}"] = tuple(s for s in starts if s > 0)
+        return _Boundaries(out)
 
     def nesting(self) -> str:
         """The levels in a few words, coarsest to finest.
@@ -289,8 +298,14 @@ class Structure(Result):
             parts.append("SMT pairs" if sizes == {2} else "SMT siblings")
         return " ⊃ ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
         """The reading as plain, strict-JSON data (NaN becomes None).
+
+        Parameters
+        ----------
+        arrays : bool
+            Accepted as every result kind accepts it; a structure holds no arrays of its own (save
+            the result it was read from), so the dict is the same either way.
 
         Returns
         -------

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
+import sys
 import types
+import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -33,6 +36,70 @@ if TYPE_CHECKING:  # annotations only (typing_extensions: for Python < 3.11; myp
     from typing_extensions import Self
 
     from corelat._core.types import Path
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def deprecated(message: str) -> Callable[[_F], _F]:
+    """A method kept one release under an old name: each call warns once (DeprecationWarning, at the
+    caller's line) with ``message``, which names the new name, then does what the old name did."""
+
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def old(*args, **kwargs):
+            warnings.warn(message, DeprecationWarning, stacklevel=_caller())
+            return fn(*args, **kwargs)
+
+        return old  # type: ignore[return-value]
+
+    return wrap
+
+
+def _caller():
+    """The ``stacklevel`` of a warning raised in a wrapper of this module at the line that called
+    it: the first frame outside this module (``from_dict`` is wrapped twice)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def keyword_options(*was_positional: str) -> Callable[[_F], _F]:
+    """A method whose options are keyword-only now, still taking ``was_positional`` (the options
+    it took by position before, in that order) by position for one release: such a call warns once
+    (DeprecationWarning) naming the keywords to write. ``inspect.signature`` (and ``help()``) show
+    the keyword-only signature."""
+
+    def wrap(fn: _F) -> _F:
+        params = list(inspect.signature(fn).parameters.values())
+        positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        if not set(was_positional) <= {p.name for p in params if p.kind is p.KEYWORD_ONLY}:
+            raise TypeError(f"{fn.__qualname__}: {was_positional} must be keyword-only options")
+        where = fn.__qualname__
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            extra = args[positional:]
+            if extra:
+                if len(extra) > len(was_positional):
+                    raise TypeError(f"{where}() takes at most {positional + len(was_positional)} "
+                                    f"positional arguments ({len(args)} given)")
+                names = was_positional[:len(extra)]
+                twice = [n for n in names if n in kwargs]
+                if twice:
+                    raise TypeError(f"{where}() got multiple values for argument {twice[0]!r}")
+                shown = ", ".join(f"{n}=" for n in names)
+                warnings.warn(f"{where}(): pass {shown} by keyword; options by position are deprecated "
+                              "and stop working in the next release", DeprecationWarning,
+                              stacklevel=_caller())
+                kwargs.update(zip(names, extra))
+                args = args[:positional]
+            return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
 
 
 def thaw(obj):

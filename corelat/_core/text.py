@@ -121,7 +121,7 @@ def matrix_lines(result, statistic="median"):
 
 def latency_summary(result, statistic="median"):
     """The Min/Max/Mean lines core-to-core-latency users know."""
-    s = result.summary(statistic)
+    s = result.summary(statistic=statistic)
     out = []
     for key, label in (("min", "Min  latency"), ("max", "Max  latency")):
         d = s[key]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Callable, Literal, Protocol, Union, get_args
 
 #: A CPU selection: None (every CPU this process may use), a list of ids or a string like "0,2,4-7".
@@ -38,7 +38,8 @@ class Ordering(Protocol):
 
     def order(self) -> list[int]: ...
 
-    def boundaries(self) -> dict[int, list[int]]: ...
+    @property
+    def boundaries(self) -> Mapping[str, Sequence[int]]: ...
 
 
 #: A progress bar on stderr (True), none (False), or a callable ``fn(done, total)``.

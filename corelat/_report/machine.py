@@ -258,12 +258,12 @@ def placement(result, statistic="median"):
 
 def smt(result, statistic="median"):
     """An SMT result's report."""
-    s = result.summary(statistic)
+    s = result.summary(statistic=statistic)
     sib = s.get("sibling_ns")
     headline = (f"{s['pairs']} sibling pairs: siblings {sib:.1f} ns" if sib is not None
                 else str(s.get("reason") or "no SMT sibling pairs measured"))
     rep = Report(f"{_model(result)}: SMT siblings", headline, "smt")
-    rep.sections.append(Section("summary", "Summary", [Text(result.table(statistic), pre=True)]))
+    rep.sections.append(Section("summary", "Summary", [Text(result.table(statistic=statistic), pre=True)]))
     rep.sections += common_sections(result)
     return rep
 

@@ -17,7 +17,7 @@ from corelat._core import files as _files
 from corelat._core import npz as _npz
 from corelat._core import text as _text
 from corelat._core.errors import InputError, InputKeyError, SaveError, unreadable
-from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, same
+from corelat._core.protocol import SavedResult, deprecated, freeze, from_file, jsonable, keyword_options, same
 from corelat._core.types import Path
 from corelat._results import schema as _schema
 from corelat._results.fleet_names import label, short_label
@@ -81,7 +81,7 @@ class FleetGroup:
             return NotImplemented
         return all(same(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__)
 
-    def to_dict(self, arrays=True):
+    def to_dict(self, *, arrays=True):
         d = {
             "id": self.id, "label": self.label, "cpu_model": self.cpu_model,
             "topology_summary": self.topology_summary, "kernel": self.kernel, "cpus": list(self.cpus),
@@ -198,8 +198,8 @@ class FleetResult(SavedResult):
             object.__setattr__(self, part, tuple(freeze(thaw(r)) for r in getattr(self, part)))
         object.__setattr__(self, "missing", tuple(self.missing))
 
-    def group(self, node: str) -> FleetGroup:
-        """The hardware group a node belongs to.
+    def group_of(self, node: str) -> FleetGroup:
+        """The hardware group a node belongs to (``group_of(node).id`` is what ``group=`` takes).
 
         Parameters
         ----------
@@ -221,7 +221,23 @@ class FleetResult(SavedResult):
                 return g
         raise InputKeyError(f"no node {node!r} with a result in this fleet")
 
-    def records(self, group: int | None = None) -> list[dict[str, Any]]:
+    @deprecated("FleetResult.group(node) is deprecated: use group_of(node)")
+    def group(self, node: str) -> FleetGroup:
+        """Deprecated (use :meth:`group_of`): the hardware group a node belongs to.
+
+        Parameters
+        ----------
+        node : str
+            A node name with a result.
+
+        Returns
+        -------
+        FleetGroup
+        """
+        return self.group_of(node)
+
+    @keyword_options("group")
+    def records(self, *, group: int | None = None) -> list[dict[str, Any]]:
         """One dict per node, errors and missing ones included.
 
         Parameters
@@ -270,13 +286,15 @@ class FleetResult(SavedResult):
                 "errors": len(self.errors), "missing": len(self.missing),
                 "ok": bool(self.nodes) and not (off or self.errors or self.missing)}
 
-    def to_dict(self, arrays: bool = True) -> dict[str, Any]:
+    @keyword_options("arrays")
+    def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
         """Everything, as plain, strict-JSON data (see :meth:`from_dict`).
 
         Parameters
         ----------
         arrays : bool
-            Include the groups' tables and median matrices.
+            Include the groups' tables and median matrices (what :meth:`from_dict` needs); False
+            leaves the figures only (``from_dict`` then needs them as ``group_arrays=``).
 
         Returns
         -------
@@ -285,7 +303,7 @@ class FleetResult(SavedResult):
         return jsonable({
             "format": _npz.FORMAT_NAME, "kind": KIND, "fleet_version": FORMAT_VERSION, "name": self.name,
             "metadata": thaw(self.metadata), "summary": self.summary(),
-            "groups": [g.to_dict(arrays) for g in self.groups],
+            "groups": [g.to_dict(arrays=arrays) for g in self.groups],
             "nodes": [thaw(r) for r in self.nodes],
             "outliers": [o.to_dict() for o in self.outliers],
             "errors": [dict(e) for e in self.errors],
@@ -295,7 +313,8 @@ class FleetResult(SavedResult):
         })
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any],
+    @keyword_options("group_arrays")
+    def from_dict(cls, d: Mapping[str, Any], *,
                   group_arrays: Mapping[int, tuple[Any, Any]] | None = None) -> FleetResult:
         """Rebuild a fleet result from :meth:`to_dict` output.
 
@@ -366,7 +385,7 @@ class FleetResult(SavedResult):
     def _from_npz(cls, header, arrays, path):
         if header.get("kind") != KIND:
             raise InputError(f"{path}: holds a {header.get('kind')!r} result, not a fleet result")
-        return _resolved(from_file(path, lambda: cls.from_dict(header, {
+        return _resolved(from_file(path, lambda: cls.from_dict(header, group_arrays={
             int(g["id"]): (arrays[f"group{g['id']}_values"], arrays[f"group{g['id']}_median"])
             for g in header.get("groups", [])})), path)
 
@@ -416,7 +435,8 @@ class FleetResult(SavedResult):
                                    errors=tuple(one(dict(e)) for e in self.errors), metadata=md)
 
     # -- text --------------------------------------------------------------------------------------------
-    def table(self, group: int | None = None) -> str:
+    @keyword_options("group")
+    def table(self, *, group: int | None = None) -> str:
         """The nodes × classes table as text, per group.
 
         Parameters
@@ -444,7 +464,8 @@ class FleetResult(SavedResult):
             out.append("")
         return "\n".join(out).rstrip()
 
-    def describe(self, max_rows: int = 40) -> str:
+    @keyword_options("max_rows")
+    def describe(self, *, max_rows: int = 40) -> str:
         """The fleet report in words.
 
         Parameters

@@ -19,10 +19,12 @@ from corelat._core.errors import InputError, InputTypeError
 from corelat._core.protocol import (
     SavedResult,
     array_from_json,
+    deprecated,
     freeze,
     from_file,
     frozen_array,
     jsonable,
+    keyword_options,
     thaw,
 )
 from corelat._core.types import STATISTICS, Ordering, Path, ResultOrder, Statistic
@@ -224,7 +226,8 @@ class LatencyResult(SavedResult):
         return [(i, j) for i in range(self.n) for j in range(self.n) if i != j and has[i, j]]
 
     # -- summaries -------------------------------------------------------------------------------
-    def summary(self, statistic: Statistic = "median") -> dict[str, Any]:
+    @keyword_options("statistic")
+    def summary(self, *, statistic: Statistic = "median") -> dict[str, Any]:
         """Min, max and mean latency over pairs, like core-to-core-latency prints.
 
         Parameters
@@ -255,24 +258,8 @@ class LatencyResult(SavedResult):
         return _matrix.summary_of(self, statistic)
 
     # -- reshaping -------------------------------------------------------------------------------
-    def take(self, indices: Sequence[int]) -> LatencyResult:
-        """A new result restricted to, or reordered by, positions into :attr:`cpus`.
-
-        Parameters
-        ----------
-        indices : sequence of int
-            Positions (not CPU ids) of the CPUs to keep, in the new order.
-
-        Returns
-        -------
-        LatencyResult
-
-        Examples
-        --------
-        >>> import corelat
-        >>> corelat.load(corelat.example_files()[0]).take([1, 0]).cpus
-        (1, 0)
-        """
+    def _take(self, indices):
+        """A new result restricted to, or reordered by, positions into :attr:`cpus`."""
         idx = np.asarray(indices, dtype=np.intp)
         if idx.size and not (-self.n <= idx.min() and idx.max() < self.n):
             raise InputError(f"indices must be positions 0 to {self.n - 1} of this result's CPUs")
@@ -287,8 +274,33 @@ class LatencyResult(SavedResult):
             extras={k: v[ix] if v.shape[:2] == (self.n, self.n) else v for k, v in self.extras.items()},
         )
 
+    def _with_cpus(self, cpus):
+        pos = {c: i for i, c in enumerate(self.cpus)}
+        missing = [c for c in cpus if c not in pos]
+        if missing:
+            raise InputError(f"CPUs {missing} are not in this result")
+        return self._take([pos[c] for c in cpus])
+
+    @deprecated("LatencyResult.take(indices) is deprecated: use ordered(cpus), which takes CPU ids "
+                "(r.ordered([r.cpus[i] for i in indices]))")
+    def take(self, indices: Sequence[int]) -> LatencyResult:
+        """Deprecated (use :meth:`ordered`, which takes CPU ids): a new result restricted to, or
+        reordered by, positions into :attr:`cpus`.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Positions (not CPU ids) of the CPUs to keep, in the new order.
+
+        Returns
+        -------
+        LatencyResult
+        """
+        return self._take(indices)
+
+    @deprecated("LatencyResult.with_cpus_order(cpus) is deprecated: use ordered(cpus)")
     def with_cpus_order(self, cpus: Sequence[int]) -> LatencyResult:
-        """A new result with its CPUs in the given order.
+        """Deprecated (use :meth:`ordered`): a new result with its CPUs in the given order.
 
         Parameters
         ----------
@@ -298,26 +310,11 @@ class LatencyResult(SavedResult):
         Returns
         -------
         LatencyResult
-
-        Raises
-        ------
-        InputError
-            When a CPU is not in this result.
-
-        Examples
-        --------
-        >>> import corelat
-        >>> corelat.load(corelat.example_files()[0]).with_cpus_order([1, 0]).cpus
-        (1, 0)
         """
-        pos = {c: i for i, c in enumerate(self.cpus)}
-        missing = [c for c in cpus if c not in pos]
-        if missing:
-            raise InputError(f"CPUs {missing} are not in this result")
-        return self.take([pos[c] for c in cpus])
+        return self._with_cpus(cpus)
 
     def ordered(self, by: ResultOrder | Sequence[int] | Ordering) -> LatencyResult:
-        """A new result with the CPUs reordered.
+        """A new result with the CPUs reordered: the one way to reorder a result.
 
         Parameters
         ----------
@@ -346,7 +343,7 @@ class LatencyResult(SavedResult):
         (0, 1)
         """
         order, bounds, name = _matrix.order_of(self, by)
-        out = self if tuple(order) == self.cpus else self.with_cpus_order(order)
+        out = self if tuple(order) == self.cpus else self._with_cpus(order)
         md = thaw(out.metadata)
         md["order"] = {"by": name, "boundaries": {k: list(map(int, v)) for k, v in bounds.items()}}
         return LatencyResult(cpus=out.cpus, kernel=out.kernel, samples=out.samples, metadata=md,
@@ -362,7 +359,9 @@ class LatencyResult(SavedResult):
 
     @property
     def boundaries(self) -> dict[str, tuple[int, ...]]:
-        """Group boundaries of the current order: level → indices where a new group starts."""
+        """Group boundaries of the current order (what :meth:`ordered` found): level name (``"package"``,
+        ``"level0"``, ...) → the positions where a new group starts (0 omitted), as
+        :attr:`Structure.boundaries <corelat.Structure.boundaries>` gives them; ``{}`` unordered."""
         order = self.metadata.get("order") or {}
         return {k: tuple(v) for k, v in (order.get("boundaries") or {}).items()}
 
@@ -400,7 +399,8 @@ class LatencyResult(SavedResult):
         return _matrix.csv_text(self, statistic, labelled, path)
 
     # -- text and records ------------------------------------------------------------------------
-    def records(self, statistic: str | None = None) -> list[dict[str, Any]]:
+    @keyword_options("statistic")
+    def records(self, *, statistic: str | None = None) -> list[dict[str, Any]]:
         """One dict per pair with a value, in the order of :meth:`pairs`.
 
         Parameters
@@ -424,7 +424,8 @@ class LatencyResult(SavedResult):
         """
         return _matrix.records_of(self, statistic)
 
-    def table(self, statistic: Statistic = "median") -> str:
+    @keyword_options("statistic")
+    def table(self, *, statistic: Statistic = "median") -> str:
         """The matrix as text (row CPU ids on the left, column ids on top), then min/max/mean.
 
         Parameters
@@ -457,11 +458,12 @@ class LatencyResult(SavedResult):
         Returns
         -------
         str
-            ``table("median")``.
+            ``table(statistic="median")``.
         """
         return self.table()
 
-    def to_dict(self, statistic: Statistic | None = None, *, arrays: bool = True) -> dict[str, Any]:
+    @keyword_options("statistic")
+    def to_dict(self, *, statistic: Statistic | None = None, arrays: bool = True) -> dict[str, Any]:
         """The result as plain, strict-JSON data (NaN becomes None); :meth:`from_dict` reads it back.
 
         Parameters
@@ -493,8 +495,8 @@ class LatencyResult(SavedResult):
             "name": self.name,
             "kernel": self.kernel,
             "cpus": list(self.cpus),
-            "summary": self.summary(statistic or "median") if has else None,
-            "records": self.records(statistic),
+            "summary": self.summary(statistic=statistic or "median") if has else None,
+            "records": self.records(statistic=statistic),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
             "metadata": self.metadata,

@@ -10,7 +10,7 @@ from typing import Any, cast
 import numpy as np
 
 from corelat._core.errors import InputError
-from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, thaw
+from corelat._core.protocol import SavedResult, freeze, from_file, jsonable, keyword_options, thaw
 from corelat._results.locks_names import COUNTED, EXCLUSIVE, HIDDEN_TESTS, TESTS, describe
 from corelat._system import cpulist as _cpulist
 
@@ -177,7 +177,8 @@ class LockResult(SavedResult):
         """Names of tests whose protected counter differs from the calls completed (broken locks)."""
         return tuple(str(r["name"]) for r in self.data if not r["exclusive"])
 
-    def records(self, per_thread: bool = False) -> list[dict[str, Any]]:
+    @keyword_options("per_thread")
+    def records(self, *, per_thread: bool = False) -> list[dict[str, Any]]:
         """One dict per test, or per test and CPU.
 
         Parameters
@@ -296,7 +297,8 @@ class LockResult(SavedResult):
         """
         return self.table()
 
-    def table(self, per_thread: bool = False, headers: bool = True) -> str:
+    @keyword_options("per_thread", "headers")
+    def table(self, *, per_thread: bool = False, headers: bool = True) -> str:
         """cpuperf's table as text.
 
         Parameters

@@ -196,7 +196,7 @@ def order_of(result, by) -> tuple[Sequence[int], Mapping[str, Sequence[int]], st
     """``(order, boundaries, name)`` of :meth:`LatencyResult.ordered`'s ``by``."""
     if hasattr(by, "order") and hasattr(by, "boundaries"):  # a Structure, found by the analysis
         ordering = cast(Ordering, by)
-        return ordering.order(), {f"level{k}": v for k, v in ordering.boundaries().items()}, "structure"
+        return ordering.order(), dict(ordering.boundaries), "structure"
     if not isinstance(by, str) and hasattr(by, "__iter__"):
         order = [int(c) for c in by]
         if sorted(order) != sorted(result.cpus):

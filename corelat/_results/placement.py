@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from corelat._core.errors import InputError
-from corelat._core.protocol import SavedResult, jsonable, prefixed, refuse_assignment
+from corelat._core.protocol import SavedResult, jsonable, keyword_options, prefixed, refuse_assignment
 from corelat._core.types import Statistic
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._system.home import SPREAD_NODE, parse_home
@@ -161,7 +161,8 @@ class PlacementResult(SavedResult):
             return {}
         return {r["cpu"]: (r["node"], r["package"]) for r in topo.records()}
 
-    def records(self, statistic: Statistic = "median") -> list[dict[str, Any]]:
+    @keyword_options("statistic")
+    def records(self, *, statistic: Statistic = "median") -> list[dict[str, Any]]:
         """One dict per home and measured cell.
 
         Parameters
@@ -203,7 +204,8 @@ class PlacementResult(SavedResult):
                                 "relation": _relation(places, a, b, node, first_word, second_word)})
         return out
 
-    def summary(self, statistic: Statistic = "median") -> dict[str, dict[str, dict[str, Any]]]:
+    @keyword_options("statistic")
+    def summary(self, *, statistic: Statistic = "median") -> dict[str, dict[str, dict[str, Any]]]:
         """What the homes change, per kind of pair.
 
         Parameters
@@ -219,7 +221,7 @@ class PlacementResult(SavedResult):
             pair (see :meth:`records`).
         """
         groups: dict[str, dict[str, list[float]]] = {}
-        for rec in self.records(check_statistic(statistic)):
+        for rec in self.records(statistic=check_statistic(statistic)):
             if rec["pair"] is None or rec["relation"] is None:
                 continue
             groups.setdefault(rec["pair"], {}).setdefault(rec["relation"], []).append(rec[statistic])
@@ -247,7 +249,8 @@ class PlacementResult(SavedResult):
                               for pair, rels in s.items())
         return self.table() + "\n" + words
 
-    def table(self, statistic: Statistic = "median") -> str:
+    @keyword_options("statistic")
+    def table(self, *, statistic: Statistic = "median") -> str:
         """The homes as text: where each one's pages were found and the median of its pairs.
 
         Parameters

@@ -22,6 +22,7 @@ from corelat._core.protocol import (
     from_file,
     frozen_array,
     jsonable,
+    keyword_options,
     thaw,
 )
 from corelat._system.validate import check_statistic, sampling_text
@@ -174,7 +175,8 @@ class SMTResult(SavedResult):
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.alone / self.together
 
-    def records(self, statistic: str = "median") -> list[dict[str, Any]]:
+    @keyword_options("statistic")
+    def records(self, *, statistic: str = "median") -> list[dict[str, Any]]:
         """One dict per sibling pair: the numbers of :meth:`table`.
 
         Parameters
@@ -212,7 +214,8 @@ class SMTResult(SavedResult):
             out.append(row)
         return out
 
-    def summary(self, statistic: str = "median") -> dict[str, Any]:
+    @keyword_options("statistic")
+    def summary(self, *, statistic: str = "median") -> dict[str, Any]:
         """Medians over the sibling pairs.
 
         Parameters
@@ -226,7 +229,7 @@ class SMTResult(SavedResult):
             ``pairs``, ``kernel``, ``reason``, ``sibling_ns``, ``nonsibling_ns`` and per loop
             ``{loop}_slowdown`` (None where unknown or empty).
         """
-        rows = self.records(statistic)
+        rows = self.records(statistic=statistic)
         out = {"pairs": len(self), "kernel": self.kernel, "reason": self.reason}
         keys = ["sibling_ns", "nonsibling_ns"] + [f"{loop}_slowdown" for loop in self.loops]
         for key in keys:
@@ -310,11 +313,12 @@ class SMTResult(SavedResult):
         Returns
         -------
         str
-            ``table("median")``.
+            ``table(statistic="median")``.
         """
         return self.table()
 
-    def table(self, statistic: str = "median") -> str:
+    @keyword_options("statistic")
+    def table(self, *, statistic: str = "median") -> str:
         """The "Hyper-threads" table as text (or the reason there is none).
 
         Parameters
@@ -327,7 +331,7 @@ class SMTResult(SavedResult):
         str
             What is measured, then one row per pair and the medians over pairs.
         """
-        rows = self.records(statistic)
+        rows = self.records(statistic=statistic)
         if self.empty:
             return "\n".join([f"Hyper-threads: none to measure: {self.reason}"] + self._topology_lines())
         lines = [f"Hyper-threads: {len(self)} pair{'s' if len(self) != 1 else ''} of SMT siblings",

@@ -19,7 +19,7 @@ def _ordered(result, order):
     if order is None:
         return result, [], "CPUs in the result's order"
     if order == "os":
-        return result.with_cpus_order(sorted(result.cpus)), [], "CPU order"
+        return result.ordered("os"), [], "CPU order"
     if order == "topology":
         if result.metadata.get("topology"):
             try:
@@ -32,7 +32,7 @@ def _ordered(result, order):
                 drawn = [level.replace("l3", "L3").replace("node", "NUMA node")
                          for (level, _), (starts, _) in zip(_TOPOLOGY_LINES, lines) if starts]
                 what = "topology order" + (f"; lines: {', '.join(drawn)}" if drawn else "")
-                return result.with_cpus_order(cpus), _dedupe(lines), what
+                return result.ordered(cpus), _dedupe(lines), what
         else:
             note = "no topology recorded: ordered by latency structure"
         ordered, lines, _ = _ordered(result, "structure")
@@ -40,11 +40,11 @@ def _ordered(result, order):
     if order == "structure":
 
         st = structure(result)
-        bounds = st.boundaries()
+        bounds = st.boundaries
         k = len(st.levels)
-        lines = [(bounds[i], 1.0 + 1.2 * i / max(k - 1, 1)) for i in range(k)]
+        lines = [(bounds[f"level{i}"], 1.0 + 1.2 * i / max(k - 1, 1)) for i in range(k)]
         what = "latency structure order" + (" (lines: latency groups)" if k else "")
-        return result.with_cpus_order(st.order()), _dedupe(lines), what
+        return result.ordered(st), _dedupe(lines), what
 
 
 def _one_home(result, home):

@@ -216,7 +216,7 @@ def _node_and_group(result, node):
         g = next((g for g in result.groups if g.nodes and name in g.nodes), None)
     else:
         name = str(node)
-        g = result.group(name)
+        g = result.group_of(name)
         rec = next(x for x in result.nodes if x["node"] == name)
         if not rec.get("file"):
             raise InputError(f"the fleet recorded no file for node {name!r}: pass its LatencyResult instead")
@@ -225,7 +225,7 @@ def _node_and_group(result, node):
             raise InputError(f"{rec['file']}: not a latency result")
     if g is None:
         raise InputError(f"node {name!r} is in no group of this fleet")
-    r = r.with_cpus_order(sorted(r.cpus))
+    r = r.ordered("os")
     if tuple(r.cpus) != tuple(g.cpus):
         raise InputError(f"node {name!r} was measured on other CPUs than its group")
     return r, name, g

@@ -1,9 +1,12 @@
 """Shared test fixtures.
 
 Tests run against the installed package. Real-machine fixtures live in ``../shared`` beside the
-checkout (CI lays it there); where it is absent (a user's clone) the tests that need it skip and say so.
+checkout (CI lays it there). Where it is absent (a plain clone) the tests read what ships instead: the
+published result files of the package's gallery (``corelat/examples/gallery``) and two of the nine hwloc
+dumps (``tests/data/hwloc``); a test that needs one of the other seven skips and says so.
 """
 
+import importlib.util
 import os
 import pathlib
 import signal
@@ -29,6 +32,28 @@ pytest_plugins = ["pytester"]  # tests/test_kernelguard.py runs the guard on tes
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 SHARED = pathlib.Path(os.environ.get("CORELAT_SHARED", REPO.parent / "shared"))
+#: What ships beside the tests: two hwloc dumps with their licence (tests/data/hwloc/README.md).
+DATA = pathlib.Path(__file__).resolve().parent / "data"
+#: The peers' result files, relative to the shared folder.
+PEERS = "fixtures/peer-results/core-to-core-latency"
+
+
+def _gallery():
+    """The gallery folder of the corelat that the tests import, found without importing it (conftest is
+    read before the kernel guard is registered, and importing corelat here would hide import errors
+    from the tests that check them)."""
+    spec = importlib.util.find_spec("corelat")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    return pathlib.Path(roots[0]) / "examples" / "gallery" if roots else None
+
+
+def _has_shared():
+    return (SHARED / "fixtures").is_dir()
+
+
+#: The peers' folder the tests read: ../shared's where it is there, else the one the package ships
+#: (the same 20 files, the index and the licence).
+PEER_FOLDER = SHARED / PEERS if _has_shared() else (_gallery() or SHARED) / "core-to-core-latency"
 
 
 def pytest_configure(config):
@@ -50,11 +75,19 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def shared_dir():
-    """The ``shared/`` folder with real-machine fixtures, or skip with the reason."""
-    if not (SHARED / "fixtures").is_dir():
-        pytest.skip(f"shared fixtures not found at {SHARED} (set CORELAT_SHARED to point at them)")
-    return SHARED
+def shared_dir(tmp_path_factory):
+    """The ``shared/`` folder with real-machine fixtures; without one, a stand-in laid out the same way
+    whose peers' folder is the package's gallery and whose hwloc folder is ``tests/data/hwloc``."""
+    if _has_shared():
+        return SHARED
+    if not PEER_FOLDER.is_dir():
+        pytest.skip(f"shared fixtures not found at {SHARED}, nor the gallery at {PEER_FOLDER} "
+                    "(set CORELAT_SHARED to point at them)")
+    stand_in = tmp_path_factory.mktemp("shared")
+    for link, target in ((PEERS, PEER_FOLDER), ("fixtures/topology/hwloc", DATA / "hwloc")):
+        (stand_in / link).parent.mkdir(parents=True, exist_ok=True)
+        (stand_in / link).symlink_to(target, target_is_directory=True)
+    return stand_in
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,7 +155,12 @@ def hwloc_root(shared_dir, tmp_path_factory):
 
     def get(name):
         if name not in cache:
-            cache[name] = _unpack(folder / f"{name}.tar.bz2", tmp_path_factory.mktemp("hwloc"))
+            tarball = folder / f"{name}.tar.bz2"
+            if not tarball.is_file():
+                shipped = sorted(p.name[: -len(".tar.bz2")] for p in (DATA / "hwloc").glob("*.tar.bz2"))
+                pytest.skip(f"the hwloc dump {name} is in ../shared only (not at {SHARED}; "
+                            f"tests/data/hwloc ships {', '.join(shipped)})")
+            cache[name] = _unpack(tarball, tmp_path_factory.mktemp("hwloc"))
         return cache[name]
 
     return get
@@ -156,6 +194,17 @@ def hwloc_topology(hwloc_root):
         return topo
 
     return get
+
+
+class ByName:
+    """``mapping[NAME]`` is ``get(NAME)``: the dumps of a module fixture, each read on first use, so that
+    a dump a plain clone lacks skips only the tests that read it."""
+
+    def __init__(self, get):
+        self._get = get
+
+    def __getitem__(self, name):
+        return self._get(name)
 
 
 @pytest.fixture(scope="session", autouse=True)

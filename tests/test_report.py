@@ -15,6 +15,7 @@ import urllib.parse
 
 import numpy as np
 import pytest
+from conftest import PEER_FOLDER
 
 import corelat
 from corelat import InputError, LatencyResult, LockResult, PlacementResult, SMTResult
@@ -25,10 +26,10 @@ from corelat.cli import main
 
 pytest.importorskip("matplotlib")
 
-PEERS = os.path.join(os.environ.get("CORELAT_SHARED", ""), "fixtures", "peer-results", "core-to-core-latency")
+PEERS = str(PEER_FOLDER)  # ../shared's, or the gallery's where a plain clone has none
 XEON = os.path.join(PEERS, "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz.csv")
 I12900K = os.path.join(PEERS, "Intel Core i9-12900K.csv")
-needs_peers = pytest.mark.skipif(not os.path.exists(XEON), reason="CORELAT_SHARED peer files not there")
+needs_peers = pytest.mark.skipif(not os.path.exists(XEON), reason="peer files not found")
 
 
 def _sections(page):

@@ -16,6 +16,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import PEER_FOLDER
 
 import corelat
 from corelat._fleet import synth
@@ -24,7 +25,7 @@ pytest.importorskip("matplotlib")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PEERS = os.path.join(os.environ.get("CORELAT_SHARED", ""), "fixtures", "peer-results", "core-to-core-latency")
+PEERS = str(PEER_FOLDER)  # ../shared's, or the gallery's where a plain clone has none
 XEON = os.path.join(PEERS, "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz.csv")
 I12900K = os.path.join(PEERS, "Intel Core i9-12900K.csv")
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
@@ -84,7 +85,7 @@ def _hovered(dom, n):
     assert re.search(rf"<figcaption>[^<]*Point at a cell for its value \({n} × {n} values\)", dom)
 
 
-@pytest.mark.skipif(not os.path.exists(XEON), reason="CORELAT_SHARED peer files not there")
+@pytest.mark.skipif(not os.path.exists(XEON), reason="peer files not found")
 def test_latency_report_in_a_browser(tmp_path):
     page = tmp_path / "xeon.html"
     corelat.report(XEON, page)
@@ -120,7 +121,7 @@ def test_measured_result_and_pdf(tmp_path):
         assert (grey < 0.8).mean() > 0.001, f"page {k} of the PDF is blank"
 
 
-@pytest.mark.skipif(not os.path.exists(XEON), reason="CORELAT_SHARED peer files not there")
+@pytest.mark.skipif(not os.path.exists(XEON), reason="peer files not found")
 def test_comparison_in_a_browser(tmp_path):
     page = tmp_path / "cmp.html"
     corelat.report([XEON, I12900K], page)

@@ -15,6 +15,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import PEER_FOLDER
 
 import corelat
 from corelat import LatencyResult
@@ -22,7 +23,7 @@ from corelat._report import write_report
 
 pytest.importorskip("matplotlib")
 
-PEERS = os.path.join(os.environ.get("CORELAT_SHARED", ""), "fixtures", "peer-results", "core-to-core-latency")
+PEERS = str(PEER_FOLDER)  # ../shared's, or the gallery's where a plain clone has none
 needs_poppler = pytest.mark.skipif(shutil.which("pdftotext") is None,
                                    reason="no pdftotext here (Debian: apt-get install poppler-utils; "
                                           "CI's 00-system step installs it)")
@@ -105,7 +106,7 @@ def test_pdf_of_three_machines_keeps_the_page_rules_and_each_table_row_on_a_line
     assert "CPUs measured 64 8 32" in lines  # the Machines table: a row's cells side by side
 
 
-@pytest.mark.skipif(not os.path.isdir(PEERS), reason="CORELAT_SHARED peer files not there")
+@pytest.mark.skipif(not os.path.isdir(PEERS), reason="peer files not found")
 @needs_poppler
 def test_pdf_of_a_peer_file_keeps_the_page_rules(tmp_path):
     path = os.path.join(PEERS, "Dual Intel(R) Xeon Gold 6242 @ 2.8GHz.csv")

@@ -10,7 +10,7 @@ import os
 import re
 
 import pytest
-from conftest import HWLOC_DUMPS, run_cli
+from conftest import HWLOC_DUMPS, ByName, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -126,7 +126,7 @@ def selections(draw, topo):
 
 @pytest.fixture(scope="module")
 def dumps(hwloc_topology):
-    return {name: hwloc_topology(name) for name in DUMPS}
+    return ByName(hwloc_topology)
 
 
 @pytest.mark.parametrize("name", DUMPS)

@@ -1,7 +1,8 @@
 # Notebooks on real machines' files (papermill sets the parameters cell): compare_machines on two
 # machines (the 5950X and the 7950X), measure_and_explore on one. The executed copies, outputs and
 # figures included, are kept in $artefacts/notebooks so the comparison its title promises can be seen.
-# (tests/test_notebooks.py runs every notebook with its defaults, the shipped examples.)
+# (tests/test_notebooks.py runs every notebook with its defaults, the shipped examples, in 30-tests;
+# its test of compare_machines on these two files is this run's twin, left out there.)
 "$venv/bin/python" -m pip install -q "papermill>=2.4"
 peers="$shared/fixtures/peer-results/core-to-core-latency"
 if [ ! -d "$peers" ]; then

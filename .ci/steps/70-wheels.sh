@@ -1,14 +1,17 @@
 # Distribution (issue 16): the sdist and manylinux2014 wheels (make wheels: zig cc against glibc 2.17,
 # auditwheel show, twine check, warning-free), then what a user without a compiler gets from them:
 #  1. the x86-64 wheel installed (binaries only) into a fresh venv of the system's python3 with no
-#     compiler on PATH, the pure tier and one real measurement against it;
+#     compiler on PATH, and one real measurement against it (the pure tier runs on 3.11 in 30-tests and
+#     against the wheels of 3.9, 3.10, 3.12 and 3.13, built here from the same sdist, in 75-matrix:
+#     once more here was a repeat);
 #  2. the aarch64 wheel's extension imported, and a tiny measurement run, under qemu-user by Debian's
 #     arm64 python3 with the aarch64 numpy wheel from PyPI;
 #  3. (the sdist from scratch in a fresh venv: no longer a step of its own; .ci/wheels.sh builds every
 #     wheel from the sdist with build isolation, warning-free, and 10-install/30-tests build the
 #     checkout with the system's python3 the same way)
-#  4. the sdist built without the extension (CORELAT_NO_EXTENSION=1, what non-Linux platforms get):
-#     import works, measuring raises a CorelatError, the analysis tests pass;
+#  4. the sdist built without the extension (CORELAT_NO_EXTENSION=1, what non-Linux platforms get),
+#     in place of the wheel in the same venv (one venv, not two): import works, measuring raises a
+#     CorelatError, the analysis tests pass;
 #  5. the README's development command (setup.py build_ext --inplace) in a fresh copy of the clone.
 # The wheels and sdist are kept in $artefacts/dist.
 t_w=$SECONDS
@@ -35,14 +38,12 @@ if env PATH="$nocc" /bin/sh -c 'command -v cc || command -v gcc || command -v x8
 fi
 
 t_w=$SECONDS
-echo "-- 1. the x86-64 wheel, no compiler on PATH: the pure tier and one real measurement against it"
+echo "-- 1. the x86-64 wheel, no compiler on PATH: one real measurement against it"
 # (the whole suite runs against an installed wheel in 75-matrix, on the newest and the oldest stack)
 wv=$repo/build/venv-wheel
 fresh_venv "$wv"
 whl=$(ls dist/corelat-*-cp$pyx-cp$pyx-manylinux*_x86_64.whl)
-env PATH="$nocc" "$wv/bin/python" -m pip install -q --only-binary :all: "$whl[test]"
-(cd /tmp && env PATH="$nocc" CORELAT_TEST_INSTALLED=1 CORELAT_SHARED="$shared" "$wv/bin/python" -m pytest \
-  -p no:cacheprovider -c "$repo/pyproject.toml" --rootdir "$repo" -q -m "$PURE_TIER" $PARALLEL "$repo/tests")
+env PATH="$nocc" "$wv/bin/python" -m pip install -q --only-binary :all: "$whl"
 (cd /tmp && env PATH="$nocc" "$wv/bin/python" "$repo/.ci/one-measurement.py")
 echo "-- 1. done in $((SECONDS - t_w)) s"
 
@@ -67,9 +68,9 @@ echo "-- 2. done in $((SECONDS - t_w)) s"
 
 t_w=$SECONDS
 echo "-- 4. the sdist without the extension (CORELAT_NO_EXTENSION=1), the analysis tests against it"
-pv=$repo/build/venv-pure
-fresh_venv "$pv"
+pv=$wv   # the venv of 1., its wheel replaced by the sdist's pure build
 sdist=$(ls dist/corelat-*.tar.gz)
+"$pv/bin/python" -m pip uninstall -q -y corelat
 CORELAT_NO_EXTENSION=1 "$pv/bin/python" -m pip install -q "$sdist[test]"
 (cd /tmp && "$pv/bin/python" - <<'EOF'
 import importlib.util, corelat

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "affinity.h"
+#include "samples.h"
 #include "spin.h"
 
 #define LINE 64
@@ -57,77 +58,94 @@ out:
     return rc;
 }
 
+/* A side of the pair, as its sample loop's step sees it (samples.h). */
+typedef struct {
+    corelat_chase_job *job;
+    corelat_member *m;
+    corelat_spin *s;
+    char *start;   /* the reader's: the chain's first line */
+    uintptr_t sum; /* the owner's: what its clean reads read */
+} side;
+
+static int reader_sample(void *p, int64_t k, int64_t slot)
+{
+    side *d = p;
+    corelat_chase_job *job = d->job;
+    char *buf = job->page.buf;
+    int64_t n = job->p.lines;
+    /* Once per sample, untimed: a Ctrl-C ends the call at once (the loop checks the CPU). */
+    if (atomic_load_explicit(&d->m->job->abort, memory_order_relaxed) != CORELAT_RUN)
+        return CORELAT_EABORT;
+    for (int64_t i = 0; i < n; i++)
+        evict(buf + (size_t)i * LINE);
+    evict_done();
+    atomic_store_explicit(&job->req, (uint64_t)k + 1, memory_order_release);
+    int rc = wait_for(&job->done, (uint64_t)k + 1, d->s);
+    if (rc)
+        return rc;
+    /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), as in pingpong.c's
+     * initiator. A plain rdtsc waits for nothing: the closing read ran ahead of the chain's
+     * dependent loads, and samples of a 4-line chase read 1 tick (medians of 26 ticks against
+     * ~1300 fenced; 64 lines 8866 against 13234: issue 27, benchmarks/RESULTS.md). The fence
+     * before the closing read waits for the last load; the one after the opening read keeps the
+     * first load from starting before it. */
+    uint64_t t0 = corelat_ticks_serial();
+    char *q = d->start;
+    for (int64_t i = 0; i < n; i++)
+        q = *(char *volatile *)q;
+    uint64_t t1 = corelat_ticks_serial();
+    job->reader_sink += (uintptr_t)q;
+    if (slot >= 0)
+        job->ticks[slot] = t1 - t0;
+    return CORELAT_OK;
+}
+
+static int owner_sample(void *p, int64_t k, int64_t slot)
+{
+    side *d = p;
+    const corelat_chase_params *q = &d->job->p;
+    char *buf = d->job->page.buf;
+    (void)slot;
+    int rc = wait_for(&d->job->req, (uint64_t)k + 1, d->s);
+    if (rc)
+        return rc;
+    /* Word 1 is the owner's: writing it takes the line Modified without touching the chain. */
+    for (int64_t i = 0; i < q->lines; i++) {
+        volatile uintptr_t *line = (volatile uintptr_t *)(buf + (size_t)i * LINE);
+        if (q->kind == CORELAT_CHASE_MODIFIED)
+            line[1] = (uintptr_t)k;
+        else
+            d->sum += line[0];
+    }
+    atomic_store_explicit(&d->job->done, (uint64_t)k + 1, memory_order_release);
+    return CORELAT_OK;
+}
+
+/* The reader links the chain, then times one pass per sample; the owner touches the lines first. */
 static int reader(corelat_chase_job *job, corelat_member *m)
 {
-    const corelat_chase_params *p = &job->p;
     char *buf = job->page.buf;
-    int64_t n = p->lines;
+    int64_t n = job->p.lines;
     /* Word 0 of each line points to the next line of the chain. */
     for (int64_t k = 0; k < n; k++)
         *(char **)(buf + (size_t)job->order[k] * LINE) = buf + (size_t)job->order[(k + 1) % n] * LINE;
-    char *start = buf + (size_t)job->order[0] * LINE;
     corelat_spin s;
     corelat_member_spin(m, &s);
-    int64_t total = p->warmup + p->samples;
-    for (int64_t k = 0; k < total; k++) {
-        /* Once per sample, untimed: a moved thread or a Ctrl-C ends the call at once. */
-        if (!corelat_member_on_cpu(m))
-            return CORELAT_EMOVED;
-        if (atomic_load_explicit(&m->job->abort, memory_order_relaxed) != CORELAT_RUN)
-            return CORELAT_EABORT;
-        for (int64_t i = 0; i < n; i++)
-            evict(buf + (size_t)i * LINE);
-        evict_done();
-        atomic_store_explicit(&job->req, (uint64_t)k + 1, memory_order_release);
-        int rc = wait_for(&job->done, (uint64_t)k + 1, &s);
-        if (rc)
-            return rc;
-        /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), as in pingpong.c's
-         * initiator. A plain rdtsc waits for nothing: the closing read ran ahead of the chain's
-         * dependent loads, and samples of a 4-line chase read 1 tick (medians of 26 ticks against
-         * ~1300 fenced; 64 lines 8866 against 13234: issue 27, benchmarks/RESULTS.md). The fence
-         * before the closing read waits for the last load; the one after the opening read keeps the
-         * first load from starting before it. */
-        uint64_t t0 = corelat_ticks_serial();
-        char *q = start;
-        for (int64_t i = 0; i < n; i++)
-            q = *(char *volatile *)q;
-        uint64_t t1 = corelat_ticks_serial();
-        job->reader_sink += (uintptr_t)q;
-        corelat_member_beat(m);
-        if (k >= p->warmup)
-            job->ticks[k - p->warmup] = t1 - t0;
-    }
-    return CORELAT_OK;
+    side d = {job, m, &s, buf + (size_t)job->order[0] * LINE, 0};
+    corelat_samples plan = {job->p.warmup, job->p.samples, NULL, 0};
+    return corelat_samples_run(m, &plan, reader_sample, &d);
 }
 
 static int owner(corelat_chase_job *job, corelat_member *m)
 {
-    const corelat_chase_params *p = &job->p;
-    char *buf = job->page.buf;
     corelat_spin s;
     corelat_member_spin(m, &s);
-    int64_t total = p->warmup + p->samples;
-    uintptr_t sum = 0;
-    for (int64_t k = 0; k < total; k++) {
-        if (!corelat_member_on_cpu(m))
-            return CORELAT_EMOVED;
-        int rc = wait_for(&job->req, (uint64_t)k + 1, &s);
-        if (rc)
-            return rc;
-        /* Word 1 is the owner's: writing it takes the line Modified without touching the chain. */
-        for (int64_t i = 0; i < p->lines; i++) {
-            volatile uintptr_t *line = (volatile uintptr_t *)(buf + (size_t)i * LINE);
-            if (p->kind == CORELAT_CHASE_MODIFIED)
-                line[1] = (uintptr_t)k;
-            else
-                sum += line[0];
-        }
-        atomic_store_explicit(&job->done, (uint64_t)k + 1, memory_order_release);
-        corelat_member_beat(m);
-    }
-    job->owner_sink = sum;
-    return CORELAT_OK;
+    side d = {job, m, &s, NULL, 0};
+    corelat_samples plan = {job->p.warmup, job->p.samples, NULL, 0};
+    int rc = corelat_samples_run(m, &plan, owner_sample, &d);
+    if (rc == CORELAT_OK)
+        job->owner_sink = d.sum;
+    return rc;
 }
 
 static void chase_work(corelat_member *m)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "affinity.h"
+#include "samples.h"
 #include "spin.h"
 
 /* Line offsets in the pair's page, 256 B apart as in pingpong.c (no adjacent-line prefetch coupling). */
@@ -72,42 +73,50 @@ out:
     return rc;
 }
 
-/* a (index 0) sends first; b (index 1) answers. Each keeps its direction's sums and minimum. */
+/* A side of the pair, as its sample loop's step sees it (samples.h). */
+typedef struct {
+    corelat_ow_job *job;
+    corelat_spin *s;
+    message *la, *lb;
+    int is_a;
+    int64_t *sums, *min; /* this side's direction: b -> a for a, a -> b for b */
+    int64_t best;        /* the smallest difference so far, this thread's own (*min is in the job) */
+} side;
+
+static int sample(void *p, int64_t k, int64_t slot)
+{
+    side *d = p;
+    const corelat_ow_params *q = &d->job->p;
+    uint64_t n = (uint64_t)q->messages, seq = (uint64_t)k * n;
+    int64_t sum, low;
+    int rc = d->is_a ? ow_send(d->la, d->lb, seq, seq + n, &sum, &low, d->s)
+                     : ow_recv(d->la, d->lb, seq, seq + n, (uint64_t)q->offset_ticks, &sum, &low, d->s);
+    if (rc == 0 && slot >= 0) {
+        d->sums[slot] = sum;
+        d->best = low < d->best ? low : d->best;
+        *d->min = d->best;
+    }
+    return rc;
+}
+
+/* a (index 0) sends first, keeps the count and watches the budget; b (index 1) answers. Each keeps its
+ * direction's sums and minimum. */
 static int run_side(corelat_ow_job *job, corelat_member *m)
 {
-    const corelat_ow_params *p = &job->p;
-    message *la = (message *)(job->page.buf + LINE_A);
-    message *lb = (message *)(job->page.buf + LINE_B);
     int is_a = m->index == 0;
-    int64_t *sums = is_a ? job->sum_ba : job->sum_ab;
     corelat_spin s;
     corelat_member_spin(m, &s);
-    int64_t best = INT64_MAX, total = p->warmup + p->samples;
-    uint64_t n = (uint64_t)p->messages, t_start = corelat_clock_ns();
-    for (int64_t k = 0; k < total; k++) {
-        if (!corelat_member_on_cpu(m))
-            return CORELAT_EMOVED;
-        uint64_t seq = (uint64_t)k * n;
-        int64_t sum, low;
-        int rc = is_a ? ow_send(la, lb, seq, seq + n, &sum, &low, &s)
-                      : ow_recv(la, lb, seq, seq + n, (uint64_t)p->offset_ticks, &sum, &low, &s);
-        if (rc)
-            return rc;
-        corelat_member_beat(m);
-        if (k < p->warmup)
-            continue;
-        sums[k - p->warmup] = sum;
-        best = low < best ? low : best;
-        *(is_a ? &job->min_ba : &job->min_ab) = best;
-        if (is_a) {
-            job->kept = k - p->warmup + 1;
-            if (p->budget_ns && corelat_clock_ns() - t_start > p->budget_ns && k + 1 < total) {
-                atomic_store(&m->job->abort, CORELAT_STOP); /* b ends without error */
-                return CORELAT_OK;
-            }
-        }
-    }
-    return CORELAT_OK;
+    side d = {job,
+              &s,
+              (message *)(job->page.buf + LINE_A),
+              (message *)(job->page.buf + LINE_B),
+              is_a,
+              is_a ? job->sum_ba : job->sum_ab,
+              is_a ? &job->min_ba : &job->min_ab,
+              INT64_MAX};
+    corelat_samples plan = {job->p.warmup, job->p.samples, is_a ? &job->kept : NULL,
+                            is_a ? job->p.budget_ns : 0};
+    return corelat_samples_run(m, &plan, sample, &d);
 }
 
 static void ow_work(corelat_member *m)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "affinity.h"
+#include "samples.h"
 #include "spin.h"
 
 /* Offsets in the pair's page. Two lines apart and 256 B away so the adjacent-line prefetcher
@@ -140,56 +141,48 @@ static int batch(corelat_pp_job *job, int initiator, uint64_t k, corelat_spin *s
     return initiator ? rw_ping(a, b, seq, seq + (uint64_t)n, s) : rw_pong(a, b, seq, seq + (uint64_t)n, s);
 }
 
-static int initiator(corelat_pp_job *job, corelat_member *m)
+/* A side of the pair, as its sample loop's step sees it (samples.h). */
+typedef struct {
+    corelat_pp_job *job;
+    corelat_spin *s;
+} side;
+
+static int initiator_sample(void *p, int64_t k, int64_t slot)
 {
-    corelat_spin s;
-    corelat_member_spin(m, &s);
-    const corelat_pp_params *p = &job->p;
-    int64_t total = p->warmup + p->samples;
-    uint64_t t_start = corelat_clock_ns();
-    for (int64_t k = 0; k < total; k++) {
-        /* Outside the timed region; a moved thread ends the call (see spin.h). */
-        if (!corelat_member_on_cpu(m))
-            return CORELAT_EMOVED;
-        /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), not plain ones. A
-         * plain rdtsc waits for nothing: where the loop's exit is predicted (the first compare-exchange
-         * after the unpark usually succeeding) the closing read ran ahead of the lock cmpxchg that
-         * ends the batch, before the partner had answered, and one-round-trip samples read 0-1 timer
-         * steps (issue 27, benchmarks/RESULTS.md). The fence before the closing read waits for the
-         * batch to complete; the one after the opening read keeps the batch from starting before it.
-         * Costs one serializing read (~overhead_serial_ticks) per sample instead of a plain one. */
-        uint64_t t0 = corelat_ticks_serial();
-        int rc = batch(job, 1, (uint64_t)k, &s);
-        uint64_t t1 = corelat_ticks_serial();
-        if (rc)
-            return rc;
-        corelat_member_beat(m);
-        if (k >= p->warmup) {
-            job->ticks[k - p->warmup] = t1 - t0;
-            job->kept = k - p->warmup + 1;
-            if (p->budget_ns && corelat_clock_ns() - t_start > p->budget_ns && k + 1 < total) {
-                atomic_store(&m->job->abort, CORELAT_STOP); /* the responder ends without error */
-                return CORELAT_OK;
-            }
-        }
-    }
-    return CORELAT_OK;
+    side *d = p;
+    /* Serializing reads (lfence; rdtsc; lfence -- isb; mrs; isb on aarch64), not plain ones. A
+     * plain rdtsc waits for nothing: where the loop's exit is predicted (the first compare-exchange
+     * after the unpark usually succeeding) the closing read ran ahead of the lock cmpxchg that
+     * ends the batch, before the partner had answered, and one-round-trip samples read 0-1 timer
+     * steps (issue 27, benchmarks/RESULTS.md). The fence before the closing read waits for the
+     * batch to complete; the one after the opening read keeps the batch from starting before it.
+     * Costs one serializing read (~overhead_serial_ticks) per sample instead of a plain one. */
+    uint64_t t0 = corelat_ticks_serial();
+    int rc = batch(d->job, 1, (uint64_t)k, d->s);
+    uint64_t t1 = corelat_ticks_serial();
+    if (rc == 0 && slot >= 0)
+        d->job->ticks[slot] = t1 - t0;
+    return rc;
 }
 
-static int responder(corelat_pp_job *job, corelat_member *m)
+static int responder_sample(void *p, int64_t k, int64_t slot)
+{
+    side *d = p;
+    (void)slot;
+    return batch(d->job, 0, (uint64_t)k, d->s);
+}
+
+/* The initiator times the batches, keeps the count and watches the budget; the responder answers. */
+static int run_side(corelat_pp_job *job, corelat_member *m)
 {
     corelat_spin s;
     corelat_member_spin(m, &s);
-    int64_t total = job->p.warmup + job->p.samples;
-    for (int64_t k = 0; k < total; k++) {
-        if (!corelat_member_on_cpu(m))
-            return CORELAT_EMOVED;
-        int rc = batch(job, 0, (uint64_t)k, &s);
-        if (rc)
-            return rc;
-        corelat_member_beat(m);
-    }
-    return CORELAT_OK;
+    side d = {job, &s};
+    int timed = m->index == 0;
+    corelat_samples plan = {job->p.warmup, job->p.samples, timed ? &job->kept : NULL,
+                            timed ? job->p.budget_ns : 0};
+    return timed ? corelat_samples_run(m, &plan, initiator_sample, &d)
+                 : corelat_samples_run(m, &plan, responder_sample, &d);
 }
 
 /* Run by the page's first toucher: park the CAS flag (see PARKED). */
@@ -212,9 +205,9 @@ static void pp_work(corelat_member *m)
     if (rc == CORELAT_OK)
         rc = corelat_member_barrier(m); /* all start together: no sample holds a start-up */
     if (rc == CORELAT_OK && m->index == 0)
-        rc = initiator(job, m);
+        rc = run_side(job, m);
     else if (rc == CORELAT_OK && m->index == 1)
-        rc = job->p.stall_responder ? corelat_member_stall(m) : responder(job, m);
+        rc = job->p.stall_responder ? corelat_member_stall(m) : run_side(job, m);
     m->status = rc;
 }
 

@@ -132,8 +132,9 @@ def verify(result: LatencyResult | Path, reference: Reference | Path, *, name: s
     --------
     >>> import corelat
     >>> r = corelat.load(corelat.example_files()[0])
-    >>> corelat.verify(r, corelat.reference(r, name="vm"), name="cn007").line
-    'cn007: ok, 1 class within its tolerance of vm'
+    >>> v = corelat.verify(r, corelat.reference(r, name="vm"), name="cn007")
+    >>> v.line.startswith("cn007: ok, 1 class within its tolerance of vm ("), v.exit_status
+    (True, 0)
     """
     ref, ref_path = _reference(reference)
     if not isinstance(result, (LatencyResult, str, os.PathLike)):

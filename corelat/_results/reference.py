@@ -104,8 +104,8 @@ class Reference(SavedResult):
     --------
     >>> import corelat
     >>> ref = corelat.reference(corelat.load(corelat.example_files()[0]), name="vm")
-    >>> ref.classes[0], ref.machines
-    ('cores', 1)
+    >>> ref.classes, ref.machines
+    (('l3',), 1)
     """
 
     __slots__ = ("centre", "classes", "codes", "cpus", "metadata", "name", "pairs", "spread", "tolerance")
@@ -171,7 +171,22 @@ class Reference(SavedResult):
         return None if v is None else float(v)
 
     def index(self, name: str) -> int:
-        """The position of class ``name`` in :attr:`classes` (InputError for a class it lacks)."""
+        """The position of a class in :attr:`classes`.
+
+        Parameters
+        ----------
+        name : str
+            The class (``"smt"``, ``"l3"``, ...).
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        InputError
+            For a class the reference lacks.
+        """
         try:
             return self.classes.index(name)
         except ValueError:
@@ -258,11 +273,12 @@ class Reference(SavedResult):
         Returns
         -------
         dict
-            ``kind``, ``name``, ``cpus``, ``classes``, ``records``, ``summary``, ``metadata``, and
-            with ``arrays`` ``codes``.
+            ``kind``, ``name``, ``cpus``, ``classes``, ``records``, ``summary``, ``warnings``,
+            ``notes``, ``metadata``, and with ``arrays`` ``codes``.
         """
         d = {"kind": self._KIND, "name": self.name, "cpus": list(self.cpus), "classes": list(self.classes),
-             "records": self.records(), "summary": self.summary(), "metadata": jsonable(self.metadata)}
+             "records": self.records(), "summary": self.summary(), "warnings": list(self.warnings),
+             "notes": list(self.notes), "metadata": jsonable(self.metadata)}
         if arrays:
             d["codes"] = self.codes.tolist()
         return jsonable(d)
@@ -308,6 +324,7 @@ class Reference(SavedResult):
 
     @classmethod
     def _from_npz(cls, header, arrays, path):
+        check_arrays(header, arrays, path)
         recs = header["records"]
         return from_file(path, lambda: cls(
             arrays["cpus"].tolist(), header["classes"], arrays["codes"], [r["centre_ns"] for r in recs],
@@ -330,9 +347,8 @@ _HEADER = ("map", {
 }, ("classes", "records"))
 
 
-def check_file(header, arrays, path):
-    """A reference file's header and arrays, checked before a Reference is built of them."""
-    _schema.validate(header, _HEADER, path)
+def check_arrays(header, arrays, path):
+    """A reference file's records and arrays, checked before a Reference is built of them."""
     if [r["class"] for r in header["records"]] != header["classes"]:
         raise InputError(f"{path}: records must name the classes, in order")
     cpus, codes = arrays.get("cpus"), arrays.get("codes")
@@ -348,4 +364,7 @@ def check_file(header, arrays, path):
                          f"{codes.shape}")
 
 
-register_file_check(Reference._KIND, check_file)
+# The schema of every kind lives in one table (schema.HEADERS), checked by every door into a file;
+# the arrays are checked by _from_npz (check_arrays), as a latency file's are.
+_schema.HEADERS[Reference._KIND] = _HEADER
+register_file_check(Reference._KIND, _schema.check_file)

@@ -56,6 +56,13 @@ class ClassVerdict:
         few pairs.
     pairs : int
         Pairs of the class measured on the judged machine.
+
+    Examples
+    --------
+    >>> import corelat
+    >>> c = corelat.ClassVerdict("l3", measured=37.8, centre=30.0, tolerance=0.06, pairs=64)
+    >>> round(c.ratio, 2), c.within, c.status
+    (1.26, False, 'off')
     """
 
     cls: str
@@ -90,7 +97,17 @@ class ClassVerdict:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ClassVerdict:
-        """What :meth:`to_dict` gave, back (None measured reads as NaN)."""
+        """What :meth:`to_dict` gave, back (None measured reads as NaN).
+
+        Parameters
+        ----------
+        d : dict
+            ``to_dict()`` output.
+
+        Returns
+        -------
+        ClassVerdict
+        """
         m = d.get("measured")
         return cls(str(d["class"]), math.nan if m is None else float(m), float(d["centre"]),
                    float(d["tolerance"]), int(d["pairs"]))
@@ -213,15 +230,19 @@ class Verdict(SavedResult):
             tols = ", ".join(f"±{100 * c.tolerance:.0f} %" for c in off)
             parts.append(", ".join(f"{c.cls} {_pct(c.ratio - 1)}" for c in off)
                          + f" vs {self.reference} (tolerances {tols})")
-        elif self.findings:
-            parts[-1] += f" (vs {self.reference})"
         missing = self.not_measured
         if missing:
             parts.append(f"{', '.join(c.cls for c in missing)} not measured")
         if not self.classes:
             parts.append(f"no class of {self.reference} could be judged")
-        if within:
-            parts.append(f"{len(within)} other class{'es' if len(within) != 1 else ''} within")
+        n = len(within)
+        if n and off:
+            parts.append(f"{n} other class{'es' if n != 1 else ''} within")
+        elif n:
+            parts.append(f"{n} class{'es' if n != 1 else ''} within {'their' if n != 1 else 'its'} tolerance "
+                         f"of {self.reference}")
+        elif not off:
+            parts[-1] += f" (vs {self.reference})"
         return f"{self.name}: " + "; ".join(parts)
 
     # -- the verbs -----------------------------------------------------------------------------------------
@@ -290,13 +311,15 @@ class Verdict(SavedResult):
         Returns
         -------
         dict
-            ``kind``, ``node``, ``reference``, ``ok``, ``exit_status``, ``line``, ``classes``
-            (:meth:`records`), ``findings``, ``notes``, ``metadata``.
+            ``kind``, ``name`` and ``node`` (the judged machine), ``reference``, ``ok``,
+            ``exit_status``, ``line``, ``classes`` (:meth:`records`), ``findings``, ``warnings``,
+            ``notes``, ``metadata``.
         """
-        return jsonable({"kind": self._KIND, "node": self.name, "reference": self.reference, "ok": self.ok,
+        return jsonable({"kind": self._KIND, "name": self.name, "node": self.name,
+                         "reference": self.reference, "ok": self.ok,
                          "exit_status": self.exit_status, "line": self.line, "classes": self.records(),
-                         "findings": list(self.findings), "notes": list(self.notes),
-                         "metadata": self.metadata})
+                         "findings": list(self.findings), "warnings": list(self.warnings),
+                         "notes": list(self.notes), "metadata": self.metadata})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Verdict:
@@ -346,9 +369,6 @@ _HEADER = ("map", {
 }, ("node", "reference", "classes", "findings"))
 
 
-def check_file(header, arrays, path):
-    """A verdict file's header, checked before a Verdict is built of it."""
-    _schema.validate(header, _HEADER, path)
-
-
-register_file_check(Verdict._KIND, check_file)
+# The schema of every kind lives in one table (schema.HEADERS), checked by every door into a file.
+_schema.HEADERS[Verdict._KIND] = _HEADER
+register_file_check(Verdict._KIND, _schema.check_file)

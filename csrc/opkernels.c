@@ -76,15 +76,22 @@ static inline int clock_call(corelat_kctx *c, clockid_t id)
     return 0;
 }
 
-KERNEL k_clock_real(corelat_kctx *c) { return clock_call(c, CLOCK_REALTIME); }
-KERNEL k_clock_mono(corelat_kctx *c) { return clock_call(c, CLOCK_MONOTONIC); }
+/* The clock tests: test, kernel, clock. */
 #ifdef CLOCK_REALTIME_COARSE
-KERNEL k_clock_real_coarse(corelat_kctx *c) { return clock_call(c, CLOCK_REALTIME_COARSE); }
-KERNEL k_clock_mono_coarse(corelat_kctx *c) { return clock_call(c, CLOCK_MONOTONIC_COARSE); }
+#define COARSE_CLOCKS(X)                                                                                     \
+    X(CLOCK_REAL_COARSE, clock_real_coarse, CLOCK_REALTIME_COARSE)                                           \
+    X(CLOCK_MONO_COARSE, clock_mono_coarse, CLOCK_MONOTONIC_COARSE)
 #else
-#define k_clock_real_coarse NULL
-#define k_clock_mono_coarse NULL
+#define COARSE_CLOCKS(X)
 #endif
+#define CLOCKS(X)                                                                                            \
+    X(CLOCK_REAL, clock_real, CLOCK_REALTIME)                                                                \
+    X(CLOCK_MONO, clock_mono, CLOCK_MONOTONIC)                                                               \
+    COARSE_CLOCKS(X)
+
+#define CLOCK_KERNEL(test, name, id)                                                                         \
+    KERNEL k_##name(corelat_kctx *c) { return clock_call(c, id); }
+CLOCKS(CLOCK_KERNEL)
 
 #if defined(__x86_64__)
 KERNEL k_rdrand64(corelat_kctx *c)
@@ -117,14 +124,6 @@ KERNEL k_rdtscp(corelat_kctx *c)
     return 0;
 }
 
-KERNEL k_rdpid(corelat_kctx *c)
-{
-    uint64_t id;
-    __asm__ volatile(".byte 0xf3, 0x0f, 0xc7, 0xf8" : "=a"(id)); /* rdpid %rax, for old assemblers */
-    c->sink += id;
-    return 0;
-}
-
 /* Linux keeps the CPU and node numbers in the limit of GDT entry 15 (selector 0x7b) for user space;
  * lsl on a selector it cannot read sets ZF = 0 rather than faulting. */
 KERNEL k_lsl(corelat_kctx *c)
@@ -143,143 +142,89 @@ KERNEL k_cpuid(corelat_kctx *c)
     return 0;
 }
 
-KERNEL k_lfence(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("lfence" ::: "memory");
-    return 0;
-}
-
-KERNEL k_sfence(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("sfence" ::: "memory");
-    return 0;
-}
-
-KERNEL k_mfence(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("mfence" ::: "memory");
-    return 0;
-}
-
-KERNEL k_pause(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("pause" ::: "memory");
-    return 0;
-}
 #endif
 
-#if defined(__aarch64__)
-KERNEL k_isb(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("isb" ::: "memory");
-    return 0;
-}
-
-KERNEL k_dmb_ish(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("dmb ish" ::: "memory");
-    return 0;
-}
-
-KERNEL k_dsb_sy(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("dsb sy" ::: "memory");
-    return 0;
-}
-
-KERNEL k_cntvct(corelat_kctx *c)
-{
-    uint64_t v;
-    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-    c->sink += v;
-    return 0;
-}
-
-KERNEL k_yield(corelat_kctx *c)
-{
-    (void)c;
-    __asm__ volatile("yield" ::: "memory");
-    return 0;
-}
-
-KERNEL k_rndr(corelat_kctx *c)
-{
-    uint64_t v;
-    __asm__ volatile("mrs %0, s3_3_c2_c4_0" : "=r"(v)::"cc"); /* RNDR, for assemblers without +rng */
-    c->sink += v;
-    return 0;
-}
+/* The tests that run one instruction: test, kernel, instruction. */
+#if defined(__x86_64__)
+#define INSNS(X)                                                                                             \
+    X(CPU_LFENCE, lfence, "lfence")                                                                          \
+    X(CPU_SFENCE, sfence, "sfence")                                                                          \
+    X(CPU_MFENCE, mfence, "mfence")                                                                          \
+    X(CPU_PAUSE, pause, "pause")
+#elif defined(__aarch64__)
+#define INSNS(X)                                                                                             \
+    X(CPU_ISB, isb, "isb")                                                                                   \
+    X(CPU_DMB_ISH, dmb_ish, "dmb ish")                                                                       \
+    X(CPU_DSB_SY, dsb_sy, "dsb sy")                                                                          \
+    X(CPU_YIELD, yield, "yield")
+#else
+#define INSNS(X)
 #endif
+
+#define INSN_KERNEL(test, name, insn)                                                                        \
+    KERNEL k_##name(corelat_kctx *c)                                                                         \
+    {                                                                                                        \
+        (void)c;                                                                                             \
+        __asm__ volatile(insn ::: "memory");                                                                 \
+        return 0;                                                                                            \
+    }
+INSNS(INSN_KERNEL)
+
+/* The tests that read one register, added to the sink: test, kernel, instruction, output constraint. */
+#if defined(__x86_64__)
+#define READS(X)                                                                                             \
+    X(CPU_RDPID, rdpid, ".byte 0xf3, 0x0f, 0xc7, 0xf8", "=a") /* rdpid %rax, for old assemblers */
+#elif defined(__aarch64__)
+#define READS(X)                                                                                             \
+    X(CPU_CNTVCT, cntvct, "mrs %0, cntvct_el0", "=r")                                                        \
+    X(CPU_RNDR, rndr, "mrs %0, s3_3_c2_c4_0", "=r") /* RNDR, for assemblers without +rng */
+#else
+#define READS(X)
+#endif
+
+/* "cc": RNDR sets the flags (NZCV), the others leave them, where the clobber costs nothing. */
+#define READ_KERNEL(test, name, insn, out)                                                                   \
+    KERNEL k_##name(corelat_kctx *c)                                                                         \
+    {                                                                                                        \
+        uint64_t v;                                                                                          \
+        __asm__ volatile(insn : out(v)::"cc");                                                               \
+        c->sink += v;                                                                                        \
+        return 0;                                                                                            \
+    }
+READS(READ_KERNEL)
+
+/* The kernels written out above: test, kernel. */
+// clang-format off: one row a line
+#if defined(__x86_64__)
+#define X86_KERNELS(X)                                                                                       \
+    X(CPU_RDRAND64, rdrand64)                                                                                \
+    X(CPU_RDTSC, rdtsc)                                                                                      \
+    X(CPU_RDTSCP, rdtscp)                                                                                    \
+    X(CPU_LSL, lsl)                                                                                          \
+    X(CPU_CPUID, cpuid)
+#else
+#define X86_KERNELS(X)
+#endif
+#define KERNELS(X)                                                                                           \
+    X(INC_TLS, inc_tls)                                                                                      \
+    X(INC_ATOMIC, inc_atomic)                                                                                \
+    X(INC_ATOMIC_CST, inc_atomic_cst)                                                                        \
+    X(PRNG_XOROSHIRO, xoroshiro)                                                                             \
+    X(PRNG_MOD128, mod128)                                                                                   \
+    X(PRNG_MOD127, mod127)                                                                                   \
+    X(SYS_SCHED_GETCPU, sched_getcpu)                                                                        \
+    X86_KERNELS(X)
+// clang-format on
+
+/* Every test's kernel, indexed by test: one entry per row of the tables above; NULL for the locks and for
+ * the tests this architecture or C library lacks. */
+#define ENTRY(test, name) [CORELAT_LK_##test] = k_##name,
+#define ENTRY3(test, name, insn) ENTRY(test, name)
+#define ENTRY4(test, name, insn, out) ENTRY(test, name)
+static const corelat_kernel_fn kernels[CORELAT_LK_COUNT] = {KERNELS(ENTRY) CLOCKS(ENTRY3) INSNS(ENTRY3)
+                                                                READS(ENTRY4)};
 
 corelat_kernel_fn corelat_op_kernel(int test)
 {
-    switch (test) {
-    case CORELAT_LK_INC_TLS:
-        return k_inc_tls;
-    case CORELAT_LK_INC_ATOMIC:
-        return k_inc_atomic;
-    case CORELAT_LK_INC_ATOMIC_CST:
-        return k_inc_atomic_cst;
-    case CORELAT_LK_PRNG_XOROSHIRO:
-        return k_xoroshiro;
-    case CORELAT_LK_PRNG_MOD128:
-        return k_mod128;
-    case CORELAT_LK_PRNG_MOD127:
-        return k_mod127;
-    case CORELAT_LK_SYS_SCHED_GETCPU:
-        return k_sched_getcpu;
-    case CORELAT_LK_CLOCK_REAL:
-        return k_clock_real;
-    case CORELAT_LK_CLOCK_REAL_COARSE:
-        return k_clock_real_coarse;
-    case CORELAT_LK_CLOCK_MONO:
-        return k_clock_mono;
-    case CORELAT_LK_CLOCK_MONO_COARSE:
-        return k_clock_mono_coarse;
-#if defined(__x86_64__)
-    case CORELAT_LK_CPU_RDRAND64:
-        return k_rdrand64;
-    case CORELAT_LK_CPU_RDTSC:
-        return k_rdtsc;
-    case CORELAT_LK_CPU_RDTSCP:
-        return k_rdtscp;
-    case CORELAT_LK_CPU_RDPID:
-        return k_rdpid;
-    case CORELAT_LK_CPU_LSL:
-        return k_lsl;
-    case CORELAT_LK_CPU_CPUID:
-        return k_cpuid;
-    case CORELAT_LK_CPU_LFENCE:
-        return k_lfence;
-    case CORELAT_LK_CPU_SFENCE:
-        return k_sfence;
-    case CORELAT_LK_CPU_MFENCE:
-        return k_mfence;
-    case CORELAT_LK_CPU_PAUSE:
-        return k_pause;
-#endif
-#if defined(__aarch64__)
-    case CORELAT_LK_CPU_ISB:
-        return k_isb;
-    case CORELAT_LK_CPU_DMB_ISH:
-        return k_dmb_ish;
-    case CORELAT_LK_CPU_DSB_SY:
-        return k_dsb_sy;
-    case CORELAT_LK_CPU_CNTVCT:
-        return k_cntvct;
-    case CORELAT_LK_CPU_YIELD:
-        return k_yield;
-    case CORELAT_LK_CPU_RNDR:
-        return k_rndr;
-#endif
-    default:
-        return NULL;
-    }
+    return test >= 0 && test < CORELAT_LK_COUNT ? kernels[test] : NULL;
 }

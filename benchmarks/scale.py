@@ -1,5 +1,11 @@
-"""How long would a 192-CPU sweep take, and how wrong is the fast one? (A benchmark, not a test.)
+"""Sweep cost and scaling: how long a sweep takes, and how wrong the fast ones are.
 
+    python benchmarks/scale.py [--quick]              # the simulated 192-CPU machine (--quick: 96 CPUs)
+    python benchmarks/scale.py --here [--reps N] [--cpus LIST] [--kernels cas,rw] [--samples N] [--quick]
+
+``--quick`` (CI) runs both, each in its quick form.
+
+**A 192-CPU machine, simulated** (big-machine sampling accuracy).
 A test double of the pair measurer stands in for a 192-CPU machine: 2 packages × 12 L3 groups
 (core complexes) × 4 cores × 2 SMT threads. Its true latencies have a known block structure (SMT
 siblings 8 ns, same L3 22 ns, same package 85-140 ns depending on the distance between the L3s,
@@ -13,7 +19,19 @@ fake clock, and prints per configuration: pairs measured and estimated, simulate
 the error of every pair's median against the true matrix, and whether :func:`corelat.structure`
 reads the same groups and SMT siblings off the result as off the true matrix.
 
-    python benchmarks/scale.py [--quick]   # --quick: 96 CPUs, fewer configurations
+**This machine** (``--here``), fixed-size against precision-driven sampling at equal precision.
+For each kernel, alternately (so both see the same machine state):
+
+1. a fixed-size sweep (``samples=300``, core-to-core-latency's habit and corelat's old default),
+   recording its time and the precision it reached: the relative half-width of each pair's median
+   CI, summarised as the median over pairs;
+2. a precision-driven sweep whose target is the precision fixed-size sweeps reach here (the median
+   over a first round of fixed-size sweeps: "equal precision"), recording its time, the samples it
+   took and the precision it reached;
+3. a precision-driven sweep at the default target (±2 %), which fixed-size sampling also meets.
+
+Re-tests are off so only the sampling differs. Times are the sweep's wall time (``elapsed_s``) and
+the time inside the C calls (``kernel_s``). Medians over the repetitions are printed.
 """
 
 import argparse
@@ -26,6 +44,7 @@ import corelat
 from corelat._measure import sweep as _sweep
 from corelat._results.latency import PairFlag
 from corelat._system import validate as _validate
+from corelat._system.validate import resolve_cpus
 
 ROUND_TRIPS = 1000
 CALL_OVERHEAD_S = 100e-6
@@ -162,7 +181,7 @@ def run(label, n_cpus, rows, truth, kind, true_shape, **kw):
     }
 
 
-def main(argv=None):
+def simulated(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="96 CPUs and three configurations")
     args = ap.parse_args(argv)
@@ -200,6 +219,91 @@ def main(argv=None):
             print(f"{'':36} classes: {s['classes']}, median error of estimated cells: "
                   f"{s['err_est_median']:.2%}; unstable/bimodal flagged: {s['flagged']}")
     return 0
+
+
+def rel_precision(r):
+    """Median over measured pairs of (half-width of the median's CI / median)."""
+    low = (np.tril(np.ones((r.n, r.n), bool), -1) if r.metadata.get("symmetric", True)
+           else ~np.eye(r.n, dtype=bool))
+    rel = (r.err / r.median)[low]
+    return float(np.nanmedian(rel))
+
+
+def one(cpus, kernel, **kw):
+    r = corelat.measure(cpus, kernel=kernel, retest=False, **kw)
+    low = np.tril(np.ones((r.n, r.n), bool), -1)
+    taken = r.extras["samples_taken"][low]
+    return {
+        "elapsed": r.metadata["elapsed_s"],
+        "kernel": r.metadata["kernel_s"],
+        "precision": rel_precision(r),
+        "samples": float(np.mean(taken)),
+        "missed": r.metadata["sampling"]["pairs_target_not_met"],
+        "median": float(np.nanmedian(r.median[low])),
+    }
+
+
+def on_this_machine(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--cpus", default=None, help="CPUs (default: all allowed)")
+    ap.add_argument("--kernels", default="cas,rw")
+    ap.add_argument("--samples", type=int, default=300, help="fixed-size samples per pair (default 300)")
+    ap.add_argument("--quick", action="store_true", help="one repetition of 20 samples (for CI)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.reps, args.samples = 1, 20
+    cpus = resolve_cpus(args.cpus)
+    pairs = len(cpus) * (len(cpus) - 1) // 2
+    print(f"CPUs {list(cpus)} ({pairs} pairs), {args.reps} repetitions, 1000 round trips per sample; "
+          f"medians over repetitions")
+    print(f"{'kernel':7} {'sampling':34} {'wall s':>7} {'in C s':>7} {'samples/pair':>12} {'precision':>9} "
+          f"{'missed':>6} {'median ns':>9}")
+    for kernel in args.kernels.split(","):
+        # The precision fixed-size sampling reaches here (median over repetitions) is the target
+        # "equal precision" asks of precision-driven sampling; then all three alternate.
+        probe = [one(cpus, kernel, samples=args.samples)["precision"] for _ in range(args.reps)]
+        target = min(max(float(np.median(probe)), 0.0001), 0.5)
+        rows = {"fixed": [], "equal": [], "default": []}
+        for _ in range(args.reps):
+            rows["fixed"].append(one(cpus, kernel, samples=args.samples))
+            rows["equal"].append(one(cpus, kernel, precision=target, max_samples=max(args.samples * 4, 1000),
+                                     max_time_per_pair=5.0))
+            rows["default"].append(one(cpus, kernel))
+        labels = (("fixed", f"fixed {args.samples}"), ("equal", f"precision ±{target:.2%} (= fixed's)"),
+                  ("default", "precision ±2 % (default)"))
+        for key, label in labels:
+            rs = rows[key]
+
+            def med(k, rs=rs):
+                return float(np.median([r[k] for r in rs]))
+
+            print(f"{kernel:7} {label:34} {med('elapsed'):7.3f} {med('kernel'):7.3f} {med('samples'):12.0f} "
+                  f"{med('precision'):9.2%} {med('missed'):6.0f} {med('median'):9.1f}", flush=True)
+
+        fixed_s = float(np.median([f["elapsed"] for f in rows["fixed"]]))
+        ratio = {k: fixed_s / float(np.median([e["elapsed"] for e in rows[k]])) for k in ("equal", "default")}
+        # For reference, an oracle: the smallest fixed size that met ±2 % in every repetition (a user
+        # cannot know it before measuring, and on a many-pair machine it is set by the noisiest pair).
+        for size in (8, 16, 32, 64, 128, 300):
+            runs = [one(cpus, kernel, samples=size) for _ in range(args.reps)]
+            if all(r["precision"] <= 0.02 for r in runs):
+                break
+        oracle = float(np.median([r["elapsed"] for r in runs]))
+        print(f"{kernel:7} {f'fixed {size} (smallest meeting ±2 %)':34} {oracle:7.3f}")
+        print(f"{kernel:7} wall time fixed {args.samples} / precision-driven: {ratio['equal']:.1f}x at "
+              "fixed's "
+              f"precision, {ratio['default']:.1f}x at the default ±2 %")
+    return 0
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--here" in argv:
+        argv.remove("--here")
+        return on_this_machine(argv)
+    if "--quick" in argv:  # CI: this machine first; the simulation then replaces the allowed CPUs
+        on_this_machine(["--quick"])
+    return simulated(argv)
 
 
 if __name__ == "__main__":

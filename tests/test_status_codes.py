@@ -25,7 +25,7 @@ def test_python_maps_exactly_the_c_status_codes():
 
 
 def test_the_extension_names_the_codes_of_the_enum():
-    # The names table (csrc/team.c) against the enum itself: a code renamed or added in one place only.
+    # The names table (csrc/spin.c) against the enum itself: a code renamed or added in one place only.
     enum = SPIN_H.read_text().split("enum corelat_status {", 1)[1].split("};", 1)[0]
     found = {name: int(code) for name, code in re.findall(r"CORELAT_(\w+) = (\d+)", enum)}
     assert found.pop("STATUS_COUNT") == len(found)

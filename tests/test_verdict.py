@@ -181,7 +181,7 @@ def test_cli_could_not_measure_is_exit_1_and_the_prometheus_path_is_checked_firs
     # a reference of CPUs 1000-1031, none of which this machine has: nothing can be measured
     corelat.reference(machine("far", first=1000), name="far").save(tmp_path / "far.npz")
     got = run_cli("verify", "--against", str(tmp_path / "far.npz"), "--prometheus", str(tmp_path / "n.prom"),
-                  "--name", "cn010")
+                  env={"SLURMD_NODENAME": "cn010"})
     assert got.returncode == 1, got.stderr
     assert got.stdout.strip().startswith("cn010: could not measure (0 of the reference's 32 CPUs")
     assert _prom(tmp_path / "n.prom")["corelat_verify_exit_status"] == 1

@@ -41,7 +41,8 @@ def add_arguments(p):
     p.add_argument("--against", metavar="REF", required=True,
                    help="the reference (made by 'corelat reference FILE... -o REF.npz')")
     p.add_argument("--name", metavar="NODE",
-                   help="what the line calls this machine (default: the host name, or FILE's name)")
+                   help="what the line calls this machine (default: $SLURMD_NODENAME where set, else the "
+                        "host name; with FILE, the host name it records, else its name)")
     p.add_argument("--prometheus", metavar="FILE",
                    help="also write the verdict for node_exporter's textfile collector (a .prom file, "
                         "written atomically, on every exit status)")
@@ -92,7 +93,9 @@ def _measure(ref, args):
 
 def run(args):
     _check_outputs(args)
-    node = args.name or (_stem(args.file) if args.file else _hostname() or "this machine")
+    # Slurm's name for the node where it runs one (a host name may be the FQDN, cn007.cluster.local)
+    here = os.environ.get("SLURMD_NODENAME") or _hostname() or "this machine"
+    node = args.name or (_stem(args.file) if args.file else here)
     ref_name = _stem(args.against)
     try:
         ref = _reference(args.against)

@@ -36,7 +36,7 @@ def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, 
     latency = _latency_meaning(config.kernel, symmetric)
     notes, info = _quality.sweep_warnings(
         flags, config.cpus, symmetric=symmetric, samples=data, precision=plan.precision,
-        max_time_per_pair=plan.max_time_per_pair, retested=sweep.retested,
+        max_time_per_pair=_time_per_pair(config), retested=sweep.retested,
         estimated=len(estimates))
     if "skew_bound_ns" in extras:
         note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
@@ -88,6 +88,13 @@ def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, 
     elif not symmetric:
         meta["direction"] = "samples[i, j]: messages sent by cpus[i], received by cpus[j]"
     return meta
+
+
+def _time_per_pair(config):
+    """The most a pair could take: its cap, or the whole budget where that is less (the budget caps
+    each pair by the time left)."""
+    cap = config.plan.max_time_per_pair
+    return cap if config.budget is None or cap is None else min(cap, config.budget)
 
 
 def _latency_meaning(kernel, symmetric):

@@ -63,6 +63,19 @@ def retest_limit(retest, measured):
     raise InputError(f"retest must be True, False or a number of pairs, got {retest!r}")
 
 
+def check_budget(budget):
+    """``budget`` as seconds (a float), or None: InputError for one that is no positive, finite
+    number of seconds (0, negative, NaN, infinite, text)."""
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
+        raise InputTypeError(f"budget must be a number of seconds, got {budget!r}")
+    seconds = float(budget)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"budget must be a positive, finite number of seconds, got {budget!r}")
+    return seconds
+
+
 def _keyword(default, doc, *, public=None, shown=None):
     """A field of :class:`SweepOptions` that is a keyword of every sweeping function: its default and
     its documentation (``public``: the annotation the functions show where the field, normalised,
@@ -138,6 +151,15 @@ class SweepOptions:
     retest: bool | int = _keyword(True, """
         re-measure at the end the pairs that look unstable (bimodal, spread, migrated):
         True (at most a tenth of the pairs, worst first), False, or a number of pairs.""")
+    budget: float | None = _keyword(None, """
+        seconds the whole sweep may take, set-up (calibration, warm-up) included; None (the
+        default): no limit. The pairs are ordered to fit: one pair of every latency class
+        first, then more pairs per class while time remains; a pair is started only while the
+        time left covers what the pairs so far cost, each capped by the time left. What the
+        budget leaves is not an error: those pairs are estimated (``strategy="sample"``, from
+        a measured pair of their class) or NaN and flagged ``NOT_REACHED``;
+        ``metadata["budget"]`` says the budget, the time used and the counts.""",
+        shown="float | None")
     #: a :class:`~corelat._system.home.Home` once requested
     home: Any = _keyword("initiator", """
         where each pair's page lives (see :data:`corelat.HOMES`): ``"initiator"`` (first touch
@@ -171,7 +193,7 @@ class SweepOptions:
                       "timeout": timeout}
         return dataclasses.replace(opts, kernel=kernel, round_trips=round_trips, samples=samples,
                                    warmup=warmup, timeout=timeout, plan=plan, home=parse_home(opts.home),
-                                   parameters=parameters)
+                                   budget=check_budget(opts.budget), parameters=parameters)
 
     def _check_layout(self):
         check_order(self.order, allowed=RESULT_ORDERS)
@@ -183,6 +205,7 @@ class SweepOptions:
         if self.partition is not None and self.topology is not None:
             raise InputError("give either a partition or a topology, not both")
         retest_limit(self.retest, 0)
+        check_budget(self.budget)
 
     def resolve(self, cpus: Sequence[int] | None = None) -> SweepOptions:
         """These options on this machine: ``cpus`` read (or the given, already checked ``cpus``)
@@ -316,4 +339,4 @@ def sweep_keywords(*, omit: Sequence[str] = (),
     return decorate
 
 
-__all__ = ["SweepOptions", "keywords", "retest_limit", "sweep_keywords"]
+__all__ = ["SweepOptions", "check_budget", "keywords", "retest_limit", "sweep_keywords"]

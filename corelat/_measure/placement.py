@@ -10,6 +10,7 @@ initiator, 176 ns homed with the responder, 190 ns homed on a third node").
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,9 +85,16 @@ def placement(cpus: CPUs = None, homes: str | Sequence[int | str] = "nodes",
 
 def run(options, homes="nodes"):
     """Measure as ``options`` (a :class:`~corelat._measure.options.SweepOptions`; its ``home`` is
-    replaced) say once per home of ``homes``, every home checked first."""
+    replaced) say once per home of ``homes``, every home checked first; a ``budget`` is the whole
+    run's, each home's sweep given an equal share of what is left when it starts."""
+    started = time.perf_counter()
     if not options.resolved:
         options = options.resolve()
     chosen = _home_list(homes, options.cpus, options.kernel)
-    results = [_sweep.run(dataclasses.replace(options, home=h)) for h in chosen]
+    results = []
+    for k, h in enumerate(chosen):
+        budget = options.budget
+        if budget is not None:
+            budget = max(budget - (time.perf_counter() - started), 1e-6) / (len(chosen) - k)
+        results.append(_sweep.run(dataclasses.replace(options, home=h, budget=budget)))
     return PlacementResult(homes=[h.label for h in chosen], results=results)

@@ -138,16 +138,57 @@ def pair_classes(cpus, partition=None, topology=None):
     return classes
 
 
+def index_pairs(cpus, first):
+    """The hook's pairs as index pairs ``(i, j)``, i > j, of ``cpus``, in its order: ``first`` maps
+    a class (any label: a reference's) to the CPU id pairs ``(a, b)`` it needs first, most needed
+    first; the classes are interleaved (the first pair of every class, then the second, ...).
+    Pairs of CPUs not measured, and repeats, are left out."""
+    if not first:
+        return []
+    at = {int(c): k for k, c in enumerate(cpus)}
+    lists = []
+    for pairs in first.values():
+        picked = []
+        for a, b in pairs:
+            i, j = at.get(int(a)), at.get(int(b))
+            if i is not None and j is not None and i != j:
+                picked.append((max(i, j), min(i, j)))
+        lists.append(picked)
+    out, seen = [], set()
+    for rank in range(max(map(len, lists), default=0)):
+        for picked in lists:
+            if rank < len(picked) and picked[rank] not in seen:
+                seen.add(picked[rank])
+                out.append(picked[rank])
+    return out
+
+
+def budget_order(pairs, class_of, first=()):
+    """``pairs`` in the order a time budget measures them: ``first`` (index pairs a caller needs,
+    in its order) before the rest, then one pair of every class, then a second of every class,
+    ... (classes in first-seen order, each class's pairs in the order given)."""
+    wanted = {p: k for k, p in enumerate(first)}
+    rank, count = {}, {}
+    for p in pairs:
+        if p in wanted:
+            continue
+        seen = count.setdefault(class_of[p], [len(count), 0])  # [the class's place, its pairs so far]
+        rank[p] = (seen[1], seen[0])
+        seen[1] += 1
+    head = sorted((p for p in pairs if p in wanted), key=wanted.__getitem__)
+    return head + sorted((p for p in pairs if p not in wanted), key=rank.__getitem__)
+
+
 class Sampler:
     """Decides which pairs to measure, class by class, from the values measured so far.
 
     Use: ``while batch := s.next_batch(): for p in batch: s.report(p, value)``; then
     :meth:`estimates` maps every pair that was not measured to the measured pair standing in for it.
     ``value`` is the pair's median (NaN when nothing valid was measured, which counts as
-    disagreement).
+    disagreement). ``first``: index pairs measured first in their class (see :func:`index_pairs`).
     """
 
-    def __init__(self, classes, *, initial=INITIAL_PAIRS, agreement=AGREEMENT, seed=0):
+    def __init__(self, classes, *, initial=INITIAL_PAIRS, agreement=AGREEMENT, seed=0, first=()):
         if initial < 1:
             raise InputError("initial pairs per class must be at least 1")
         if not agreement > 0:
@@ -157,6 +198,10 @@ class Sampler:
         rng = np.random.default_rng(seed)
         # A random order per class: the first picks spread over the blocks, not the first rows.
         self._queue = {k: [v[t] for t in rng.permutation(len(v))] for k, v in self.classes.items()}
+        if first:  # the pairs a caller needs first lead their class's queue (stable sort)
+            wanted = {p: k for k, p in enumerate(first)}
+            for q in self._queue.values():
+                q.sort(key=lambda p: wanted.get(p, len(wanted)))
         self.values = {}  # pair -> median
         self._pending = set()
 

@@ -196,11 +196,13 @@ def _padded(rows, width):
     return out
 
 
-def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progress=None):
+def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progress=None, time_left=None):
     """Measure sibling pairs: latencies with ``measurer(a, b, samples)`` (ns array) as ``plan``
     (a :class:`~corelat._system.validate.SamplingPlan`) says, and throughput with ``busy(cpus, loop,
     duration)`` (iterations/s per thread). ``partners[i]`` is the non-sibling of ``pairs[i][0]``,
     or None. Non-sibling latencies and solo runs are measured once per CPU pair / CPU and reused.
+    ``time_left()`` (a budget's seconds left, or None): no pair is started once it is below what a
+    pair cost so far; those pairs stay NaN (``reached`` counts the pairs measured).
     Returns a dict of arrays; rows of precision-driven latencies are NaN past the samples taken."""
 
     k, nl = len(pairs), len(loops)
@@ -209,7 +211,11 @@ def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progr
     together = np.full((k, 2, nl), np.nan)
     cache = _Cache(measurer, busy, plan, duration)
     kernel_s = 0.0
+    reached = 0
     for i, ((a, b), partner) in enumerate(zip(pairs, partners)):
+        if time_left is not None and time_left() <= (kernel_s / reached if reached else 0.0):
+            break
+        reached += 1
         t0 = time.perf_counter()
         sib[i] = cache.latency(a, b)
         if partner is not None:
@@ -220,9 +226,10 @@ def _measure_pairs(pairs, partners, measurer, busy, plan, duration, loops, progr
         kernel_s += time.perf_counter() - t0
         if progress is not None:
             progress.update(1)
-    width = plan.samples if plan.mode == "fixed" else max(len(r) for r in sib + non if r is not None)
+    width = plan.samples if plan.mode == "fixed" else max((len(r) for r in sib + non if r is not None),
+                                                          default=1)
     return {"sibling": _padded(sib, width), "nonsibling": _padded(non, width), "alone": alone,
-            "together": together, "kernel_s": kernel_s, "dropped": cache.dropped}
+            "together": together, "kernel_s": kernel_s, "dropped": cache.dropped, "reached": reached}
 
 
 def _resolve_in(cpus, allowed):
@@ -345,6 +352,7 @@ def _empty(options, topo, meta, common):
 def run(options, duration=0.1, *, measurer=None, busy=None):
     """Measure as ``options`` (from :meth:`SweepOptions.for_smt`) say, each busy loop for
     ``duration`` seconds; ``measurer`` and ``busy`` are stand-ins for tests (see :func:`smt_with`)."""
+    started = time.monotonic()  # a budget counts from here: set-up included
     duration = _check_duration(duration)
     options, topo = _resolve(options)
     cpus, loops = options.cpus, tuple(LOOPS)
@@ -365,14 +373,23 @@ def run(options, duration=0.1, *, measurer=None, busy=None):
         def busy(cpu_list, loop, seconds):
             return throughput(cpu_list, loop, duration=seconds, timeout=options.timeout)
 
-    started = time.monotonic()
     bar = progress_mod.make(options.progress, len(pairs), desc="corelat smt")
     try:
-        data = _measure_pairs(pairs, partners, measurer, busy, options.plan, duration, loops, bar)
+        data = _measure_pairs(pairs, partners, measurer, busy, options.plan, duration, loops, bar,
+                              None if options.budget is None else lambda: options.budget - (time.monotonic()
+                                                                                            - started))
     finally:
         bar.close()
-    meta.update({"timer": timer, "elapsed_s": time.monotonic() - started, "kernel_s": data["kernel_s"],
+    used = time.monotonic() - started
+    meta.update({"timer": timer, "elapsed_s": used, "kernel_s": data["kernel_s"],
                  "warnings": _warnings(data)})
+    if options.budget is not None:
+        left = len(pairs) - data["reached"]
+        meta["budget"] = {"seconds": options.budget, "used_s": used, "complete": not left,
+                          "pairs": len(pairs), "pairs_measured": data["reached"], "pairs_not_reached": left}
+        if left:
+            meta["warnings"].append(f"budget {options.budget:g} s: {left} of {len(pairs)} sibling pair(s) "
+                                    "not reached (NaN)")
     return SMTResult(pairs=np.array(pairs, np.int64),
                      partners=np.array([-1 if p is None else p for p in partners], np.int64),
                      partner_levels=tuple(lv or "" for _, lv in found),

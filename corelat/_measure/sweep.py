@@ -229,16 +229,25 @@ def measure(cpus: CPUs = None, **options: Any) -> LatencyResult:
     return run(SweepOptions.build(cpus, **options))
 
 
-def measure_with(measurer, cpus=None, *, clock=None, **options):
+def measure_with(measurer, cpus=None, *, clock=None, first=None, **options):
     """:func:`measure` with a stand-in pair measurer (and clock): the private layer for tests and
-    benchmarks. ``measurer(cpu_a, cpu_b, samples)`` returns ns; ``options`` are
+    benchmarks. ``measurer(cpu_a, cpu_b, samples)`` returns ns; ``clock()`` gives seconds (the
+    pairs' time caps and the budget read it); ``first`` as :func:`run` takes it; ``options`` are
     :class:`~corelat._measure.options.SweepOptions` fields (:func:`measure`'s keywords)."""
-    return run(SweepOptions.build(cpus, **options), measurer=measurer, clock=clock)
+    return run(SweepOptions.build(cpus, **options), measurer=measurer, clock=clock, first=first)
 
 
-def run(options, *, measurer=None, clock=None):
+def run(options, *, measurer=None, clock=None, first=None):
     """Measure as ``options`` (a resolved :class:`~corelat._measure.options.SweepOptions`) say: the
-    sweep, the re-tests, the assembly, the metadata."""
+    sweep, the re-tests, the assembly, the metadata.
+
+    ``first`` (optional): the pairs a caller needs before the others, ``{class: [(cpu_a, cpu_b),
+    ...]}`` (any class labels, a reference's, in the order of need; each class's CPU pairs most
+    needed first). They are measured first, interleaved (the first pair of every class, then the
+    second, ...); then, under a budget, one pair of every latency class of the sweep, then more.
+    Pairs of CPUs not measured are left out; the order of a result's cells does not change."""
+    clock = clock or time.perf_counter
+    started = clock()  # the budget counts from here: set-up (topology, calibration) included
     if not options.resolved:
         options = options.resolve()
     classes = None  # before anything is measured: a partition that does not fit the CPUs is refused
@@ -254,7 +263,9 @@ def run(options, *, measurer=None, clock=None):
         clock_check = measurer.check_clocks(options.cpus)  # refuse before the sweep if the timers disagree
     meta = _sysinfo.collect()
     meta.update(_assemble.topology_metadata())
-    sweep = _Sweep(options, classes, measurer, clock or time.perf_counter)
+    budget = None if options.budget is None else _Budget(options.budget, started, clock)
+    sweep = _Sweep(options, classes, measurer, clock, budget=budget,
+                   needed=_sampling.index_pairs(options.cpus, first))
     sweep.run()
     data, flags, extras, placed = _matrices(options, sweep, clock_check is not None)
     described = _measurer_metadata(measurer)
@@ -274,6 +285,9 @@ def run(options, *, measurer=None, clock=None):
             "reference": clock_check,
             "max_bound_ns": float(np.nanmax(extras["skew_bound_ns"])) if sweep.runs else None,
         }
+    if budget is not None:
+        meta["budget"] = budget.record(sweep, len(options.cpus))
+        meta["notes"].append(budget_line(meta["budget"]))
     result = LatencyResult(cpus=options.cpus, kernel=options.kernel, samples=data, metadata=meta,
                            name=options.name or meta["hostname"], flags=flags, extras=extras)
     return result if options.order is None else result.ordered(options.order)
@@ -319,6 +333,8 @@ def _matrices(options, sweep, clock_checked):
         blocks = (None if symmetric
                   else _sampling.cpu_blocks(options.cpus, options.partition, options.topology))
         _assemble.estimate(data, flags, extras, sweep.estimates, symmetric, blocks, options.cpus)
+    for i, j in sweep.not_reached:  # their cells stay NaN, as assemble left them
+        flags[i, j] = flags[j, i] = PairFlag.NOT_REACHED
     if clock_checked:
         bound = np.full((n, n), np.nan)
         for (i, j), r in sweep.runs.items():
@@ -330,11 +346,70 @@ def _matrices(options, sweep, clock_checked):
     return data, flags, extras, placed
 
 
-class _Sweep:
-    """The pairs of one sweep measured in order, then the worst ones re-measured (LinkTest)."""
+def budget_line(record):
+    """The one line a budgeted result says about its budget (``metadata["budget"]``)."""
+    b, used = record["seconds"], record["used_s"]
+    head = f"budget {b:g} s ({used:.3g} s used)"
+    if record["complete"]:
+        return (f"{head}: every pair done ({record['pairs_measured']} measured, "
+                f"{record['pairs_estimated']} estimated)")
+    return (f"{head}: a partial result, {record['pairs_measured']} of {record['pairs']} pairs measured, "
+            f"{record['pairs_estimated']} estimated, {record['pairs_not_reached']} not reached (NaN, "
+            f"flagged NOT_REACHED); a larger budget measures more")
 
-    def __init__(self, options, classes, measurer, clock):
+
+class _Budget:
+    """The seconds a whole sweep may take, counted by the sweep's clock from the start of its set-up.
+
+    A pair is started only while the time left covers what a pair cost so far (their mean), and a
+    precision-driven pair's time cap is the time left; a fixed-size pair is not cut (its samples
+    are what was asked)."""
+
+    def __init__(self, seconds, started, clock):
+        self.seconds, self.started, self.clock = seconds, started, clock
+        self.costs = []  #: seconds each pair took, by the clock, its Python between chunks included
+        self.cut = False  #: True once a pair was left for want of time
+
+    def left(self):
+        return self.seconds - (self.clock() - self.started)
+
+    def allows(self):
+        """True if there is time for one more pair (else remembers that the budget cut the sweep)."""
+        left = self.left()
+        if left > 0 and left >= (sum(self.costs) / len(self.costs) if self.costs else 0.0):
+            return True
+        self.cut = True
+        return False
+
+    def plan(self, plan):
+        """``plan`` with its time per pair capped by the time left."""
+        if plan.mode != "precision":
+            return plan
+        return plan._replace(max_time_per_pair=min(plan.max_time_per_pair, max(self.left(), 1e-6)))
+
+    def record(self, sweep, n):
+        """What ``metadata["budget"]`` says: the budget, the time used, the counts of pairs."""
+        pairs = n * (n - 1) // 2
+        return {"seconds": self.seconds, "used_s": self.clock() - self.started, "complete": not self.cut,
+                "pairs": pairs, "pairs_measured": len(sweep.runs), "pairs_estimated": len(sweep.estimates),
+                "pairs_not_reached": len(sweep.not_reached), "pairs_retested": sweep.retested,
+                "classes": len(sweep.order_classes) if sweep.order_classes else None,
+                "classes_reached": sweep.classes_reached()}
+
+
+class _Sweep:
+    """The pairs of one sweep measured in order, then the worst ones re-measured (LinkTest); under a
+    budget, ordered to fit and stopped when time runs out."""
+
+    def __init__(self, options, classes, measurer, clock, *, budget=None, needed=()):
         self.options, self.classes, self.measurer, self.clock = options, classes, measurer, clock
+        self.budget, self.needed = budget, list(needed)
+        #: the classes that order a budgeted sweep (the sample strategy's, else the topology's)
+        self.order_classes = classes
+        if classes is None and budget is not None:
+            self.order_classes = _sampling.pair_classes(options.cpus)
+        #: the pairs neither measured nor estimated (a budget ran out first)
+        self.not_reached = []
         self.symmetric = bool(getattr(measurer, "symmetric", True))
         self.runs, self.first = {}, {}
         self.sampler = None
@@ -355,7 +430,10 @@ class _Sweep:
         cpus = self.options.cpus
         moves = getattr(self.measurer, "moves", None)
         before = len(moves) if moves is not None else 0
+        t0 = self.clock()
         out = self._through_stops(p, cpus[j], cpus[i])
+        if self.budget is not None:
+            self.budget.costs.append(self.clock() - t0)
         if moves is not None and len(moves) > before:
             self.moved.setdefault(p, []).extend(moves[before:])
         self.done += 1
@@ -368,8 +446,9 @@ class _Sweep:
         for attempt in range(STOP_RETRIES + 1):
             stops = self.stops.count
             t0 = time.perf_counter()
+            plan = self.options.plan if self.budget is None else self.budget.plan(self.options.plan)
             try:
-                out = measure_pair(self.measurer, cpu_a, cpu_b, self.options.plan, self.clock)
+                out = measure_pair(self.measurer, cpu_a, cpu_b, plan, self.clock)
             except MeasurementTimeout:
                 if self.stops.count == stops or attempt == STOP_RETRIES:
                     raise
@@ -390,19 +469,45 @@ class _Sweep:
         try:
             with self.stops:
                 if self.classes is None:
-                    pairs = sweep_pairs(len(self.options.cpus))
+                    pairs = self._ordered(sweep_pairs(len(self.options.cpus)))
                     self.bar = _progress.make(self.options.progress, len(pairs) + self._reserve(len(pairs)))
                     for p in pairs:
+                        if not self._time_for_one():
+                            break
                         self.runs[p] = self._pair(p)
                 else:
                     self._sample()
                 self._retest()
         finally:
             if self.bar is not None:
+                if self.budget is not None and self.budget.cut:
+                    _progress.shrink(self.bar, self.done)  # the bar ends where the budget did
                 self.bar.close()
         self.elapsed = time.monotonic() - started
         if self.sampler is not None:
             self.estimates = self.sampler.estimates()
+        self.not_reached = [p for p in sweep_pairs(len(self.options.cpus))
+                            if p not in self.runs and p not in self.estimates]
+
+    def _time_for_one(self):
+        return self.budget is None or self.budget.allows()
+
+    def _ordered(self, pairs):
+        """``pairs`` as measured: as given, or, under a budget or with pairs needed first, the
+        needed pairs, then one pair of every class, then a second, ..."""
+        if self.budget is None and not self.needed:
+            return pairs
+        if self.order_classes is None:  # no budget: the needed pairs, then the others in sweep order
+            class_of = dict.fromkeys(pairs, "all")
+        else:
+            class_of = {p: key for key, ps in self.order_classes.items() for p in ps}
+        return _sampling.budget_order(pairs, class_of, self.needed)
+
+    def classes_reached(self):
+        """How many of the ordering classes have a measured pair (None without classes)."""
+        if not self.order_classes:
+            return None
+        return sum(1 for ps in self.order_classes.values() if any(p in self.runs for p in ps))
 
     def _may_measure(self):
         """The sample strategy's bound on the pairs it measures: those measured, and every pair not
@@ -413,12 +518,14 @@ class _Sweep:
         return s.measured + left
 
     def _sample(self):
-        self.sampler = _sampling.Sampler(self.classes)
+        self.sampler = _sampling.Sampler(self.classes, first=self.needed)
         bound = self._may_measure()
         self.bar = _progress.make(self.options.progress, bound + self._reserve(bound))
         batch = self.sampler.next_batch()
         while batch:
-            for p in batch:
+            for p in self._ordered(batch):
+                if not self._time_for_one():
+                    return  # the budget is spent: what was measured stands for its classes
                 self.runs[p] = self._pair(p)
                 self.sampler.report(p, _run_median(self.runs[p]))
             batch = self.sampler.next_batch()
@@ -436,6 +543,9 @@ class _Sweep:
         chosen = candidates[: self.limit]
         self.retested, self.skipped = len(chosen), len(candidates) - len(chosen)
         _progress.shrink(self.bar, self.done + len(chosen))
-        for p in chosen:
+        for k, p in enumerate(chosen):
+            if not self._time_for_one():
+                self.retested, self.skipped = k, len(candidates) - k
+                break
             self.first[p] = runs[p]
             runs[p] = self._pair(p)

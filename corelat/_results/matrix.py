@@ -39,6 +39,7 @@ class PairFlag(enum.IntFlag):
     TARGET_NOT_MET = 64  #: precision target not reached within the time budget
     RETESTED = 128  #: re-measured at the end of the sweep; first attempt kept in extras
     VALUE_ONLY = 256  #: a single value per pair from another tool's file, not raw samples
+    NOT_REACHED = 512  #: not measured nor estimated: a time budget ran out first (its cells are NaN)
 
 
 #: What a record holds per pair, besides ``cpus``, ``count`` and ``flags``.

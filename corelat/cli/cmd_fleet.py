@@ -27,6 +27,7 @@ from . import cmd_measure
 
 def add_arguments(p):
     cmd_measure.add_measure_options(p)
+    cmd_measure.add_budget_argument(p, what="each node's measurement")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="folder for the nodes' results and fleet.json (created if missing; a folder's "
                         "report takes its last run's files)")
@@ -88,6 +89,7 @@ def node_options(args):
             raise InputError(f"{args.node_options}, line {k}: {e}") from None
         if extra:
             raise InputError(f"{args.node_options}, line {k}: not a measuring option: {' '.join(extra)}")
+        ns.budget = getattr(args, "budget", None)  # the command's, for every node
         out.append((set(expected_nodes(words[0]) or ()), cmd_measure.request_options(ns)))
     return out
 

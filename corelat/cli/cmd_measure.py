@@ -6,7 +6,7 @@ import sys
 from corelat._core import text as _text
 from corelat._core.errors import InputError
 from corelat._measure import sweep as _sweep
-from corelat._measure.options import SweepOptions
+from corelat._measure.options import SweepOptions, check_budget
 from corelat._results.matrix import TRIANGLE_STATISTIC, held_statistic
 from corelat._system import cpulist as _cpulist
 from corelat._system.validate import (
@@ -24,6 +24,7 @@ from . import ValueAfterEquals, common, outputs
 
 def add_arguments(p):
     add_measure_options(p)
+    add_budget_argument(p)
     p.add_argument("-b", "--bench", type=bench_list, metavar="LIST",
                    help="core-to-core-latency's benchmarks, a comma list measured in turn: 1 = cas, 2 = rw, "
                         "3 = oneway (e.g. -b 1,3; kernel names work too); instead of --kernel")
@@ -74,6 +75,27 @@ def add_measure_options(p):
     p.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="samples discarded per pair before measuring (default: samples/10)")
     common.add_timeout_argument(p)
+
+
+def budget_seconds(text):
+    """argparse ``type=`` for ``--budget``: a positive, finite number of seconds (else exit 2 with why)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    try:
+        return check_budget(seconds)
+    except InputError:
+        raise argparse.ArgumentTypeError(f"{text}: give a positive, finite number of seconds") from None
+
+
+def add_budget_argument(p, default=None, what="the whole run"):
+    """``--budget SECONDS`` (``corelat``, ``corelat fleet``; ``default`` for a command that has one)."""
+    p.add_argument("--budget", type=budget_seconds, default=default, metavar="SECONDS",
+                   help=f"seconds {what} may take, set-up included: one pair of every latency class "
+                        "first, then more while time remains; what it leaves is estimated (--strategy "
+                        "sample) or NaN and flagged NOT_REACHED, and one line says so (default: "
+                        + ("no limit" if default is None else f"{default:g}") + ")")
 
 
 def add_sampling_options(p):
@@ -208,7 +230,7 @@ def request_options(args, make=SweepOptions.request, **fields):
     with ``fields`` (``progress``, ``order``, ...): checked but not read on this machine, or with
     ``make=SweepOptions.build`` read on it too."""
     return make(args.cpus, kernel=args.kernel, home=args.home, strategy=args.strategy, retest=args.retest,
-                **sampling_options(args), **fields)
+                budget=getattr(args, "budget", None), **sampling_options(args), **fields)
 
 
 def run(args):
@@ -230,7 +252,18 @@ def run(args):
         csvs += ["the CSV on stdout"] * args.csv
         if csvs:
             print(f"{' and '.join(csvs)}: {_csv_text(result, _csv_statistic(args))}", file=sys.stderr)
-    return 0
+    return nothing_measured(result)
+
+
+def nothing_measured(result):
+    """0, or 1 with a line on stderr where a budget ran out before any pair was measured (a partial
+    result is a result: its status is a complete run's)."""
+    budget = result.metadata.get("budget")
+    if not budget or budget["pairs_measured"] or not budget["pairs"]:
+        return 0
+    print(f"corelat: nothing measured: the budget of {budget['seconds']:g} s ran out before the first pair "
+          f"({budget['used_s']:.2f} s used by set-up); give a larger --budget", file=sys.stderr)
+    return 1
 
 
 class _Unsaid(str):
@@ -282,7 +315,8 @@ def _print(result, args):
     print(file=text)
     print(_text.matrix(result, args.statistic), file=text)
     print(file=text)
-    print(_text.latency_summary(result, args.statistic), file=text)
+    if (result.metadata.get("budget") or {}).get("pairs_measured", 1):  # a summary needs a measured pair
+        print(_text.latency_summary(result, args.statistic), file=text)
     print_warnings(result)
     if args.csv:
         sys.stdout.write(result.to_csv(statistic=_csv_statistic(args)))

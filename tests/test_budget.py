@@ -119,6 +119,22 @@ def test_set_up_counts_against_the_budget(cpus, monkeypatch):
     assert len(m.calls) == 1 and r.metadata["budget"]["used_s"] == 3.0
 
 
+def test_time_spent_before_the_sweep_counts_when_said(cpus):
+    from corelat._measure.options import SweepOptions
+
+    clock = FakeClock()
+    m = Pairs(clock)
+    options = SweepOptions.build(cpus, samples=20, retest=False, budget=3.5)
+    r = _sweep.run(options, measurer=m, clock=clock, spent=2.0)  # a command's start-up, say
+    assert len(m.calls) == 1 and r.metadata["budget"]["used_s"] == 3.0
+
+
+def test_the_command_counts_its_start_up():
+    from corelat.cli.cmd_measure import process_age
+
+    assert process_age() > 0  # this process started before this test
+
+
 def test_nothing_measured_is_a_result_not_an_exception(cpus, monkeypatch):
     clock = FakeClock()
     real = _sweep._assemble.topology_metadata

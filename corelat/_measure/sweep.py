@@ -226,7 +226,9 @@ def measure(cpus: CPUs = None, **options: Any) -> LatencyResult:
     >>> r.median.shape  # doctest: +SKIP
     (2, 2)
     """
-    return run(SweepOptions.build(cpus, **options))
+    t0 = time.perf_counter()
+    built = SweepOptions.build(cpus, **options)  # reading the CPUs and their homes: a budget's set-up too
+    return run(built, spent=time.perf_counter() - t0)
 
 
 def measure_with(measurer, cpus=None, *, clock=None, first=None, **options):
@@ -237,7 +239,7 @@ def measure_with(measurer, cpus=None, *, clock=None, first=None, **options):
     return run(SweepOptions.build(cpus, **options), measurer=measurer, clock=clock, first=first)
 
 
-def run(options, *, measurer=None, clock=None, first=None):
+def run(options, *, measurer=None, clock=None, first=None, spent=0.0):
     """Measure as ``options`` (a resolved :class:`~corelat._measure.options.SweepOptions`) say: the
     sweep, the re-tests, the assembly, the metadata.
 
@@ -245,7 +247,8 @@ def run(options, *, measurer=None, clock=None, first=None):
     ...]}`` (any class labels, a reference's, in the order of need; each class's CPU pairs most
     needed first). They are measured first, interleaved (the first pair of every class, then the
     second, ...); then, under a budget, one pair of every latency class of the sweep, then more.
-    Pairs of CPUs not measured are left out; the order of a result's cells does not change."""
+    Pairs of CPUs not measured are left out; the order of a result's cells does not change.
+    ``spent``: seconds already spent that count against ``options.budget`` (a command's start-up)."""
     clock = clock or time.perf_counter
     started = clock()  # the budget counts from here: set-up (topology, calibration) included
     if not options.resolved:
@@ -263,7 +266,7 @@ def run(options, *, measurer=None, clock=None, first=None):
         clock_check = measurer.check_clocks(options.cpus)  # refuse before the sweep if the timers disagree
     meta = _sysinfo.collect()
     meta.update(_assemble.topology_metadata())
-    budget = None if options.budget is None else _Budget(options.budget, started, clock)
+    budget = None if options.budget is None else _Budget(options.budget, started, clock, spent)
     sweep = _Sweep(options, classes, measurer, clock, budget=budget,
                    needed=_sampling.index_pairs(options.cpus, first))
     sweep.run()
@@ -358,20 +361,27 @@ def budget_line(record):
             f"flagged NOT_REACHED); a larger budget measures more")
 
 
+#: The share of a budget kept for what follows the time-capped pairs: a kernel's last chunk ends
+#: past its cap by up to a sample's check (about 20 ms on a 2-CPU VM), then the assembly and the
+#: metadata (benchmarks/budget.py measures what is left of it).
+BUDGET_RESERVE = 0.02
+
+
 class _Budget:
-    """The seconds a whole sweep may take, counted by the sweep's clock from the start of its set-up.
+    """The seconds a whole sweep may take, counted by the sweep's clock from the start of its set-up
+    (``spent``: seconds already spent before it, a command's start-up).
 
     A pair is started only while the time left covers what a pair cost so far (their mean), and a
-    precision-driven pair's time cap is the time left; a fixed-size pair is not cut (its samples
-    are what was asked)."""
+    precision-driven pair's time cap is the time left, both less :data:`BUDGET_RESERVE`; a
+    fixed-size pair is not cut (its samples are what was asked)."""
 
-    def __init__(self, seconds, started, clock):
-        self.seconds, self.started, self.clock = seconds, started, clock
+    def __init__(self, seconds, started, clock, spent=0.0):
+        self.seconds, self.started, self.clock = seconds, started - spent, clock
         self.costs = []  #: seconds each pair took, by the clock, its Python between chunks included
         self.cut = False  #: True once a pair was left for want of time
 
     def left(self):
-        return self.seconds - (self.clock() - self.started)
+        return self.seconds * (1.0 - BUDGET_RESERVE) - (self.clock() - self.started)
 
     def allows(self):
         """True if there is time for one more pair (else remembers that the budget cut the sweep)."""

@@ -1,7 +1,9 @@
 """Measure the core-to-core latency matrix of this machine."""
 
 import argparse
+import os
 import sys
+import time
 
 from corelat._core import text as _text
 from corelat._core.errors import InputError
@@ -244,7 +246,7 @@ def run(args):
     progress = common.stderr_is_tty() if args.progress is None else args.progress
     order = common.measure_order(args.order)
     options = request_options(args, SweepOptions.build, progress=progress, order=order)
-    result = _sweep.run(options)
+    result = _sweep.run(options, spent=process_age() if options.budget is not None else 0.0)
     result = common.in_order(result, args.order)
     with outputs.save(result, paths, save_data=_saver(_csv_statistic(args))) as saved:
         _print(result, args)
@@ -264,6 +266,18 @@ def nothing_measured(result):
     print(f"corelat: nothing measured: the budget of {budget['seconds']:g} s ran out before the first pair "
           f"({budget['used_s']:.2f} s used by set-up); give a larger --budget", file=sys.stderr)
     return 1
+
+
+def process_age():
+    """Seconds since this process started (Python's start-up and imports: a budget counts them, so
+    that ``--budget`` holds for the command as a scheduler times it); 0 where it cannot be read."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in ticks since boot
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
 
 
 class _Unsaid(str):

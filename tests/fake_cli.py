@@ -7,6 +7,7 @@ Every measuring command (measure, locks, smt, placement) returns the result in F
 """
 import os
 import sys
+import types
 
 import corelat
 from corelat._measure import placement, smt, sweep
@@ -19,6 +20,8 @@ def fake(*args, **kwargs):
 
 
 if __name__ == "__main__":
-    SweepOptions.build = SweepOptions.for_smt = staticmethod(lambda *a, **k: None)  # type: ignore[method-assign]
+    # the options the measuring commands read before the sweep (none set: no budget)
+    options = staticmethod(lambda *a, **k: types.SimpleNamespace(budget=None))
+    SweepOptions.build = SweepOptions.for_smt = options  # type: ignore[method-assign]
     sweep.run = placement.run = smt.run = cmd_locks.locks = fake
     sys.exit(main(sys.argv[1:]))

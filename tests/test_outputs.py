@@ -144,8 +144,9 @@ def canned(monkeypatch):
     from corelat._measure.options import SweepOptions
     from corelat.cli import cmd_locks
 
-    monkeypatch.setattr(SweepOptions, "build", staticmethod(lambda *a, **k: None))
-    monkeypatch.setattr(SweepOptions, "for_smt", staticmethod(lambda *a, **k: None))
+    options = staticmethod(lambda *a, **k: types.SimpleNamespace(budget=None))  # all the command reads
+    monkeypatch.setattr(SweepOptions, "build", options)
+    monkeypatch.setattr(SweepOptions, "for_smt", options)
     monkeypatch.setattr(sweep, "run", lambda *a, **k: latency())
     monkeypatch.setattr(placement, "run", lambda *a, **k: placement_result())
     monkeypatch.setattr(smt, "run", lambda *a, **k: smt_result())

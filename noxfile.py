@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parent
 nox.options.sessions = ["tests", "oldest"]
 # The selections, as .ci/run spells them.
 PURE_TIER = "not (hw or slow or signals or vm or mpi or notebooks or docs)"
-WHOLE_SUITE = "not (vm or mpi or docs or notebooks or browser)"
+WHOLE_SUITE = "not (vm or mpi or docs or notebooks or browser or campaign)"
 # Two workers: the pure tests spread over both, the tests that use the CPUs (one xdist group, see
 # tests/conftest.py) one after another in one of them.
 PARALLEL = ["-n", "2", "--dist", "loadgroup"]

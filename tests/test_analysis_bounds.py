@@ -1,7 +1,7 @@
 """Issue 24, item 7: long analysis of large matrices is bounded and honours Ctrl-C.
 
 The times asserted are loose bounds that catch a hang (the old search took minutes on these sizes),
-not speed figures: those come from ``benchmarks/analysis_interrupt.py``.
+not speed figures: ``tests/test_analysis_interrupt.py`` times the exit after Ctrl-C (campaign tier).
 """
 
 import os

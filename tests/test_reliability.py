@@ -1,15 +1,15 @@
-"""Adversarial cases of issues 15 (items 4-10) and 24, run as subprocesses; prints the reliability table.
-
-    python benchmarks/reliability.py                       # the installed corelat
-    python benchmarks/reliability.py --before OLD_CHECKOUT # also a checkout of older code (with its
-                                                           # compiled extension), side by side
+"""Adversarial cases of issues 15 (items 4-10) and 24, run as subprocesses of the installed corelat.
 
 A case fails when it hangs past its limit, prints a traceback or "internal error", exits with the
 wrong status, runs out of the 1 GiB address space it is given, accepts a hostile file or loses a file.
 The hang cases of items 1-3 (frozen partner, SCHED_FIFO, shrinking cpusets) are C work and not here.
+
+The ``campaign`` tier: hundreds of subprocesses, about two minutes here, so CI runs it in its benchmark
+step (.ci/steps/50-benchmarks.sh), not with the whole suite. ``CORELAT_CAMPAIGN_FULL=1`` runs the
+campaign's full sizes (20,000 crafted headers, 4,000 crafted arrays, 38 stops, 6 moves: about ten
+minutes) instead of CI's (300, 100, 8, 2).
 """
 
-import argparse
 import os
 import pathlib
 import random
@@ -18,18 +18,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
-import fuzzfiles as fz  # noqa: E402 (test helpers, found through the path set just above)
-import hostile  # noqa: E402
+import fuzzfiles as fz
+import hostile
+import pytest
 
-# Started in the background (SIGINT ignored, which exec keeps), the children would ignore the Ctrl-Cs
-# sent to them; a caught signal is reset to the default at exec instead.
-if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: The campaign's full sizes (``CORELAT_CAMPAIGN_FULL=1``) instead of CI's.
+FULL = os.environ.get("CORELAT_CAMPAIGN_FULL", "") not in ("", "0")
 
 CAP = 1 << 30
 
@@ -39,11 +36,13 @@ def _cap():
 
 
 class Runner:
-    def __init__(self, tree):
+    """Runs the installed corelat (``python -m corelat ARGS``) in the user's environment, each command
+    under a 1 GiB address-space cap; ``bad`` keeps what :meth:`clean` refused, for the failure's message."""
+
+    def __init__(self):
         self.env = dict(os.environ)
         self.env.pop("CORELAT_DEBUG", None)
-        if tree:
-            self.env["PYTHONPATH"] = tree
+        self.bad = []
 
     def run(self, args, timeout=30, cap=True, python=False, **kw):
         cmd = [sys.executable, *(args if python else ["-m", "corelat", *map(str, args)])]
@@ -57,8 +56,11 @@ class Runner:
     def clean(self, p, codes=(2,)):
         """Ended in time with an expected status, one line on stderr, no traceback."""
         lines = [ln for ln in p.stderr.splitlines() if not ln.startswith("corelat: warning:")] if p else []
-        return (p is not None and p.returncode in codes and "Traceback" not in p.stderr
-                and "internal error" not in p.stderr and len(lines) <= 1)
+        ok = (p is not None and p.returncode in codes and "Traceback" not in p.stderr
+              and "internal error" not in p.stderr and len(lines) <= 1)
+        if not ok:
+            self.bad.append((p.args[3:], p.returncode, p.stderr[-400:]) if p else "a hang past its limit")
+        return ok
 
 
 def hostile_files(r, d):
@@ -80,8 +82,10 @@ def special_files(r, d):
     sparse = os.path.join(d, "sparse.csv")
     with open(sparse, "wb") as f:
         f.truncate(8 << 30)
-    paths = ["/dev/zero", "/dev/urandom", link, fifo, sparse, d]
-    return len(paths), sum(not r.clean(r.run(["report", p])) for p in paths)
+    paths = ["/dev/zero", "/dev/urandom", link, fifo, sparse]
+    fails = sum(not r.clean(r.run(["report", p])) for p in paths)
+    # A folder is a fleet's to `report` (exit 0 for an empty one, nothing judged), never a traceback.
+    return len(paths) + 1, fails + (not r.clean(r.run(["report", d]), codes=(0, 1, 2)))
 
 
 def sysfs_dumps(r, d):
@@ -271,7 +275,7 @@ _STOP_SIZES = {"cas": ["1000", "300"], "rw": ["1000", "200"], "oneway": ["1000",
                "read-modified": ["1", "150"]}
 
 
-def stops(r, d, runs=38):
+def stops(r, d, runs=38 if FULL else 8):
     """Issue 24 item 8 as reported: Ctrl-Z (SIGTSTP) or SIGSTOP for 2-3 s in mid-sweep, then SIGCONT,
     with the default 1 s time-out; a case fails unless the run exits 0 and saves its -o file."""
     cpus = sorted(os.sched_getaffinity(0))
@@ -302,7 +306,7 @@ def stops(r, d, runs=38):
     return runs, fails
 
 
-def moves(r, d, runs=6):
+def moves(r, d, runs=6 if FULL else 2):
     """Issue 24: `taskset -a -p -c FIRST PID` in mid-pair. A case fails unless the run exits 0 and its
     output says that the pair was moved and measured again."""
     cpus = sorted(os.sched_getaffinity(0))
@@ -428,78 +432,17 @@ def hostile_example():
     return fz.corelat.example_files()[0]
 
 
-def crafted_headers(r, d, quick=False):
-    return _crafted(r, d, 300 if quick else 20_000, 0.0)
+def crafted_headers(r, d):
+    return _crafted(r, d, 20_000 if FULL else 300, 0.0)
 
 
-def crafted_arrays(r, d, quick=False):
-    return _crafted(r, d, 100 if quick else 4_000, 1.0)
-
-
-CATEGORIES = [
-    ("hostile .npz files (tests/hostile.py)", hostile_files),
-    ("special files as FILE (/dev/zero, urandom, FIFO, links, 8 GiB sparse, folder)", special_files),
-    ("sysfs dumps linking to /dev/zero, urandom, FIFOs", sysfs_dumps),
-    ("saves: Ctrl-C mid-save, RLIMIT_FSIZE, 64 KB tmpfs, dangling -o link", saves),
-    ("absurd CPU lists (0-5000 ... 0-1000000, range(10**5))", cpu_lists),
-    ("messages: early Ctrl-C, broken pipe, usage, API arguments, threads, ulimit -v", messages),
-    ("Ctrl-Z then fg: SIGSTOP/SIGTSTP of 2-3 s mid-sweep, cas/rw/oneway/read-modified, 1 s time-out", stops),
-    ("taskset -a -p during a sweep: the pair re-pinned, measured again and said", moves),
-    ("progress never goes back (re-tests, sample strategy; fake measurers)", progress),
-    ("small files, huge memory: 24 KB of `x` lines, a c2clat plot of 40,000 rows, a 40,000-label header "
-     "with a duplicate, an encrypted member, `fleet-report --expect` of 3,000 x [0-999999]", small_files),
-    ("schema: crafted header fields of latency, locks, smt, placement, fleet and check files "
-     "(load + report)", crafted_headers),
-    ("schema: crafted arrays (dtype, shape, values) of the same kinds (load + report)", crafted_arrays),
-]
-
-
-#: --quick (CI's benchmark step): the categories that take seconds, not the signal and save loops.
-QUICK = ("hostile", "special", "sysfs", "CPU lists", "schema", "small files")
-#: Categories that take a ``quick`` keyword (fewer cases under --quick).
-SIZED = (crafted_headers, crafted_arrays)
-
-
-def table(trees, only=None, quick=False):
-    rows = []
-    for name, fn in CATEGORIES:
-        if only and only not in name or quick and not any(q in name for q in QUICK):
-            continue
-        row = [name]
-        for tree in trees:
-            with tempfile.TemporaryDirectory() as d:
-                t = time.monotonic()
-                cases, fails = fn(Runner(tree), d, quick) if fn in SIZED else fn(Runner(tree), d)
-                row.append((cases, fails, time.monotonic() - t))
-        rows.append(row)
-        print(name, row[1:], file=sys.stderr, flush=True)
-    return rows
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", metavar="DIR", help="checkout of older code to compare with (PYTHONPATH)")
-    ap.add_argument("--only", metavar="WORD", help="run only the categories whose name holds WORD")
-    ap.add_argument("--quick", action="store_true", help="only the quick categories (CI)")
-    ap.add_argument("--before-only", action="store_true",
-                    help="run only the --before tree (to run the two trees side by side, in two processes)")
-    args = ap.parse_args()
-    trees = ([args.before] if args.before else []) + ([] if args.before_only else [None])
-    rows = table(trees, args.only, args.quick)
-    head = ("| category | cases | failures before | failures after |" if args.before
-            else "| category | cases | failures |")
-    print(head)
-    print("|" + "---|" * (head.count("|") - 1))
-    for name, *runs in rows:
-        cells = [str(runs[-1][0])] + [str(f) for _, f, _ in runs]
-        print(f"| {name} | " + " | ".join(cells) + " |")
-    total = [sum(r[k + 1][1] for r in rows) for k in range(len(trees))]
-    print(f"| **all** | {sum(r[-1][0] for r in rows)} | " + " | ".join(map(str, total)) + " |")
+def crafted_arrays(r, d):
+    return _crafted(r, d, 4_000 if FULL else 100, 1.0)
 
 
 # -- issue 24 (h24a): what the command writes, and its messages ----------------------------------
 #: ``python tests/fake_cli.py ARGS`` (CORELAT_FAKE_RESULT=FILE): the command with measuring replaced.
-FAKE_CLI = os.path.join(HERE, "..", "tests", "fake_cli.py")
+FAKE_CLI = os.path.join(HERE, "fake_cli.py")
 _CANNED = r"""
 import sys, numpy as np, corelat
 from corelat._measure.locks import summarise
@@ -739,17 +682,49 @@ def cli_messages(r, d):
     return cases, fails
 
 
-CATEGORIES += [
-    ("stdout broken/closed/full/ASCII: -o of measure, --csv, locks, placement (issue 24.1)", stdout_losses),
-    ("plot -o over an old image: ulimit -f 2/4/16 KiB, 64 KB tmpfs (24.2)", plot_saves),
-    ("a stranger's link in a sticky folder (3), set-id bits of an old file (3) (24.3-4)", links_and_modes),
-    ("SIGTERM/SIGHUP at 8 points inside a save: .tmp left (24.9)", term_saves),
-    ("ESC/OSC/BEL/CR in fields and file names: report, compare, plot, errors (24.5)", escapes),
-    ("messages: --retest N, compare kinds, no extension, mmap failure, CORELAT_DEBUG=0, long "
+_HW, _SIG = pytest.mark.hw, pytest.mark.signals
+#: (id, what a case is, its check, its tiers beyond campaign and slow).
+CATEGORIES = [
+    ("hostile", "hostile .npz files (tests/hostile.py)", hostile_files, ()),
+    ("special", "special files as FILE (/dev/zero, urandom, FIFO, links, 8 GiB sparse, folder)",
+     special_files, ()),
+    ("sysfs", "sysfs dumps linking to /dev/zero, urandom, FIFOs", sysfs_dumps, ()),
+    ("saves", "saves: Ctrl-C mid-save, RLIMIT_FSIZE, 64 KB tmpfs, dangling -o link", saves, (_HW, _SIG)),
+    ("cpu-lists", "absurd CPU lists (0-5000 ... 0-1000000, range(10**5))", cpu_lists, ()),
+    ("messages", "messages: early Ctrl-C, broken pipe, usage, API arguments, threads, ulimit -v", messages,
+     (_SIG,)),
+    ("stops", "Ctrl-Z then fg: SIGSTOP/SIGTSTP of 2-3 s mid-sweep, cas/rw/oneway/read-modified, 1 s time-out",
+     stops, (_HW, _SIG)),
+    ("moves", "taskset -a -p during a sweep: the pair re-pinned, measured again and said", moves,
+     (_HW, _SIG)),
+    ("progress", "progress never goes back (re-tests, sample strategy; fake measurers)", progress, ()),
+    ("small-files", "small files, huge memory: 24 KB of `x` lines, a c2clat plot of 40,000 rows, a "
+     "40,000-label header with a duplicate, an encrypted member, `fleet-report --expect` of 3,000 x "
+     "[0-999999]", small_files, ()),
+    ("schema-headers", "crafted header fields of latency, locks, smt, placement, fleet and check files "
+     "(load + report)", crafted_headers, ()),
+    ("schema-arrays", "crafted arrays (dtype, shape, values) of the same kinds (load + report)",
+     crafted_arrays, ()),
+    ("stdout", "stdout broken/closed/full/ASCII: -o of measure, --csv, locks, placement (issue 24.1)",
+     stdout_losses, ()),
+    ("plot-saves", "plot -o over an old image: ulimit -f 2/4/16 KiB, 64 KB tmpfs (24.2)", plot_saves, ()),
+    ("links-modes", "a stranger's link in a sticky folder (3), set-id bits of an old file (3) (24.3-4)",
+     links_and_modes, ()),
+    ("term-saves", "SIGTERM/SIGHUP at 8 points inside a save: .tmp left (24.9)", term_saves, (_SIG,)),
+    ("escapes", "ESC/OSC/BEL/CR in fields and file names: report, compare, plot, errors (24.5)", escapes, ()),
+    ("cli-messages", "messages: --retest N, compare kinds, no extension, mmap failure, CORELAT_DEBUG=0, long "
      "CORELAT_TIMER, -o name with a newline, OMP_NUM_THREADS=2 under ulimit -u 1 (24.CLI, 12, 13)",
-     cli_messages),
+     cli_messages, ()),
 ]
 
 
-if __name__ == "__main__":
-    main()
+@pytest.mark.campaign
+@pytest.mark.slow
+@pytest.mark.parametrize("what, check", [pytest.param(what, check, id=name, marks=marks)
+                                         for name, what, check, marks in CATEGORIES])
+def test_no_case_fails(what, check, tmp_path):
+    r = Runner()
+    cases, fails = check(r, str(tmp_path))
+    if cases == 0:
+        pytest.skip(f"{what}: not possible here (needs root, two CPUs or taskset)")
+    assert fails == 0, f"{what}: {fails} of {cases} cases failed; refused by the clean-exit check: {r.bad}"

@@ -8,7 +8,7 @@ mpi_extra=$("$venv/bin/python" -c 'import tomllib; print(" ".join(tomllib.load(o
 echo "mpi4py + mpich installed in $((SECONDS - t_fleet)) s: $("$venv/bin/python" -c 'from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])')"
 
 (cd /tmp && CORELAT_REQUIRE_MPI=1 CORELAT_TEST_INSTALLED=1 CORELAT_SHARED="$shared" \
-  "$venv/bin/python" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" "$repo/tests/test_fleet_mpi.py")
+  "$venv/bin/python" -m pytest -c "$repo/pyproject.toml" --rootdir "$repo" "$repo/tests/test_fleet_mpi.py" "$repo/tests/test_mpi_abort.py")
 
 fleet_dir="$artefacts/fleet"
 rm -rf "$fleet_dir"

@@ -40,6 +40,7 @@ from corelat._fleet.messages import Link, nap, pack, read_summary, summary_messa
 from corelat._fleet.nodes import REPORT_NAME, FleetBuilder
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
 from corelat._fleet.runs import new_run
+from corelat._fleet.verdict import write_prometheus
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, sweep_keywords
 from corelat._results.fleet import FleetResult
@@ -191,7 +192,7 @@ def _plan(hellos, wait, per_node=False):
 
 
 def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout=JOIN_TIMEOUT, out=None,
-        log=None, wait_per_node=False, only=None, includes=()):
+        log=None, wait_per_node=False, only=None, includes=(), prometheus=None):
     """Run the fleet job on ``comm``; ``measure(node) -> LatencyResult`` measures this machine.
 
     Returns the :class:`~corelat.FleetResult` on rank 0, None on the other ranks. Ends the job
@@ -200,10 +201,13 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
     LEAVE_GRACE)`` (leaving) after it started. ``wait_per_node``: ``wait`` is one node's time, and
     node names that share a machine (and take turns) get it each. ``only``: re-run just these
     nodes; the others' files in ``directory`` (of the runs ``includes`` names) go into the report.
+    ``prometheus``: a file rank 0 writes the verdict to (node_exporter's textfile collector) with
+    ``fleet.json``, before it ends a job whose nodes did not all report.
     """
     job = _Job(comm, directory, wait, join_timeout,
                log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
     job.per_node, job.only, job.includes = wait_per_node, only, tuple(includes)
+    job.prometheus = prometheus
     job.join()
     job.plan()
     builder = job.measure(measure) if job.role["leader"] else None
@@ -233,6 +237,7 @@ class _Job:
         self.role, self.leaders, self.notes = {}, {}, []
         self.t_plan = self.total_wait = 0.0
         self.per_node, self.only, self.includes = False, None, ()
+        self.prometheus = None
         self.node = self.name
 
     def _abort(self, message):
@@ -373,11 +378,18 @@ class _Job:
                                 metadata={"source": "mpi", "ranks": self.size, "directory": directory,
                                           "wait_s": total_wait, "run": self.role.get("run")})
         print(result.describe(), file=out or sys.stdout, flush=True)
+        # Every output is written before the job may be ended for a node that did not report
+        # (MPI_Abort): a hung node is exactly when the monitoring needs its file.
         if directory is not None:
             try:
                 result.save(os.path.join(directory, REPORT_NAME))
             except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
                 self.log(f"corelat fleet: error: {e}")
+        if self.prometheus:
+            try:
+                write_prometheus(result, self.prometheus)
+            except (OSError, ValueError) as e:
+                self.log(f"corelat fleet: error: --prometheus {self.prometheus}: {e}")
         if pending:
             self._abort(f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
                         "ending the job")
@@ -533,7 +545,7 @@ def measure_fleet(comm: Any = None, directory: Path | None = None, *, expect: No
 
 
 def run_options(comm, options, directory=None, wait=None, *, expect=None, options_for=None, only=None,
-                includes=()):
+                includes=(), prometheus=None):
     """The fleet job measuring every node as ``options`` (a requested
     :class:`~corelat._measure.options.SweepOptions`, resolved on each node) say, or as
     ``options_for(node)`` says for a node (a mixed partition)."""
@@ -543,4 +555,4 @@ def run_options(comm, options, directory=None, wait=None, *, expect=None, option
         return _sweep.run(dataclasses.replace(options_for(node) if options_for else options, name=node))
 
     return run(comm, measure_node, directory, float(defaulted if wait is None else wait), expect=expect,
-               wait_per_node=wait is None, only=only, includes=includes)
+               wait_per_node=wait is None, only=only, includes=includes, prometheus=prometheus)

@@ -20,7 +20,7 @@ from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
 from corelat._fleet.nodes import REPORT_NAME, fleet
 from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._results.fleet import load_fleet
-from corelat._fleet.verdict import exit_status, write_prometheus
+from corelat._fleet.verdict import exit_status
 
 from . import cmd_measure
 
@@ -154,9 +154,7 @@ def run(args):
         return next((o for names, o in per_node if node in names), options)
 
     result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect,
-                         options_for=options_for, only=only, includes=includes)
+                         options_for=options_for, only=only, includes=includes, prometheus=args.prometheus)
     if result is None:  # not rank 0
         return 0
-    if args.prometheus:
-        write_prometheus(result, args.prometheus)
     return exit_status(result)

@@ -1,0 +1,224 @@
+"""The run path of ``corelat fleet`` (issue 36, the fleet's monitoring path, items 1, 2, 6, 7 and 9),
+without MPI: every rank of the job is a thread of this process over an in-process stand-in for
+mpi4py (point-to-point messages with tags, a non-blocking barrier, MPI_Abort), each rank its own
+machine, and each rank runs the command's own code (``cmd_fleet.run``)."""
+
+import os
+import threading
+import time
+
+
+import corelat
+from corelat._fleet import run as _run
+from corelat.cli import _parser, cmd_fleet
+
+ANY = -1
+_local = threading.local()
+
+
+class Aborted(BaseException):
+    """MPI_Abort in a rank (a thread here): the job ends, every rank with it."""
+
+
+class _Status:
+    def __init__(self):
+        self.source, self.count = None, 0
+
+    def Get_source(self):
+        return self.source
+
+    def Get_count(self, _type):
+        return self.count
+
+
+class _Request:
+    def __init__(self, test=lambda: True):
+        self._test = test
+
+    def Test(self):
+        return self._test()
+
+
+class _Group:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def Translate_ranks(self, ranks, _other):
+        return [self.rank for _ in ranks]
+
+
+class _Shared:
+    """Split_type(COMM_TYPE_SHARED): each rank is its own machine."""
+
+    def __init__(self, rank):
+        self.rank = rank
+
+    def Get_size(self):
+        return 1
+
+    def Get_group(self):
+        return _Group(self.rank)
+
+    def Free(self):
+        pass
+
+
+class World:
+    """The job: mailboxes of (source, tag, bytes), a barrier count, the abort."""
+
+    def __init__(self, size):
+        self.size, self.lock = size, threading.Lock()
+        self.boxes = {r: [] for r in range(size)}
+        self.arrived = set()
+        self.aborted = None  # (rank, code)
+
+    def check(self):
+        if self.aborted is not None:
+            raise Aborted(self.aborted)
+
+
+class Comm:
+    def __init__(self, world, rank):
+        self.world, self.rank = world, rank
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return self.world.size
+
+    def Get_group(self):
+        return _Group(self.rank)
+
+    def Isend(self, spec, dest, tag):
+        self.world.check()
+        with self.world.lock:
+            self.world.boxes[dest].append((self.rank, tag, bytes(spec[0])))
+        return _Request()
+
+    def _find(self, source, tag):
+        for k, (src, t, _) in enumerate(self.world.boxes[self.rank]):
+            if t == tag and source in (ANY, src):
+                return k
+        return None
+
+    def Iprobe(self, source, tag, status):
+        self.world.check()
+        with self.world.lock:
+            k = self._find(source, tag)
+            if k is None:
+                return False
+            status.source, _, data = self.world.boxes[self.rank][k]
+            status.count = len(data)
+            return True
+
+    def Recv(self, spec, source, tag):
+        with self.world.lock:
+            k = self._find(source, tag)
+            _, _, data = self.world.boxes[self.rank].pop(k)
+        spec[0][:] = data
+
+    def Ibarrier(self):
+        with self.world.lock:
+            self.world.arrived.add(self.rank)
+
+        def test():
+            self.world.check()
+            return len(self.world.arrived) == self.world.size
+        return _Request(test)
+
+    def Split_type(self, _kind, key=0):
+        return _Shared(self.rank)
+
+    def Abort(self, code):
+        with self.world.lock:
+            if self.world.aborted is None:
+                self.world.aborted = (self.rank, code)
+        raise Aborted(code)
+
+
+class FakeMPI:
+    BYTE, ANY_SOURCE, COMM_TYPE_SHARED = "byte", ANY, "shared"
+    Status = _Status
+
+    @property
+    def COMM_WORLD(self):  # each rank (thread) its own
+        return _local.comm
+
+    def Get_processor_name(self):
+        return _local.name
+
+
+class Job:
+    """One fleet job of ``nodes`` ranks; ``hang``: nodes whose measurement never ends (kill -STOP)."""
+
+    def __init__(self, monkeypatch, nodes, hang=(), fail=()):
+        self.world = World(len(nodes))
+        self.nodes, self.hang, self.fail = list(nodes), set(hang), set(fail)
+        self.release = threading.Event()
+        self.measured = []
+        fake = FakeMPI()
+        monkeypatch.setattr(_run, "mpi", lambda *a, **k: fake)
+        monkeypatch.setattr(cmd_fleet, "mpi", lambda *a, **k: fake)
+        monkeypatch.setattr(_run, "ABORT_GRACE", 0.0)
+        monkeypatch.delenv("CORELAT_NODE_NAME", raising=False)
+        monkeypatch.setattr(_run._sweep, "run", self._measure)
+        self.base = corelat.load(corelat.example_files()[0])
+
+    def _measure(self, options):
+        node = options.name
+        self.measured.append(node)
+        if node in self.hang:
+            self.release.wait(60)
+            raise RuntimeError("released at the end of the test")
+        if node in self.fail:
+            raise RuntimeError("this node failed")
+        from corelat._fleet import synth
+        return synth.copies(self.base, 1, seed=len(self.measured), names=node)[0]
+
+    def _rank(self, rank, argv, out):
+        _local.comm, _local.name = Comm(self.world, rank), self.nodes[rank]
+        try:
+            out[rank] = ("exit", cmd_fleet.run(_parser("fleet", cmd_fleet).parse_args(argv)))
+        except Aborted as e:
+            out[rank] = ("abort", e.args[0])
+        except corelat.InputError as e:
+            out[rank] = ("input", str(e))
+        except BaseException as e:  # noqa: BLE001 - the test reads it
+            out[rank] = ("raised", repr(e))
+
+    def run(self, *argv, timeout=60):
+        """{rank: (how it ended, value)}: "exit" and the status, "abort" and (rank, code), "input"."""
+        out = {}
+        threads = [threading.Thread(target=self._rank, args=(r, list(argv), out), daemon=True)
+                   for r in range(1, len(self.nodes))]
+        for t in threads:
+            t.start()
+        self._rank(0, list(argv), out)
+        self.release.set()
+        for t in threads:
+            t.join(timeout)
+        return out
+
+
+FAST = ["10", "5", "--no-retest"]
+
+
+def test_the_stand_in_job_runs_a_clean_fleet(monkeypatch, tmp_path):
+    job = Job(monkeypatch, ["n1", "n2", "n3", "n4"])
+    out = job.run(*FAST, "-o", str(tmp_path / "d"), "--wait", "20")
+    assert out[0] in (("exit", 0), ("exit", 3)), out
+    assert sorted(os.listdir(tmp_path / "d")) >= ["fleet.json", "n1.npz", "n2.npz", "n3.npz", "n4.npz"]
+
+
+# -- 1: a hung node: the Prometheus file is written before the job is ended -------------------------------
+def test_a_hung_node_still_gets_a_prometheus_file_before_the_abort(monkeypatch, tmp_path):
+    job = Job(monkeypatch, ["n1", "n2", "n3", "n4"], hang={"n3"})
+    prom = tmp_path / "k.prom"
+    t0 = time.monotonic()
+    out = job.run(*FAST, "-o", str(tmp_path / "d"), "--wait", "3", "--prometheus", str(prom))
+    assert time.monotonic() - t0 < 30
+    assert out[0][0] == "abort", out  # the job is ended for the hung node, as before
+    assert (tmp_path / "d" / "fleet.json").exists()
+    text = prom.read_text()
+    assert "corelat_fleet_exit_status 1" in text and 'status="missing"} 1' in text, text

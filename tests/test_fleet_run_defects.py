@@ -7,6 +7,8 @@ import os
 import threading
 import time
 
+import pytest
+
 
 import corelat
 from corelat._fleet import run as _run
@@ -222,3 +224,13 @@ def test_a_hung_node_still_gets_a_prometheus_file_before_the_abort(monkeypatch, 
     assert (tmp_path / "d" / "fleet.json").exists()
     text = prom.read_text()
     assert "corelat_fleet_exit_status 1" in text and 'status="missing"} 1' in text, text
+
+
+# -- 7: every output is checked before anything is measured -----------------------------------------------
+@pytest.mark.parametrize("prom", ["/proc/corelat-x.prom", "{tmp}/no-such-folder/x.prom", "{tmp}/x.txt"])
+def test_a_prometheus_file_that_cannot_be_written_is_refused_before_measuring(monkeypatch, tmp_path, prom):
+    job = Job(monkeypatch, ["n1", "n2"])
+    prom = prom.format(tmp=tmp_path)
+    out = job.run(*FAST, "-o", str(tmp_path / "d"), "--wait", "20", "--prometheus", prom)
+    assert job.measured == [], "measured before the output was checked"
+    assert out[0][0] == "input" and prom in out[0][1], out

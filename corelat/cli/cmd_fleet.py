@@ -4,8 +4,9 @@ Run it under MPI: ``mpiexec -n N corelat fleet -o DIR`` or ``srun --ntasks-per-n
 The lowest rank of each node measures it (the others wait), saves ``DIR/<node>.npz`` as soon as it
 is done, and rank 0 writes ``DIR/fleet.json`` and prints the fleet report. Exit status: 0 every node
 has a result and none is off; 1 a node failed or did not report in time, or no node has a result;
-3 outliers and nothing worse; 2 bad input (an output folder that cannot be written, before anything
-is measured) or no mpi4py. Under ``srun``, ``--expect`` defaults to ``SLURM_JOB_NODELIST``.
+3 outliers and nothing worse; 2 bad input (an output folder or --prometheus file that cannot be
+written, before anything is measured) or no mpi4py. Under ``srun``, ``--expect`` defaults to
+``SLURM_JOB_NODELIST``.
 """
 
 import argparse
@@ -22,7 +23,7 @@ from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._results.fleet import load_fleet
 from corelat._fleet.verdict import exit_status
 
-from . import cmd_measure
+from . import cmd_measure, common
 
 
 def add_arguments(p):
@@ -63,6 +64,14 @@ def check_folder(folder):
         _files.check_writable(os.path.join(folder, REPORT_NAME))
     except OSError as e:
         raise InputError(f"-o {folder}: cannot write in the folder: {e.strerror or e}") from None
+
+
+def check_outputs(args):
+    """Every output of the job checked before anything is measured (InputError): a verdict with
+    nowhere to go is lost, and the nodes' minutes with it."""
+    check_folder(args.output)
+    if args.prometheus:
+        common.check_output_path(args.prometheus, suffixes=(".prom",))
 
 
 def node_options(args):
@@ -144,7 +153,7 @@ def run(args):
         args.output = args.rerun
     if not args.output:
         raise InputError("give -o DIR (or --rerun DIR)")
-    check_folder(args.output)  # before MPI_Init: a bad -o ends every rank at once, nothing measured
+    check_outputs(args)  # before MPI_Init: a bad output ends every rank at once, nothing measured
     try:  # MPI_Init: bounded by the join time-out, or by --wait when that is shorter
         mpi(JOIN_TIMEOUT if args.wait is None else min(JOIN_TIMEOUT, args.wait))
     except ImportError as e:

@@ -234,3 +234,71 @@ def test_a_prometheus_file_that_cannot_be_written_is_refused_before_measuring(mo
     out = job.run(*FAST, "-o", str(tmp_path / "d"), "--wait", "20", "--prometheus", prom)
     assert job.measured == [], "measured before the output was checked"
     assert out[0][0] == "input" and prom in out[0][1], out
+
+
+# -- 6: a file that could not be saved is an error of the run, in every summary ---------------------------
+def _full_disk(monkeypatch, folder):
+    """Writes under ``folder`` fail as on a full disk (ENOSPC); the checks before measuring pass,
+    as they do on a disk with inodes left and no blocks."""
+    import errno
+
+    from corelat._core import files as _files
+
+    real = _files.atomic_write
+
+    def write(path, fn):
+        if os.path.abspath(os.fspath(path)).startswith(str(folder) + os.sep):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        return real(path, fn)
+    monkeypatch.setattr(_files, "atomic_write", write)
+
+
+def _prom_value(text, name, labels=""):
+    for line in text.splitlines():
+        if line.startswith(name + labels + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"no {name}{labels} in:\n{text}")
+
+
+def _check_full_disk_run(out, folder, prom, capsys):
+    assert out[0] == ("exit", 1), out  # not 0: files were lost
+    assert not (folder / "fleet.json").exists()
+    text = prom.read_text()
+    assert _prom_value(text, "corelat_fleet_exit_status") == 1
+    assert _prom_value(text, "corelat_fleet_failed_nodes") >= 1, text
+    printed = capsys.readouterr()
+    assert "fleet.json" in printed.out and "could not be written" in printed.out, printed.out
+    assert "n2" in printed.out.split("Errors")[-1], printed.out  # a node whose file was lost is named
+
+
+def test_a_full_disk_is_a_failed_run_not_exit_0(monkeypatch, tmp_path, capsys):
+    folder = tmp_path / "d"
+    _full_disk(monkeypatch, folder)
+    job = Job(monkeypatch, ["n1", "n2", "n3"])
+    prom = tmp_path / "k.prom"
+    out = job.run(*FAST, "-o", str(folder), "--wait", "20", "--prometheus", str(prom))
+    _check_full_disk_run(out, folder, prom, capsys)
+
+
+def test_a_real_full_tmpfs_is_a_failed_run(monkeypatch, tmp_path, capsys):
+    import subprocess
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    try:
+        fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT)  # the disk full: inodes left, no blocks
+        try:
+            with pytest.raises(OSError):
+                while True:
+                    os.write(fd, b"x" * 4096)
+        finally:
+            os.close(fd)
+        job = Job(monkeypatch, ["n1", "n2", "n3"])
+        prom = tmp_path / "k.prom"
+        out = job.run(*FAST, "-o", str(folder), "--wait", "20", "--prometheus", str(prom))
+        _check_full_disk_run(out, folder, prom, capsys)
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)

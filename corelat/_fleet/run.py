@@ -377,22 +377,36 @@ class _Job:
         result = builder.finish(expect=expect, missing_reasons=reasons,
                                 metadata={"source": "mpi", "ranks": self.size, "directory": directory,
                                           "wait_s": total_wait, "run": self.role.get("run")})
-        print(result.describe(), file=out or sys.stdout, flush=True)
         # Every output is written before the job may be ended for a node that did not report
         # (MPI_Abort): a hung node is exactly when the monitoring needs its file.
-        if directory is not None:
-            try:
-                result.save(os.path.join(directory, REPORT_NAME))
-            except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
-                self.log(f"corelat fleet: error: {e}")
-        if self.prometheus:
-            try:
-                write_prometheus(result, self.prometheus)
-            except (OSError, ValueError) as e:
-                self.log(f"corelat fleet: error: --prometheus {self.prometheus}: {e}")
+        result = self._write_outputs(result)
+        print(result.describe(), file=out or sys.stdout, flush=True)
         if pending:
             self._abort(f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "
                         "ending the job")
+        return result
+
+    def _write_outputs(self, result):
+        """Save ``fleet.json`` and the Prometheus file; the result, with an error for each file that
+        could not be written (a full disk is a failed run, in the report, the file and the exit status)."""
+        report = None if self.directory is None else os.path.join(self.directory, REPORT_NAME)
+        paths = [(report, FleetResult.save)] if report else []
+        paths += [(os.fspath(self.prometheus), _prometheus)] if self.prometheus else []
+        written, failed = [], []
+        for path, save in paths:
+            try:
+                save(result, path)
+                written.append((path, save))
+            except (OSError, ValueError) as e:  # the report is printed; the other ranks still get to leave
+                self.log(f"corelat fleet: error: cannot write {path}: {e}")
+                failed.append({"node": os.path.basename(path), "file": path,
+                               "error": f"the job's report {path} could not be written ({e})"})
+        if not failed:
+            return result
+        result = dataclasses.replace(result, errors=(*result.errors, *failed))
+        for path, save in written:  # the files that were written say so too
+            with contextlib.suppress(OSError, ValueError):
+                save(result, path)
         return result
 
     def _retest(self, builder):
@@ -461,9 +475,16 @@ def _ranks(ranks):
     return ", ".join(map(str, ranks[:20])) + (" ..." if len(ranks) > 20 else "")
 
 
+def _prometheus(result, path):
+    write_prometheus(result, path)
+
+
 def _take(builder, nd, error, node):
     if nd is None:
         builder.add_error(node, error or "unknown error")
+    elif nd.meta.get("save_error"):  # the folder would not know the node: it is a failure of the run
+        builder.add_error(node, f"measured, but its file could not be written ({nd.meta['save_error']}); "
+                                "left out of the report")
     else:
         builder.add(nd)
 

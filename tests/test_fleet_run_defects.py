@@ -155,7 +155,6 @@ class Job:
     """One fleet job of ``nodes`` ranks; ``hang``: nodes whose measurement never ends (kill -STOP)."""
 
     def __init__(self, monkeypatch, nodes, hang=(), fail=()):
-        self.world = World(len(nodes))
         self.nodes, self.hang, self.fail = list(nodes), set(hang), set(fail)
         self.release = threading.Event()
         self.measured = []
@@ -178,8 +177,8 @@ class Job:
         from corelat._fleet import synth
         return synth.copies(self.base, 1, seed=len(self.measured), names=node)[0]
 
-    def _rank(self, rank, argv, out):
-        _local.comm, _local.name = Comm(self.world, rank), self.nodes[rank]
+    def _rank(self, world, nodes, rank, argv, out):
+        _local.comm, _local.name = Comm(world, rank), nodes[rank]
         try:
             out[rank] = ("exit", cmd_fleet.run(_parser("fleet", cmd_fleet).parse_args(argv)))
         except Aborted as e:
@@ -189,14 +188,16 @@ class Job:
         except BaseException as e:  # noqa: BLE001 - the test reads it
             out[rank] = ("raised", repr(e))
 
-    def run(self, *argv, timeout=60):
-        """{rank: (how it ended, value)}: "exit" and the status, "abort" and (rank, code), "input"."""
-        out = {}
-        threads = [threading.Thread(target=self._rank, args=(r, list(argv), out), daemon=True)
-                   for r in range(1, len(self.nodes))]
+    def run(self, *argv, nodes=None, timeout=60):
+        """{rank: (how it ended, value)}: "exit" and the status, "abort" and (rank, code), "input".
+        ``nodes``: this job's, where it is not the one of the constructor (two jobs at once)."""
+        out, nodes = {}, list(nodes or self.nodes)
+        world = World(len(nodes))
+        threads = [threading.Thread(target=self._rank, args=(world, nodes, r, list(argv), out), daemon=True)
+                   for r in range(1, len(nodes))]
         for t in threads:
             t.start()
-        self._rank(0, list(argv), out)
+        self._rank(world, nodes, 0, list(argv), out)
         self.release.set()
         for t in threads:
             t.join(timeout)
@@ -210,7 +211,7 @@ def test_the_stand_in_job_runs_a_clean_fleet(monkeypatch, tmp_path):
     job = Job(monkeypatch, ["n1", "n2", "n3", "n4"])
     out = job.run(*FAST, "-o", str(tmp_path / "d"), "--wait", "20")
     assert out[0] in (("exit", 0), ("exit", 3)), out
-    assert sorted(os.listdir(tmp_path / "d")) >= ["fleet.json", "n1.npz", "n2.npz", "n3.npz", "n4.npz"]
+    assert sorted(os.listdir(tmp_path / "d")) == ["fleet.json", "n1.npz", "n2.npz", "n3.npz", "n4.npz"]
 
 
 # -- 1: a hung node: the Prometheus file is written before the job is ended -------------------------------
@@ -302,3 +303,28 @@ def test_a_real_full_tmpfs_is_a_failed_run(monkeypatch, tmp_path, capsys):
         _check_full_disk_run(out, folder, prom, capsys)
     finally:
         subprocess.run(["umount", str(folder)], check=False)
+
+
+# -- 9: one job at a time writes a folder ------------------------------------------------------------------
+@pytest.mark.parametrize("same_nodes", [False, True])
+def test_a_second_job_into_a_folder_in_use_is_refused_and_told_why(monkeypatch, tmp_path, same_nodes):
+    folder = tmp_path / "d"
+    job = Job(monkeypatch, ["a1", "a2"], hang={"a2"})
+    first = {}
+    t = threading.Thread(target=lambda: first.update(job.run(*FAST, "-o", str(folder), "--wait", "6")))
+    t.start()
+    deadline = time.monotonic() + 20
+    while "a2" not in job.measured and time.monotonic() < deadline:  # the first job is measuring
+        time.sleep(0.05)
+    second = ["a1", "a2"] if same_nodes else ["b1", "b2"]
+    before = list(job.measured)
+    out = job.run(*FAST, "-o", str(folder), "--wait", "6", nodes=second)
+    t.join(30)
+    assert job.measured[len(before):] == [], "the second job measured into the folder in use"
+    assert all(how == "input" for how, _ in out.values()), out
+    assert "in use" in out[0][1] and str(folder) in out[0][1], out[0][1]
+    # the first job's lock is gone with it: a third job runs, and leaves no lock file
+    job.hang = set()
+    again = job.run(*FAST, "-o", str(folder), "--wait", "20")
+    assert again[0] in (("exit", 0), ("exit", 3)), again
+    assert not (folder / _run.LOCK_NAME).exists()

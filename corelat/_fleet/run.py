@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
+import fcntl
 import os
 import re
 import select
@@ -33,6 +35,7 @@ import threading
 import time
 from typing import Any
 
+from corelat._core.errors import InputError
 from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
 from corelat._fleet.hostlist import expected_nodes
@@ -62,6 +65,8 @@ EXIT_TIMEOUT = 1
 ABORT_GRACE = 0.5
 #: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
 LEAVE_GRACE = 30.0
+#: The lock file rank 0 holds in the output folder for the job (a dot file: never read as a node).
+LOCK_NAME = ".corelat-fleet.lock"
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -208,11 +213,14 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
                log or (lambda text: (sys.stderr.write(text + "\n"), sys.stderr.flush())))
     job.per_node, job.only, job.includes = wait_per_node, only, tuple(includes)
     job.prometheus = prometheus
-    job.join()
-    job.plan()
-    builder = job.measure(measure) if job.role["leader"] else None
-    result = job.report(builder, expect, out) if job.rank == 0 else None
-    job.leave()
+    try:
+        job.join()
+        job.plan()
+        builder = job.measure(measure) if job.role["leader"] else None
+        result = job.report(builder, expect, out) if job.rank == 0 else None
+        job.leave()
+    finally:
+        job.unlock()
     return result
 
 
@@ -238,6 +246,7 @@ class _Job:
         self.t_plan = self.total_wait = 0.0
         self.per_node, self.only, self.includes = False, None, ()
         self.prometheus = None
+        self.lock_fd = None
         self.node = self.name
 
     def _abort(self, message):
@@ -253,13 +262,73 @@ class _Job:
                 self._abort(f"not every rank joined: rank(s) {_ranks(absent)} of {self.size} did not start "
                             f"corelat fleet within {jt:g} s (no node name known for them; the others: "
                             f"{', '.join(sorted({h['name'] for h in self.hellos.values()}))})")
+            refused = self._lock_folder()
             for r in range(1, self.size):
-                self.link.send(b"go", r, TAG_GO)
+                self.link.send(b"go" if refused is None else pack({"refused": refused}), r, TAG_GO)
+            if refused is not None:  # every rank ends with bad input, nothing measured
+                deadline = time.monotonic() + jt
+                while not self.link.flush() and time.monotonic() < deadline:
+                    nap(3)
+                raise InputError(refused)
         else:
             self.link.send(pack(self.hello), 0, TAG_HELLO)
-            if self.link.recv(TAG_GO, 0, t_join + 2 * jt) is None:
+            go = self.link.recv(TAG_GO, 0, t_join + 2 * jt)
+            if go is None:
                 self._abort(f"rank {self.rank} ({self.name}): not every rank joined; no answer from rank 0 "
                             f"within {2 * jt:g} s")
+            if go != b"go":
+                raise InputError(f"rank {self.rank} ({self.name}): the job was refused by rank 0: "
+                                 f"{unpack(go)[0].get('refused')}")
+
+    def _lock_folder(self):
+        """Take the folder for this job (rank 0, held until the job ends): None, or why not. Two jobs
+        writing one folder would mix or overwrite each other's files without a word."""
+        if self.directory is None or self.folder_error is not None:
+            return None
+        path = os.path.join(self.directory, LOCK_NAME)
+        for _ in range(5):  # the holder removes the file as it lets go: lock the file that is there
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as e:
+                return f"-o {self.directory}: cannot make its lock file {LOCK_NAME}: {e.strerror or e}"
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                holder = ""
+                with contextlib.suppress(OSError, ValueError):
+                    holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+                os.close(fd)
+                if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    return f"-o {self.directory}: cannot lock the folder ({e.strerror or e})"
+                return (f"-o {self.directory}: the folder is in use by another corelat fleet job"
+                        + (f" ({holder})" if holder else "") + "; two jobs in one folder would mix or "
+                        "overwrite each other's files: wait for that job to end, or give another folder")
+            try:
+                here = os.stat(path)
+                if os.path.samestat(here, os.fstat(fd)):
+                    break
+            except OSError:
+                pass
+            os.close(fd)
+        else:
+            return f"-o {self.directory}: cannot lock the folder (its lock file {LOCK_NAME} keeps changing)"
+        with contextlib.suppress(OSError):
+            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            job = os.environ.get("SLURM_JOB_ID")
+            text = (f"host {socket.gethostname()}, pid {os.getpid()}" + (f", Slurm job {job}" if job else "")
+                    + f", since {started}")
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, text.encode(), 0)
+        self.lock_fd = fd
+        return None
+
+    def unlock(self):
+        """Let go of the folder (the job is over on this rank): the lock file goes, then the lock."""
+        fd, self.lock_fd = self.lock_fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.directory, LOCK_NAME))
+            os.close(fd)
 
     def _machine(self):
         """The lowest rank of the ranks that share this machine (a collective, under a watchdog)."""

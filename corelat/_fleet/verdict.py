@@ -3,7 +3,9 @@
 Exit status (``corelat fleet`` and ``corelat fleet-report``): :data:`EXIT_OK` when every node has
 a result and none is an outlier; :data:`EXIT_PROBLEM` when a node failed or is missing, or no node
 has a result at all; :data:`EXIT_OUTLIERS` when the only thing wrong is outliers (a problem wins
-over outliers); 2 stays bad input.
+over outliers); 2 stays bad input. Judged against a baseline (``--baseline REF``), a node off the
+reference counts as an outlier (3) and a node that could not be judged against it (a class of the
+reference not measured) as a problem (1).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ EXIT_OUTLIERS = 3
 
 def exit_status(result):
     """0, 1 or 3 for a :class:`~corelat.FleetResult` (see the module documentation)."""
-    if result.errors or result.missing or not result.nodes:
+    s = result.summary()
+    if result.errors or result.missing or not result.nodes or s.get("baseline_not_judged"):
         return EXIT_PROBLEM
-    return EXIT_OUTLIERS if result.outliers else EXIT_OK
+    return EXIT_OUTLIERS if result.outliers or s.get("baseline_off") else EXIT_OK
 
 
 # -- Prometheus text format -------------------------------------------------------------------------------

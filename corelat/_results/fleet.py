@@ -32,6 +32,8 @@ KIND = "fleet"
 MAX_JSON = 256 << 20
 #: Metadata flag of a saved report whose node files are relative to the report's folder.
 _RELATIVE = "files_relative_to_report"
+#: A node's verdict against the fleet's baseline (``metadata["baseline"]["nodes"][node]["status"]``).
+BASELINE_OK, BASELINE_OFF, BASELINE_NOT_JUDGED = "ok", "off", "not judged"
 
 
 # -- the result -----------------------------------------------------------------------------------------
@@ -221,6 +223,20 @@ class FleetResult(SavedResult):
                 return g
         raise InputKeyError(f"no node {node!r} with a result in this fleet")
 
+    @property
+    def baseline(self) -> Mapping[str, Any] | None:
+        """The reference every node was judged against (``corelat fleet-report --baseline``), or None.
+
+        ``reference`` (its name), ``file``, ``cpu_model``, ``cpus``, ``classes`` and ``nodes``:
+        per node ``{"status": "ok" | "off" | "not judged", "exit_status", "line"}``.
+        """
+        b = self.metadata.get("baseline")
+        return b if isinstance(b, Mapping) else None
+
+    def _baseline_nodes(self, status):
+        b = self.baseline
+        return [n for n, v in (b or {}).get("nodes", {}).items() if v.get("status") == status]
+
     @deprecated("FleetResult.group(node) is deprecated: use group_of(node)")
     def group(self, node: str) -> FleetGroup:
         """Deprecated (use :meth:`group_of`): the hardware group a node belongs to.
@@ -250,7 +266,9 @@ class FleetResult(SavedResult):
         -------
         list of dict
             ``node``, ``status`` (``"ok"``, ``"outlier"``, ``"error"``, ``"missing"``), ``group``,
-            ``classes``, ``outlier_classes``, ``differs``, ``error``, ``file``.
+            ``classes``, ``outlier_classes``, ``differs``, ``error``, ``file``; with a baseline
+            also ``baseline`` (``"ok"``, ``"off"``, ``"not judged"``; None: no result) and
+            ``baseline_line``.
         """
         flagged: dict[str, list[str]] = {}
         for o in self.outliers:
@@ -261,6 +279,12 @@ class FleetResult(SavedResult):
                         "group": rec["group"], "classes": dict(rec["classes"]),
                         "outlier_classes": flagged.get(rec["node"], []), "differs": thaw(rec["differs"]),
                         "error": None, "file": rec["file"]})
+        b = self.baseline
+        if b is not None:
+            verdicts = b.get("nodes", {})
+            for r in out:
+                v = verdicts.get(r["node"]) or {}
+                r["baseline"], r["baseline_line"] = v.get("status"), v.get("line")
         if group is not None:
             return [r for r in out if r["group"] == group]
         for e in self.errors:
@@ -270,6 +294,10 @@ class FleetResult(SavedResult):
             out.append({"node": name, "status": "missing", "group": None, "classes": {},
                         "outlier_classes": [], "differs": {},
                         "error": self.metadata.get("missing_reasons", {}).get(name), "file": ""})
+        if b is not None:
+            for r in out:
+                r.setdefault("baseline", None)
+                r.setdefault("baseline_line", None)
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -279,12 +307,19 @@ class FleetResult(SavedResult):
         -------
         dict
             ``nodes`` (with a result), ``groups``, ``outliers`` (nodes), ``errors``, ``missing``,
-            and ``ok`` (True when nothing is off and at least one node has a result).
+            and ``ok`` (True when nothing is off and at least one node has a result); with a
+            baseline also ``baseline_off`` and ``baseline_not_judged`` (nodes), which ``ok`` counts.
         """
         off = len({o.node for o in self.outliers})
-        return {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
-                "errors": len(self.errors), "missing": len(self.missing),
-                "ok": bool(self.nodes) and not (off or self.errors or self.missing)}
+        out = {"nodes": len(self.nodes), "groups": len(self.groups), "outliers": off,
+               "errors": len(self.errors), "missing": len(self.missing)}
+        bad = off or self.errors or self.missing
+        if self.baseline is not None:
+            out["baseline_off"] = len(self._baseline_nodes(BASELINE_OFF))
+            out["baseline_not_judged"] = len(self._baseline_nodes(BASELINE_NOT_JUDGED))
+            bad = bad or out["baseline_off"] or out["baseline_not_judged"]
+        out["ok"] = bool(self.nodes) and not bad
+        return out
 
     @keyword_options("arrays")
     def to_dict(self, *, arrays: bool = True) -> dict[str, Any]:
@@ -485,6 +520,9 @@ class FleetResult(SavedResult):
         head = [(f"{title}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
                  f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
                  f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing")]
+        if self.baseline is not None:
+            head[0] += (f"; against {self.baseline.get('reference')}: {s['baseline_off']} off, "
+                        f"{s['baseline_not_judged']} not judged")
         md = self.metadata
         head.append(f"(an outlier's class median is off its group's median by more than "
                     f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
@@ -506,6 +544,7 @@ class FleetResult(SavedResult):
             lines.extend("  " + o.describe() for o in self.outliers)
         else:
             lines.append("Outliers: none")
+        lines += self._baseline_lines()
         lines += self._problem_lines()
         for w in self.warnings:
             lines.append(f"warning: {w}")
@@ -519,6 +558,20 @@ class FleetResult(SavedResult):
             else:
                 lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
         return "\n".join(lines).rstrip()
+
+    def _baseline_lines(self):
+        """The describe() lines of the baseline: the reference, the counts, each node not ok in its line."""
+        b = self.baseline
+        if b is None:
+            return []
+        verdicts = b.get("nodes", {})
+        counts = [f"{len(self._baseline_nodes(s))} {s}"
+                  for s in (BASELINE_OK, BASELINE_OFF, BASELINE_NOT_JUDGED)]
+        where = f" ({b['file']})" if b.get("file") else ""
+        lines = [f"Baseline {b.get('reference')}{where}: every node judged against it, alone or in a group: "
+                 + ", ".join(counts)]
+        lines += [f"  {v.get('line')}" for v in verdicts.values() if v.get("status") != BASELINE_OK]
+        return lines
 
     def _problem_lines(self):
         """The describe() lines of settings that differ without an outlier, errors and missing nodes."""

@@ -2,14 +2,15 @@
 
 The folder holds ``<node>.npz`` files (``corelat -o DIR/$(hostname).npz`` from a job array, ssh or
 Ansible; or ``corelat fleet``'s output), ``<node>.error.json`` files of nodes that failed, and other
-tools' matrices (``<node>.csv``: core-to-core-latency, c2clat). Exit status: 0 every node has a result
-and none is off; 1 a node failed or is missing, or no node has a result; 3 outliers and nothing worse;
-2 bad input.
+tools' matrices (``<node>.csv``: core-to-core-latency, c2clat). With --baseline REF (a reference made
+by 'corelat reference'), every node is also judged against it, lone nodes and groups too small to
+judge included.
 """
 
 import json
 import sys
 
+from corelat._fleet import baseline as _baseline
 from corelat._fleet.nodes import fleet
 from corelat._fleet.verdict import exit_status, write_prometheus
 
@@ -33,6 +34,10 @@ def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of text")
     p.add_argument("-o", "--output", metavar="FILE", type=common.output_file,
                    help="save the fleet result (.json or .npz)")
+    p.add_argument("--baseline", metavar="REF",
+                   help="also judge every node against this reference ('corelat reference FILE... -o "
+                        "REF.npz'), lone nodes and small groups included: a node off it exits 3, a node "
+                        "it cannot judge 1")
     p.add_argument("--all-runs", action="store_true",
                    help="take every file of the folder (default: files of another run than the folder's "
                         "last one are named and left out)")
@@ -41,7 +46,10 @@ def add_arguments(p):
 
 def run(args):
 
+    ref = _baseline.reference(args.baseline) if args.baseline else None
     result = fleet(args.folder, expect=args.expect, model=args.model, all_runs=args.all_runs)
+    if ref is not None:
+        result = _baseline.judge(result, ref, file=args.baseline)
     if args.output:
         result.save(args.output)
     if args.prometheus:

@@ -11,6 +11,7 @@ import pytest
 
 
 import corelat
+from conftest import run_cli
 from corelat._fleet import run as _run
 from corelat.cli import _parser, cmd_fleet
 
@@ -154,8 +155,8 @@ class FakeMPI:
 class Job:
     """One fleet job of ``nodes`` ranks; ``hang``: nodes whose measurement never ends (kill -STOP)."""
 
-    def __init__(self, monkeypatch, nodes, hang=(), fail=()):
-        self.nodes, self.hang, self.fail = list(nodes), set(hang), set(fail)
+    def __init__(self, monkeypatch, nodes, hang=(), fail=(), kill=()):
+        self.nodes, self.hang, self.fail, self.kill = list(nodes), set(hang), set(fail), set(kill)
         self.release = threading.Event()
         self.measured = []
         fake = FakeMPI()
@@ -174,6 +175,11 @@ class Job:
             raise RuntimeError("released at the end of the test")
         if node in self.fail:
             raise RuntimeError("this node failed")
+        if node in self.kill:  # kill -9 of this rank: the launcher ends the whole job, no rank writes more
+            world = _local.comm.world
+            with world.lock:
+                world.aborted = world.aborted or (_local.comm.rank, 9)
+            raise Aborted(9)
         from corelat._fleet import synth
         return synth.copies(self.base, 1, seed=len(self.measured), names=node)[0]
 
@@ -328,3 +334,52 @@ def test_a_second_job_into_a_folder_in_use_is_refused_and_told_why(monkeypatch, 
     again = job.run(*FAST, "-o", str(folder), "--wait", "20")
     assert again[0] in (("exit", 0), ("exit", 3)), again
     assert not (folder / _run.LOCK_NAME).exists()
+
+
+# -- 2: a job that was killed never leaves a folder that says OK --------------------------------------------
+def test_a_killed_job_leaves_a_folder_that_says_it_is_incomplete(monkeypatch, tmp_path):
+    folder = tmp_path / "d"
+    nodes = ["n1", "n2", "n3", "n4"]
+    job = Job(monkeypatch, nodes)
+    good = job.run(*FAST, "-o", str(folder), "--wait", "20")
+    assert good[0] in (("exit", 0), ("exit", 3)), good
+    old = corelat.FleetResult.load(folder / "fleet.json")
+    assert len(old.nodes) == 4
+    job.kill = {"n3"}
+    time.sleep(1.1)  # the second run's files are newer, as they would be
+    killed = job.run(*FAST, "-o", str(folder), "--wait", "20")
+    assert killed[0][0] == "abort", killed
+    p = run_cli("fleet-report", folder)
+    assert p.returncode == 1, p.stdout + p.stderr  # not 0: n3 of the killed run has no result
+    assert "n3" in p.stdout.split("Errors")[-1], p.stdout
+    report = corelat.FleetResult.load(folder / "fleet.json")  # not the good run's any more
+    assert report.metadata["run"]["run"] != old.metadata["run"]["run"]
+    assert not report.summary()["ok"] and "n3" in {e["node"] for e in report.errors}, report
+
+
+def test_sigterm_writes_a_partial_report_and_prometheus_file(monkeypatch, tmp_path):
+    import signal
+
+    folder, prom = tmp_path / "d", tmp_path / "k.prom"
+    job = Job(monkeypatch, ["n1", "n2", "n3", "n4"], hang={"n3"})
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda *a: got.append("the test's handler"))
+    try:
+        def scancel():
+            deadline = time.monotonic() + 20
+            while "n3" not in job.measured and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGTERM)  # as scancel (and mpiexec passing it on) does
+        threading.Thread(target=scancel, daemon=True).start()
+        t0 = time.monotonic()
+        out = job.run(*FAST, "-o", str(folder), "--wait", "15", "--prometheus", str(prom))
+        took = time.monotonic() - t0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert out[0] == ("abort", 128 + signal.SIGTERM), (out, got)
+    assert took < 10, took  # at once, not at the end of the wait
+    report = corelat.FleetResult.load(folder / "fleet.json")
+    assert "n3" in report.missing and "SIGTERM" in report.metadata["missing_reasons"]["n3"]
+    assert len(report.nodes) == 3
+    assert "corelat_fleet_exit_status 1" in prom.read_text()

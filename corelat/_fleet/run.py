@@ -40,7 +40,7 @@ from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
-from corelat._fleet.nodes import REPORT_NAME, FleetBuilder
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
 from corelat._fleet.runs import new_run
 from corelat._fleet.verdict import write_prometheus
@@ -154,9 +154,9 @@ def _say(message):
     time.sleep(ABORT_GRACE)
 
 
-def _abort(comm, message):
+def _abort(comm, message, code=EXIT_TIMEOUT):
     _say(message)
-    comm.Abort(EXIT_TIMEOUT)
+    comm.Abort(code)
 
 
 # -- the job ------------------------------------------------------------------------------------------------
@@ -214,14 +214,42 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
     job.per_node, job.only, job.includes = wait_per_node, only, tuple(includes)
     job.prometheus = prometheus
     try:
-        job.join()
-        job.plan()
-        builder = job.measure(measure) if job.role["leader"] else None
-        result = job.report(builder, expect, out) if job.rank == 0 else None
+        with _terminating(job.rank == 0):
+            try:
+                job.join()
+                job.plan()
+                builder = job.measure(measure) if job.role["leader"] else None
+                result = job.report(builder, expect, out) if job.rank == 0 else None
+            except _Terminated:
+                job.terminated(expect, out)
+                raise
         job.leave()
     finally:
         job.unlock()
     return result
+
+
+class _Terminated(BaseException):
+    """SIGTERM on rank 0 (scancel, or mpiexec passing it on): not an Exception, so that no handler
+    of a node's failure takes it for one."""
+
+
+@contextlib.contextmanager
+def _terminating(rank0):
+    """On rank 0 (where it runs the main thread), SIGTERM raises :class:`_Terminated`, so that a
+    job ended from outside still writes what it has (:meth:`_Job.terminated`)."""
+    if not rank0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum, frame):
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _Job:
@@ -247,6 +275,7 @@ class _Job:
         self.per_node, self.only, self.includes = False, None, ()
         self.prometheus = None
         self.lock_fd = None
+        self.builder, self.pending = None, None  # rank 0: the report so far, the nodes yet to report
         self.node = self.name
 
     def _abort(self, message):
@@ -372,11 +401,73 @@ class _Job:
         run = new_run(self.includes)
         for role in roles.values():
             role["run"] = run
+        self._write_manifest(run)
         for r in range(1, self.size):
             self.link.send(pack(roles[r]), r, TAG_PLAN)
         self.role = roles[0]
         self.log(f"corelat fleet: {len(self.leaders)} node(s) on {self.size} rank(s); waiting at most "
                  f"{self.role['wait']:.0f} s for their results")
+
+    def _write_manifest(self, run):
+        """Before any node is measured, the folder says who this run is to measure: an error file per
+        node (each node's result replaces its own) and a ``fleet.json`` of this run that names them. A
+        job killed before its report leaves a folder that says it is incomplete, never an earlier
+        run's report that says OK (nor only the files of the nodes that were done, that say OK too)."""
+        if self.directory is None or self.folder_error is not None:
+            return
+        job = f" (Slurm job {run['job']})" if run.get("job") else ""
+        why = (f"no result: planned in run {run['run']}{job}, but the job ended before this node reported "
+               "(killed or cancelled), or is still running")
+        builder = FleetBuilder(name=os.path.basename(os.path.normpath(self.directory)))
+        try:
+            for rank, node in sorted(self.leaders.items()):
+                if self.only is not None and node not in self.only and _has_file(self.directory, node):
+                    continue  # a re-run keeps this node's file as it is
+                _save_error(self.directory, node, rank, why, run)
+                builder.add_error(node, why)
+            planned = builder.finish(metadata={"source": "mpi", "ranks": self.size, "run": run,
+                                               "directory": self.directory, "partial": "planned"})
+            planned.save(os.path.join(self.directory, REPORT_NAME))
+        except (OSError, ValueError) as e:  # the job goes on: its report says what could not be written
+            self.log(f"corelat fleet: warning: cannot write the run's plan into {self.directory}: {e}")
+
+    def terminated(self, expect, out):
+        """Rank 0 was sent SIGTERM: the report of what came so far, written and printed, the nodes
+        that did not report named as such; then the job ends (128 + SIGTERM)."""
+        code = 128 + signal.SIGTERM
+        if not self.leaders:  # not planned yet: nothing to report
+            _abort(self.comm, "ended by SIGTERM before the job was planned; nothing written", code)
+            return
+        builder, pending = self.builder, self.pending
+        if builder is None:  # rank 0 was measuring its own node
+            builder = self._new_builder()
+            pending = dict(self.leaders)
+        elif pending is None:
+            pending = {r: n for r, n in self.leaders.items() if r != 0}
+        with contextlib.suppress(Exception):  # what reached rank 0 already is taken
+            while pending:
+                got = self.link.poll(TAG_SUMMARY)
+                if got is None:
+                    break
+                self._take_summary(builder, pending, *got)
+        reasons = {n: f"the job was ended by SIGTERM (scancel, or the launcher) before rank {r} reported"
+                   for r, n in pending.items()}
+        result = builder.finish(expect=expect, missing_reasons=reasons,
+                                metadata={"source": "mpi", "ranks": self.size, "directory": self.directory,
+                                          "wait_s": self.total_wait, "run": self.role.get("run"),
+                                          "partial": "SIGTERM"})
+        result = self._write_outputs(result)
+        with contextlib.suppress(OSError, ValueError):
+            print(result.describe(), file=out or sys.stdout, flush=True)
+        _abort(self.comm, f"ended by SIGTERM: the partial report names {len(pending)} node(s) that had not "
+                          "reported", code)
+
+    def _new_builder(self):
+        directory = self.directory
+        builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
+        for text in self.notes:
+            builder.note(text)
+        return builder
 
     def _turn_error(self):
         """Why this node is not measured (its turn on a shared machine never came, its folder), or None."""
@@ -406,16 +497,13 @@ class _Job:
         if self.rank != 0:
             self.link.send(summary_message(nd, self.rank, error, self.node), 0, TAG_SUMMARY)
             return None
-        directory = self.directory
-        builder = FleetBuilder(name=os.path.basename(os.path.normpath(directory)) if directory else "fleet")
-        for text in self.notes:
-            builder.note(text)
+        builder = self.builder = self._new_builder()
         _take(builder, nd, error, self.node)
         return builder
 
     def _collect(self, builder):
         """The summaries of the other nodes, until all came or the wait is over; the missing ones."""
-        pending = {r: n for r, n in self.leaders.items() if r != 0}
+        pending = self.pending = {r: n for r, n in self.leaders.items() if r != 0}
         deadline = self.t_plan + self.total_wait
         k = 0
         while pending and time.monotonic() < deadline:
@@ -426,14 +514,17 @@ class _Job:
                 k += 1
                 continue
             k = 0
-            src, data = got
-            try:
-                h, nd = read_summary(data)
-                _take(builder, nd, h.get("error"), h.get("node") or pending.get(src, f"rank{src}"))
-            except (ValueError, KeyError, TypeError) as e:
-                builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
-            pending.pop(src, None)
+            self._take_summary(builder, pending, *got)
         return pending
+
+    @staticmethod
+    def _take_summary(builder, pending, src, data):
+        try:
+            h, nd = read_summary(data)
+            _take(builder, nd, h.get("error"), h.get("node") or pending.get(src, f"rank{src}"))
+        except (ValueError, KeyError, TypeError) as e:
+            builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
+        pending.pop(src, None)
 
     def report(self, builder, expect, out):
         """3. report (rank 0): collect, print, save; end the job when a node did not report."""
@@ -542,6 +633,10 @@ def _gather(link, tag, size, have, deadline):
 
 def _ranks(ranks):
     return ", ".join(map(str, ranks[:20])) + (" ..." if len(ranks) > 20 else "")
+
+
+def _has_file(directory, node):
+    return any(os.path.exists(os.path.join(directory, node + end)) for end in (".npz", ERROR_SUFFIX))
 
 
 def _prometheus(result, path):

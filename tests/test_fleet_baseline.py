@@ -4,6 +4,7 @@ groups under the smallest judged size included; the per-node status series of th
 import json
 
 import numpy as np
+import pytest
 from conftest import run_cli
 from machines import machine
 
@@ -92,3 +93,76 @@ def test_the_baseline_must_be_a_reference(tmp_path):
     folder = _folder(tmp_path, _good(2))
     p = run_cli("fleet-report", folder, "--baseline", folder / "cn001.npz")
     assert p.returncode == 2 and "not a reference" in p.stderr, p.stderr
+
+
+# -- the Prometheus file: written by prometheus_client, a status per node (issue 36, item 8) -------------
+def _families(prom):
+    parser = pytest.importorskip("prometheus_client.parser")
+    return {f.name: f for f in parser.text_string_to_metric_families(prom.read_text())}
+
+
+def _status(families):
+    got = {}
+    for s in families["corelat_fleet_node_status"].samples:
+        if s.value == 1:
+            assert s.labels["node"] not in got, s.labels  # one status per node
+            got[s.labels["node"]] = s.labels["status"]
+    return got
+
+
+def test_the_prometheus_file_names_each_node_with_its_status(tmp_path):
+    nodes = [*_good(4), machine("cn010", jitter=0.02, seed=10, slow=("l3", 1.3))]
+    folder = _folder(tmp_path, nodes)
+    (folder / "cn011.error.json").write_text(json.dumps({"kind": "fleet-node-error", "node": "cn011",
+                                                         "error": "boom"}))
+    prom = tmp_path / "fleet.prom"
+    p = run_cli("fleet-report", folder, "--prometheus", prom, "--expect", "cn[001-004],cn[010-012]")
+    assert p.returncode == 1, p.stdout + p.stderr
+    families = _families(prom)
+    assert _status(families) == {"cn001": "ok", "cn002": "ok", "cn003": "ok", "cn004": "ok",
+                                 "cn010": "off", "cn011": "failed", "cn012": "missing"}
+    states = {s.labels["status"] for s in families["corelat_fleet_node_status"].samples}
+    assert states == {"ok", "off", "failed", "missing", "not judged"}
+    # the series there were before stay as they were
+    assert families["corelat_fleet_missing_nodes"].samples[0].value == 1
+    assert families["corelat_fleet_failed_nodes"].samples[0].value == 1
+    assert families["corelat_fleet_exit_status"].samples[0].value == 1
+    outlier = {(s.labels["node"], s.labels["class"]): s.value
+               for s in families["corelat_fleet_outlier"].samples}
+    assert outlier[("cn010", "l3")] == 1 and sum(outlier.values()) == 1
+
+
+def test_the_prometheus_status_against_a_baseline(tmp_path):
+    r = machine("cn003", jitter=0.02, seed=3)
+    m = r.median.copy()
+    m[corelat.reference(machine()).codes == 0] = np.nan
+    r = corelat.LatencyResult.from_matrix(m, r.cpus, kernel="cas", name="cn003", metadata=r.metadata)
+    folder = _folder(tmp_path, [machine("cn001", jitter=0.02, seed=1),
+                                machine("cn002", jitter=0.02, seed=2, missing=(0, 1)), r])
+    prom = tmp_path / "fleet.prom"
+    p = run_cli("fleet-report", folder, "--baseline", _ref(tmp_path), "--prometheus", prom)
+    assert p.returncode == 1, p.stdout + p.stderr
+    families = _families(prom)
+    assert _status(families) == {"cn001": "ok", "cn002": "off", "cn003": "not judged"}
+    ref = {s.labels.get("reference") for s in families["corelat_fleet_node_status"].samples}
+    assert ref == {"epyc"}
+
+
+def test_without_a_baseline_a_node_of_a_small_group_is_not_judged(tmp_path):
+    folder = _folder(tmp_path, [*_good(3), _other_model("cn009")])
+    prom = tmp_path / "fleet.prom"
+    p = run_cli("fleet-report", folder, "--prometheus", prom)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert _status(_families(prom))["cn009"] == "not judged"
+
+
+def test_prometheus_without_prometheus_client_is_bad_input_naming_the_pip_command(tmp_path):
+    fake = tmp_path / "site"
+    (fake / "prometheus_client").mkdir(parents=True)
+    (fake / "prometheus_client" / "__init__.py").write_text("raise ImportError('no prometheus_client')\n")
+    folder = _folder(tmp_path, _good(2))
+    prom = tmp_path / "fleet.prom"
+    p = run_cli("fleet-report", folder, "--prometheus", prom, env={"PYTHONPATH": str(fake)})
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "prometheus_client" in p.stderr and "pip install" in p.stderr and not prom.exists()
+    assert "Traceback" not in p.stderr

@@ -11,10 +11,9 @@ reference not measured) as a problem (1).
 from __future__ import annotations
 
 import datetime
-import math
-import os
 
-from corelat._results.fleet import write_bytes
+from corelat._core import prometheus as _prometheus
+from corelat._results.fleet import BASELINE_NOT_JUDGED, BASELINE_OFF, MIN_GROUP
 
 EXIT_OK = 0
 EXIT_PROBLEM = 1
@@ -30,22 +29,36 @@ def exit_status(result):
 
 
 # -- Prometheus text format -------------------------------------------------------------------------------
-def _label(value):
-    """A label value escaped as the text format wants (backslash, double quote, newline)."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+#: A node's status in the Prometheus file: one series per node and status, 1 for the node's.
+NODE_OK, NODE_OFF, NODE_FAILED, NODE_MISSING, NODE_NOT_JUDGED = "ok", "off", "failed", "missing", "not judged"
+NODE_STATUSES = (NODE_OK, NODE_OFF, NODE_FAILED, NODE_MISSING, NODE_NOT_JUDGED)
 
 
-def _labels(**kw):
-    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in kw.items()) + "}"
-
-
-def _number(v):
-    v = float(v)
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    return repr(v)
+def node_statuses(result):
+    """{node: status} of every node of the fleet, failed and missing ones included: ``off`` (an
+    outlier in its group, or off the baseline), ``failed``, ``missing``, ``not judged`` (against the
+    baseline, a class of the reference not measured; without one, a node of a group of fewer than
+    ``min_group`` nodes, which no peer judges) or ``ok``."""
+    out = {}
+    baseline = result.baseline
+    verdicts = (baseline or {}).get("nodes", {})
+    flagged = {o.node for o in result.outliers}
+    small = {n for g in result.groups if len(g.nodes) < result.metadata.get("min_group", MIN_GROUP)
+             for n in g.nodes}
+    for rec in result.nodes:
+        node = rec["node"]
+        judged = (verdicts.get(node) or {}).get("status")
+        if node in flagged or judged == BASELINE_OFF:
+            out[node] = NODE_OFF
+        elif judged == BASELINE_NOT_JUDGED or (baseline is None and node in small):
+            out[node] = NODE_NOT_JUDGED
+        else:
+            out[node] = NODE_OK
+    for e in result.errors:
+        out[e["node"]] = NODE_FAILED
+    for node in result.missing:
+        out.setdefault(node, NODE_MISSING)
+    return out
 
 
 def _timestamp(date):
@@ -55,43 +68,59 @@ def _timestamp(date):
         return float("nan")
 
 
-def prometheus_text(result):
-    """The fleet's verdict in the Prometheus text exposition format (for node_exporter's textfile
-    collector): per node and class its median, its group's median and an outlier flag; counts of
-    nodes by status; the run's time and the exit status."""
+def registry(result):
+    """The fleet's verdict as a ``prometheus_client`` CollectorRegistry (for node_exporter's textfile
+    collector): per node and class its median, its group's median and an outlier flag; per node its
+    status (:func:`node_statuses`, labelled with the baseline's reference where there is one); counts
+    of nodes by status; the run's time and the exit status."""
+    from prometheus_client import CollectorRegistry, Gauge
+
+    reg = CollectorRegistry()
     flagged = {(o.node, o.cls) for o in result.outliers}
-    metrics = {
-        "corelat_fleet_class_median_ns": ("gauge", "Median one-way latency of a node's pair class, ns.", []),
-        "corelat_fleet_group_class_median_ns": ("gauge", "The node's group's median of that class, ns.", []),
-        "corelat_fleet_outlier": ("gauge", "1 when the node's class is an outlier in its group.", []),
-    }
+    per_class = ["node", "group", "class"]
+    median = Gauge("corelat_fleet_class_median_ns", "Median one-way latency of a node's pair class, ns.",
+                   per_class, registry=reg)
+    group_median = Gauge("corelat_fleet_group_class_median_ns",
+                         "The node's group's median of that class, ns.", per_class, registry=reg)
+    outlier = Gauge("corelat_fleet_outlier", "1 when the node's class is an outlier in its group.", per_class,
+                    registry=reg)
     for g in result.groups:
         for k, node in enumerate(g.nodes):
             for c, v in zip(g.classes, g.values[k]):
-                lab = _labels(node=node, group=g.id, **{"class": c})
-                metrics["corelat_fleet_class_median_ns"][2].append(f"{lab} {_number(v)}")
-                metrics["corelat_fleet_group_class_median_ns"][2].append(
-                    f"{lab} {_number(g.class_medians[c])}")
-                metrics["corelat_fleet_outlier"][2].append(f"{lab} {int((node, c) in flagged)}")
+                key = (node, str(g.id), c)
+                median.labels(*key).set(float(v))
+                group_median.labels(*key).set(float(g.class_medians[c]))
+                outlier.labels(*key).set(int((node, c) in flagged))
+    baseline = result.baseline
+    labels = ["node", "status"] + (["reference"] if baseline is not None else [])
+    extra = (str(baseline.get("reference")),) if baseline is not None else ()
+    status = Gauge("corelat_fleet_node_status", "1 for the node's status: ok, off (an outlier in its group "
+                   "or off the baseline), failed, missing, not judged (a class of the baseline not "
+                   "measured; without a baseline, a group too small to judge).", labels, registry=reg)
+    for node, got in node_statuses(result).items():
+        for st in NODE_STATUSES:
+            status.labels(node, st, *extra).set(int(st == got))
     s = result.summary()
-    metrics["corelat_fleet_nodes"] = ("gauge", "Nodes of the fleet by status.", [
-        f'{{status="{k}"}} {s[k]}' for k in ("nodes", "outliers", "errors", "missing")])
-    metrics["corelat_fleet_failed_nodes"] = ("gauge", "Nodes whose measurement or file failed.",
-                                             [f" {s['errors']}"])
-    metrics["corelat_fleet_missing_nodes"] = ("gauge", "Expected nodes without a result.",
-                                              [f" {s['missing']}"])
-    metrics["corelat_fleet_run_timestamp_seconds"] = (
-        "gauge", "When the fleet report was made (Unix time).",
-        [f" {_number(_timestamp(result.metadata.get('date')))}"])
-    metrics["corelat_fleet_exit_status"] = ("gauge", "0 all good, 1 errors or missing nodes, 3 outliers.",
-                                            [f" {exit_status(result)}"])
-    lines = []
-    for name, (kind, help_text, samples) in metrics.items():
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-        lines += [name + sample for sample in samples]
-    return "\n".join(lines) + "\n"
+    nodes = Gauge("corelat_fleet_nodes", "Nodes of the fleet by status.", ["status"], registry=reg)
+    for k in ("nodes", "outliers", "errors", "missing"):
+        nodes.labels(k).set(s[k])
+    Gauge("corelat_fleet_failed_nodes", "Nodes whose measurement or file failed.",
+          registry=reg).set(s["errors"])
+    Gauge("corelat_fleet_missing_nodes", "Expected nodes without a result.", registry=reg).set(s["missing"])
+    Gauge("corelat_fleet_run_timestamp_seconds", "When the fleet report was made (Unix time).",
+          registry=reg).set(_timestamp(result.metadata.get("date")))
+    Gauge("corelat_fleet_exit_status", "0 all good, 1 errors, missing or not judged nodes, 3 outliers or "
+          "nodes off the baseline.", registry=reg).set(exit_status(result))
+    return reg
+
+
+def prometheus_text(result):
+    """The fleet's verdict in the Prometheus text exposition format (see :func:`registry`)."""
+    return _prometheus.text(registry(result))
 
 
 def write_prometheus(result, path):
-    """Write :func:`prometheus_text` to ``path`` atomically (the collector never reads half a file)."""
-    write_bytes(os.fspath(path), prometheus_text(result).encode("utf-8"))
+    """Write :func:`prometheus_text` to ``path`` atomically (the collector never reads half a file); a
+    SaveError where it cannot, an InputError naming the pip command where prometheus_client is missing."""
+    _prometheus.require()
+    _prometheus.write(registry(result), path)

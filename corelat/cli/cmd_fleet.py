@@ -16,6 +16,7 @@ import shlex
 import sys
 
 from corelat._core import files as _files
+from corelat._core import prometheus as _prometheus
 from corelat._core.errors import InputError
 from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
 from corelat._fleet.nodes import REPORT_NAME, fleet
@@ -72,6 +73,7 @@ def check_outputs(args):
     check_folder(args.output)
     if args.prometheus:
         common.check_output_path(args.prometheus, suffixes=(".prom",))
+        _prometheus.require()
 
 
 def node_options(args):

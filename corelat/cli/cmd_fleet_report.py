@@ -10,6 +10,7 @@ judge included.
 import json
 import sys
 
+from corelat._core import prometheus as _prometheus
 from corelat._fleet import baseline as _baseline
 from corelat._fleet.nodes import fleet
 from corelat._fleet.verdict import exit_status, write_prometheus
@@ -46,6 +47,8 @@ def add_arguments(p):
 
 def run(args):
 
+    if args.prometheus:  # before reading hundreds of files: a verdict with nowhere to go is lost
+        _prometheus.require()
     ref = _baseline.reference(args.baseline) if args.baseline else None
     result = fleet(args.folder, expect=args.expect, model=args.model, all_runs=args.all_runs)
     if ref is not None:

@@ -15,10 +15,10 @@ Exit status:
 
 import argparse
 import os
-import sys
 import time
 
 from corelat._analysis.judge import judged_cpus, node_name, verify
+from corelat._core import prometheus as _textfile
 from corelat._core.errors import InputError, MeasurementError
 from corelat._measure import sweep as _sweep
 from corelat._results.load import load
@@ -58,11 +58,7 @@ def _check_outputs(args):
     """Every output checked before anything is measured: a verdict with nowhere to go is lost."""
     if args.prometheus:
         common.check_output_path(args.prometheus, suffixes=(".prom",))
-        try:
-            import prometheus_client  # noqa: F401 - optional: only --prometheus needs it
-        except ImportError as e:
-            raise InputError(f"--prometheus needs prometheus_client; install it with: {sys.executable} -m "
-                             f"pip install prometheus_client ({e})") from None
+        _textfile.require()
     if args.output:
         common.check_output_path(args.output, suffixes=(".npz",))
 
@@ -133,7 +129,7 @@ def _prometheus(args, node, reference, status, verdict=None):
     (prometheus_client writes a temporary file beside it and renames it over the old one)."""
     if not args.prometheus:
         return
-    from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+    from prometheus_client import CollectorRegistry, Gauge
 
     registry = CollectorRegistry()
     labels = ["node", "reference"]
@@ -155,6 +151,6 @@ def _prometheus(args, node, reference, status, verdict=None):
     Gauge("corelat_verify_timestamp_seconds", "When the verdict was made (Unix time).", labels,
           registry=registry).labels(node, reference).set(time.time())
     try:
-        write_to_textfile(args.prometheus, registry)
+        _textfile.write(registry, args.prometheus)
     except OSError as e:
         raise InputError(f"cannot write {args.prometheus}: {e.strerror or e}") from None

@@ -3,6 +3,7 @@ file) the moment it is done, and, in a re-run, read the file of a node it does n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -71,6 +72,9 @@ def _measure_node(measure, directory, node, rank, run=None):
         except Exception as e:  # noqa: BLE001 - a full disk: the node is measured all the same
             nd = _fleet.summarize(result, node=node)
             nd.meta["save_error"] = f"{type(e).__name__}: {e}"
+            with contextlib.suppress(Exception):  # the folder says so too, where a small file still fits
+                _save_error(directory, node, rank, f"measured, but its file could not be written "
+                                                   f"({nd.meta['save_error']})", run)
             return nd, None
         return _fleet.summarize(result, node=node, file=path), None
     except KeyboardInterrupt:

@@ -187,7 +187,13 @@ class _Ended(BaseException):
         self.signum = signum
 
 
+#: The termination signals that arrived inside :func:`_ending_cleans_up`, in order. The handler's
+#: exception can be lost (raised inside a finaliser, which Python prints and ignores), the record not.
+_arrived: list[int] = []
+
+
 def _raise_ended(signum, frame):
+    _arrived.append(signum)
     raise _Ended(signum)
 
 
@@ -200,20 +206,41 @@ def _ending_cleans_up():
         yield
         return
     taken = {}
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(signum) == signal.SIG_DFL:
-            taken[signum] = signal.signal(signum, _raise_ended)
+    del _arrived[:]
     try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                taken[signum] = signal.signal(signum, _raise_ended)
         yield
-    except _Ended as e:
-        for signum, old in taken.items():
-            signal.signal(signum, old)
-        taken.clear()
-        os.kill(os.getpid(), e.signum)
-        raise  # the default action ended the process; if the signal is blocked, still end the save
+    except _Ended:
+        pass  # _arrived has it: delivered again below, once the default action is back
     finally:
+        _restore(taken)
+    if _arrived:  # never reached when the signal was delivered again: the default action ended us
+        raise _Ended(_arrived[0])  # blocked by the caller (pthread_sigmask): still end the save
+
+
+def _restore(taken):
+    """Put the handlers back with the signals blocked, then deliver the first that arrived.
+
+    Blocked, a signal cannot slip in between Python's check for pending signals and the change of
+    handler (it would be dropped with the default handler back); one pending before the block is
+    run by that check (``signal.signal`` runs pending handlers first) and recorded."""
+    if not taken:
+        return
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, list(taken))
+    try:
         for signum, old in taken.items():
-            signal.signal(signum, old)
+            while True:
+                try:
+                    signal.signal(signum, old)
+                    break
+                except _Ended:
+                    continue  # a pending one ran first: recorded; put the handler back all the same
+        if _arrived:
+            os.kill(os.getpid(), _arrived[0])  # pending until the mask is restored
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def atomic_write(path, write):

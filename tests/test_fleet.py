@@ -17,7 +17,7 @@ from corelat._core.errors import InputError
 from corelat._analysis import classes as _fleet_classes
 from corelat._fleet import hostlist as _hostlist
 from corelat._fleet import nodes as _fleet
-from corelat._fleet import stats as _fleet_stats
+from corelat._core import stats as _stats
 from corelat._fleet import synth as _fleet_synth
 
 PEERS = "fixtures/peer-results/core-to-core-latency"
@@ -273,7 +273,7 @@ def test_weighted_median_matches_numpy_with_equal_weights():
     for k in range(1, 12):
         v = rng.normal(size=(k, 50))
         v[rng.random(v.shape) < 0.2] = np.nan
-        got = _fleet_stats.weighted_median(v, np.ones(k))
+        got = _stats.weighted_median(v, np.ones(k))
         for c in range(50):
             col = v[:, c][~np.isnan(v[:, c])]
             want = np.median(col) if col.size else np.nan
@@ -283,7 +283,7 @@ def test_weighted_median_matches_numpy_with_equal_weights():
 def test_running_median_exact_up_to_base_then_close():
     rng = np.random.default_rng(1)
     data = rng.lognormal(3.0, 0.1, size=(1000, 4, 4))
-    rm = _fleet_stats.RunningMedian((4, 4), base=15)
+    rm = _stats.RunningMedian((4, 4), base=15)
     for i, m in enumerate(data):
         rm.add(m)
         if i + 1 in (1, 2, 7, 15):
@@ -291,7 +291,7 @@ def test_running_median_exact_up_to_base_then_close():
     exact = np.median(data, axis=0)
     # the remedian is an estimate beyond the base: within a few percent of the exact median here
     assert np.all(np.abs(rm.result() / exact - 1) < 0.03)
-    assert _fleet_stats.RunningMedian((2, 2)).result().shape == (2, 2)
+    assert _stats.RunningMedian((2, 2)).result().shape == (2, 2)
 
 
 # -- ending an MPI job -------------------------------------------------------------------------------------

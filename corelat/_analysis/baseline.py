@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import median_abs_deviation
 
 from corelat._analysis import classes as _classes
+from corelat._core import stats as _stats
 from corelat._core.errors import InputError, InputTypeError
 from corelat._core.protocol import thaw
 from corelat._results.fleet import MAD_THRESHOLD
@@ -106,7 +106,7 @@ def class_figures(values: np.ndarray, codes: np.ndarray, k: int,
     v = v[np.isfinite(v) & (v > 0)]
     if not v.size:
         return math.nan, math.nan, 0
-    spread = float(median_abs_deviation(np.log(v), scale="normal")) if v.size > 1 else 0.0
+    spread = _stats.median_sd(np.log(v))[1] if v.size > 1 else 0.0
     return float(np.median(v)), spread, int(math.ceil(v.size / 2)) if symmetric else int(v.size)
 
 
@@ -242,5 +242,5 @@ def _centre_and_tolerance(figs: list[tuple[float, float, int]],
     if len(figs) == 1:
         scale = MEDIAN_SE * spread / math.sqrt(max(pairs, 1))
     else:
-        scale = float(median_abs_deviation(np.log(medians), scale="normal"))
+        scale = _stats.median_sd(np.log(medians))[1]
     return centre, max(floor, SPREAD_FACTOR * scale), spread, pairs

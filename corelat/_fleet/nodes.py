@@ -2,7 +2,7 @@
 
 :func:`fleet` reads the nodes' result files (or takes results) one at a time and keeps, per node,
 the median latency of each pair class (:mod:`corelat._analysis.classes`) and, per group of identical
-hardware, a running median matrix (:mod:`corelat._fleet.stats`): memory grows with the number of
+hardware, a running median matrix (:mod:`corelat._core.stats`): memory grows with the number of
 nodes only by a few numbers each. A node is an *outlier* in a class when its class median deviates
 from its group's median by more than ``max(REL_THRESHOLD, MAD_THRESHOLD robust standard deviations)``;
 the report names the node, the class, both values, the deviation and the settings in which the node
@@ -27,6 +27,7 @@ import numpy as np
 
 from corelat._core import files as _files
 from corelat._core import npz as _npz
+from corelat._core import stats as _stats
 from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeError, unreadable
 from corelat._core.protocol import from_file
 from corelat._core.types import Nodes, Path
@@ -34,7 +35,6 @@ from corelat._analysis import classes
 from corelat._fleet import kinds, readers
 from corelat._fleet import runs as _runs
 from corelat._fleet.hostlist import expected_nodes
-from corelat._fleet.stats import RunningMedian, nan_median, robust
 from corelat._results import formats as _formats
 from corelat._results import schema as _schema
 from corelat._results.fleet import (
@@ -60,8 +60,6 @@ TEXT_SUFFIXES = (".csv", ".txt", ".dat", ".out")
 REPORT_NAME = "fleet.json"
 #: Largest node error file read.
 MAX_ERROR_FILE = 1 << 20
-
-_MAD_SCALE = 1.4826  # MAD of a normal distribution × this = its standard deviation
 
 
 # -- what one node contributes ------------------------------------------------------------------------
@@ -158,7 +156,7 @@ def read_node_file(path, node):
         median = median.astype(np.float64, copy=False)
         _schema.check_samples(median, path, _schema.latency_floor(header))
     else:
-        median = nan_median(_schema.check_samples_member(header, arrays, n, path))
+        median = _stats.median(_schema.check_samples_member(header, arrays, n, path))
     md = header.get("metadata") or {}
     name = md["fleet"].get("node") if isinstance(md.get("fleet"), Mapping) else None
     return from_file(path, lambda: node_data(name or node, cpus, header.get("kernel", "?"), median, md, path))
@@ -173,7 +171,7 @@ class _Group:
         self.cpu_model = first.meta.get("cpu_model") or "unknown CPU"
         self.unknown = not first.meta.get("model_known", True)
         self.topology_summary = first.meta.get("topology_summary") or ""
-        self.running = RunningMedian((len(first.cpus),) * 2)
+        self.running = _stats.RunningMedian((len(first.cpus),) * 2)
         self.pending = []
         self.nodes = []
         if first.codes is not None:
@@ -195,7 +193,7 @@ class _Group:
 
     def classify_pending(self):
         stack = np.stack([nd.median for nd in self.pending])
-        med = nan_median(stack, axis=0)
+        med = _stats.median(stack, axis=0)
         self.codes, self.names = classes.from_structure(med, self.cpus)
 
 
@@ -350,11 +348,11 @@ class FleetBuilder:
                             if k in usual and v is not None and v != usual[k]}
             r["classes"] = {c: r["classes"][c] for c in present}
         for k, c in enumerate(present):
-            med, mad = robust(values[:, k])
+            med, sd = _stats.median_sd(values[:, k])
             medians[c] = med
             if len(recs) < MIN_GROUP or math.isnan(med):
                 continue
-            threshold = max(REL_THRESHOLD * med, MAD_THRESHOLD * _MAD_SCALE * mad)
+            threshold = max(REL_THRESHOLD * med, MAD_THRESHOLD * sd)
             for i, r in enumerate(recs):
                 v = values[i, k]
                 if np.isfinite(v) and abs(v - med) > threshold:

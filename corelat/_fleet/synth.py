@@ -9,7 +9,7 @@ One node can be slowed in one class.
 import numpy as np
 
 from corelat._analysis import classes
-from corelat._fleet.stats import robust
+from corelat._core import stats as _stats
 from corelat._results.latency import LatencyResult
 
 #: Robust SD of the whole-node factor (log scale): nodes differ by a couple of percent overall.
@@ -31,7 +31,7 @@ def class_spread(result):
     for k, name in enumerate(names):
         v = logm[codes == k]
         if v.size:
-            out[name] = 1.4826 * robust(v)[1]
+            out[name] = _stats.median_sd(v)[1]
     return out
 
 

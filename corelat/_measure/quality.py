@@ -101,11 +101,6 @@ def bimodality(x, *, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARAT
     return _bimodality_sorted(np.sort(_valid(x)), min_fraction, min_separation, min_ratio, min_samples)
 
 
-def _sorted_median(v):
-    n = v.size
-    return (v[(n - 1) // 2] + v[n // 2]) / 2.0
-
-
 def _bimodality_sorted(v, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SEPARATION,
                        min_ratio=MIN_RATIO, min_samples=MIN_SAMPLES):
     # v: the valid samples, sorted; their logs are sorted too, so group medians are middle elements.
@@ -131,7 +126,7 @@ def _bimodality_sorted(v, min_fraction=MIN_GROUP_FRACTION, min_separation=MIN_SE
     v_lo = max(c2[best] / best - m_lo * m_lo, 0.0)
     v_hi = max((c2[n] - c2[best]) / (n - best) - m_hi * m_hi, 0.0)
     d = (m_hi - m_lo) / math.sqrt(max(v_lo, v_hi) + _LOG_FLOOR**2)
-    low, high = float(np.exp(_sorted_median(lo))), float(np.exp(_sorted_median(hi)))
+    low, high = float(np.exp(_stats.sorted_median(lo))), float(np.exp(_stats.sorted_median(hi)))
     fraction = min(best, n - best) / n
     split = float(np.exp((y[best - 1] + y[best]) / 2.0))
     bimodal = bool(d >= separation_threshold(n, min_separation) and high >= min_ratio * low)

@@ -1,6 +1,8 @@
-"""Node lists: Slurm-style host lists (``node[01-64],gpu[1-3,7]``) and files of names.
+"""Node lists: Slurm-style host lists (``node[01-64],gpu[1-3,7]``) and files of names; node names.
 
-Only expansion is needed (``--expect``): a list names the nodes that should have reported.
+Only expansion is needed (``--expect``): a list names the nodes that should have reported. A node's
+name in a fleet is its file's name (:func:`file_name`); names that become one name once cleaned are
+kept apart (:func:`unique_names`).
 """
 
 import math
@@ -12,6 +14,8 @@ from corelat._core.errors import InputError, InputFileNotFoundError, InputTypeEr
 from corelat._core.npz import short
 
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?\Z")
+#: Characters a node name keeps as a file name; the others become "_".
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 #: A host list naming more nodes than this is a typo, not a cluster.
 MAX_NODES = 1_000_000
 #: Largest node list file read (a million names of 16 characters).
@@ -129,3 +133,35 @@ def expected_nodes(spec):
     if "/" in path or path.lower().endswith(LIST_SUFFIXES):  # nosuchfile.txt is a typo, not a host
         raise InputFileNotFoundError(f"node list {path}: no such file")
     return expand(path)
+
+
+# -- node names ---------------------------------------------------------------------------------------------
+def file_name(name):
+    """A node's name made safe as a file name (``cn/001`` -> ``cn_001``): at most 200 characters, no
+    leading dot; ``node`` when nothing is left."""
+    return _UNSAFE.sub("_", str(name)).lstrip(".")[:200] or "node"
+
+
+def unique_names(by_node):
+    """({key: the node's name}, notes) from ``{(machine, name, given name): ranks}``, in rank order.
+
+    A name taken already gets its first rank's number (``cn_001-rank2``) and a note that says why:
+    the same name on two machines, or given names (``cn/001``, ``cn:001``) that are one name once
+    cleaned as file names, which would otherwise be measured as one node and leave the others out.
+    """
+    names, notes, owner = {}, [], {}
+    for key, ranks in sorted(by_node.items(), key=lambda kv: kv[1][0]):
+        _machine, name, given = key
+        unique = name
+        if unique in owner:
+            unique = f"{name}-rank{ranks[0]}"
+            first = owner[name]
+            if first[2] != given:
+                notes.append(f"node names {first[2]!r} and {given!r} are both {name!r} as a file name; the "
+                             f"one of rank {ranks[0]} ({given!r}) is called {unique!r}")
+            else:
+                notes.append(f"node name {name!r} is used on two machines; the one of rank {ranks[0]} is "
+                             f"called {unique!r}")
+        owner.setdefault(name, key)
+        names[key] = unique
+    return names, notes

@@ -26,7 +26,6 @@ import dataclasses
 import errno
 import fcntl
 import os
-import re
 import select
 import signal
 import socket
@@ -38,6 +37,7 @@ from typing import Any
 from corelat._core.errors import InputError
 from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
+from corelat._fleet import hostlist as _hostlist
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
@@ -67,7 +67,6 @@ ABORT_GRACE = 0.5
 LEAVE_GRACE = 30.0
 #: The lock file rank 0 holds in the output folder for the job (a dot file: never read as a node).
 LOCK_NAME = ".corelat-fleet.lock"
-_NAME_OK = re.compile(r"[^A-Za-z0-9._+-]")
 
 
 def mpi(init_timeout=None):
@@ -94,9 +93,12 @@ def mpi(init_timeout=None):
 
 def node_name(MPI):
     """This rank's node name: ``CORELAT_NODE_NAME`` or the MPI processor name, made safe as a file name."""
-    name = (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
-    name = _NAME_OK.sub("_", name).lstrip(".")[:200]
-    return name or "node"
+    return _hostlist.file_name(given_name(MPI))
+
+
+def given_name(MPI):
+    """This rank's node name as given: ``CORELAT_NODE_NAME`` or the MPI processor name."""
+    return (os.environ.get("CORELAT_NODE_NAME") or "").strip() or MPI.Get_processor_name()
 
 
 @contextlib.contextmanager
@@ -167,17 +169,10 @@ def _plan(hellos, wait, per_node=False):
     by_node = {}
     for rank in sorted(hellos):
         h = hellos[rank]
-        by_node.setdefault((h["machine"], h["name"]), []).append(rank)
-    names, notes = {}, []
-    for (machine, name), ranks in sorted(by_node.items(), key=lambda kv: kv[1][0]):
-        unique = name
-        if unique in names.values():  # the same name on two machines: both are kept
-            unique = f"{name}-rank{ranks[0]}"
-            notes.append(f"node name {name!r} is used on two machines; the one of rank {ranks[0]} is "
-                         f"called {unique!r}")
-        names[(machine, name)] = unique
+        by_node.setdefault((h["machine"], h["name"], h.get("given", h["name"])), []).append(rank)
+    names, notes = _hostlist.unique_names(by_node)
     turns = {}
-    for (machine, _name), ranks in by_node.items():
+    for (machine, *_names), ranks in by_node.items():
         turns.setdefault(machine, []).append(ranks[0])
     per_machine = max(len(t) for t in turns.values())
     roles = {}
@@ -268,7 +263,8 @@ class _Job:
                 os.makedirs(directory, exist_ok=True)
             except OSError as e:  # this node reports it; the job goes on
                 self.folder_error = f"cannot create the folder {directory}: {e.strerror or e}"
-        self.hello = {"rank": self.rank, "name": self.name, "host": socket.gethostname(), "pid": os.getpid()}
+        self.hello = {"rank": self.rank, "name": self.name, "host": socket.gethostname(), "pid": os.getpid(),
+                      "given": given_name(self.MPI)}
         self.hellos = {0: self.hello}  # rank 0: every rank's hello
         self.role, self.leaders, self.notes = {}, {}, []
         self.t_plan = self.total_wait = 0.0

@@ -1,7 +1,7 @@
 """Sphinx configuration: API reference (autodoc; napoleon reads the numpydoc docstrings; the page and
-its settings are in ``_apiref.py``, which ``tests/test_docstrings.py`` builds alone), the README as the
-user guide, the notebooks with their outputs (myst-nb executes them), and the CLI reference generated
-from argparse. Built by `make docs` (warnings are errors) against the installed package, never the
+its settings are in ``_apiref.py``, which ``tests/test_docstrings.py`` builds alone), the user guide
+(guide.md and the pages of index.rst's toctree; the README is the five-minute tour), the notebooks
+with their outputs (myst-nb executes them), and the CLI reference generated from argparse. Built by `make docs` (warnings are errors) against the installed package, never the
 source tree."""
 
 import os

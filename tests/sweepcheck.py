@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from corelat._measure.assemble import size_warnings
 from corelat._results.latency import PairFlag
 from corelat._system import validate as _validate
 
@@ -19,7 +20,7 @@ def assert_warnings_match_flags(r):
     params = r.metadata["parameters"]
     plan = _validate.check_sampling(**{k: params[k] for k in ("samples", "precision", "max_samples",
                                                                "max_time_per_pair") if k in params})
-    size = _validate.size_warnings(params["round_trips"], plan, r.metadata["timer"])
+    size = size_warnings(params["round_trips"], plan, r.metadata["timer"])
     assert [w for w in r.warnings if w in size] == size, (r.warnings, size)
     about_pairs = [w for w in r.warnings if w not in size]
     assert bool(about_pairs) == bool(doubtful.any()), (about_pairs, int(doubtful.sum()))

@@ -20,11 +20,12 @@ import corelat
 from corelat import _corelat
 from corelat._core.errors import InputError, MeasurementTimeout
 from corelat._measure import sweep as _sweep
+from corelat._measure.assemble import home_record
 from corelat._measure.measurers import ChaseMeasurer
 from corelat._results.latency import LatencyResult, PairFlag
 from corelat._results.placement import PlacementResult
 from corelat._system import home as _home
-from corelat._system.home import Home, chain_order, check_home, home_record, parse_home
+from corelat._system.home import Home, chain_order, check_home, parse_home
 from corelat._system.timer import timer_info
 
 CPUS = sorted(os.sched_getaffinity(0))

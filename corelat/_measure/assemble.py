@@ -6,14 +6,17 @@ and :func:`metadata` records how the sweep was measured, with its warnings and n
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from corelat._core import stats as _stats
 from corelat._measure import quality as _quality
 from corelat._results.latency import PairFlag
+from corelat._system import home as _home
+from corelat._system.home import SPREAD_NODE, UNKNOWN_NODE
 from corelat._system.topology import topology
-from corelat._system.home import home_record
-from corelat._system.validate import ALL_KERNELS, CHASE_KERNELS, size_warnings
+from corelat._system.validate import ALL_KERNELS, CHASE_KERNELS, MIN_ROUND_TRIPS, MIN_SAMPLES
 
 
 def row_flags(run):
@@ -166,6 +169,78 @@ def estimate(data, flags, extras, estimates, symmetric, blocks, cpus):
             flags[r, c] = PairFlag.ESTIMATED
             source[r, c] = (cpus[sr], cpus[sc])
     extras["estimated_from"] = source
+
+
+def expected_node(home, cpu_a, cpu_b, node_of):
+    """The node the page should be on for a run timed by cpu_a against cpu_b (None: unknown)."""
+    if home.kind == "node":
+        return home.value
+    cpu = {"initiator": cpu_a, "responder": cpu_b, "cpu": home.value}[home.kind]
+    return node_of.get(cpu)
+
+
+def home_record(home, cpus, reports, symmetric, node_of=None):
+    """``(extras["home_node"], warnings)`` from ``{(r, c): (node, bind_errno, query_errno, timer_cpu,
+    partner_cpu)}`` of the measured cells; symmetric kernels mirror each cell to ``(c, r)``."""
+    n = len(cpus)
+    node_of = _home.cpu_nodes() if node_of is None else node_of
+    found = np.full((n, n), UNKNOWN_NODE, dtype=np.int64)
+    expected = {}
+    for (r, c), rep in reports.items():
+        found[r, c] = rep[0]
+        if symmetric:
+            found[c, r] = rep[0]
+        expected[r, c] = expected_node(home, rep[3], rep[4], node_of)
+    return found, home_warnings(home, cpus, found, reports, expected)
+
+
+def home_warnings(home, cpus, found, reports, expected):
+    """Warnings about where the pages were found; ``found`` is ``extras["home_node"]``, ``reports``
+    the ``{(r, c): (node, bind_errno, query_errno, ...)}`` of the measured cells and ``expected``
+    ``{(r, c): node or None}``."""
+    out = []
+    bind_errs = {r[1] for r in reports.values() if r[1]}
+    query_errs = {r[2] for r in reports.values() if r[2]}
+    if bind_errs:
+        out.append(f"home {home.label}: mbind failed ({_errnames(bind_errs)}); the pages were placed by "
+                   "first "
+                   "touch instead")
+    if query_errs and home.kind != "initiator":
+        out.append(f"home {home.label}: could not verify where the pages live: move_pages failed "
+                   f"({_errnames(query_errs)}; containers often forbid it)")
+    wrong = []
+    for (r, c), want in expected.items():
+        got = int(found[r, c])
+        if got == SPREAD_NODE or (want is not None and got >= 0 and got != want):
+            wrong.append((r, c, got, want))
+    if wrong:
+        r, c, got, want = wrong[0]
+        where = "on several nodes" if got == SPREAD_NODE else f"on node {got}"
+        out.append(f"home {home.label}: the page of {len(wrong)} of {len(expected)} measured cell(s) is not "
+                   "where "
+                   f"it was asked to be (e.g. CPUs {cpus[r]}/{cpus[c]}: {where}, not node {want}); a memory "
+                   "policy (numactl), the cpuset's mems or a full node moved it; see extras['home_node']")
+    return out
+
+
+def _errnames(errs):
+    return ", ".join(sorted(f"{os.strerror(e)} [errno {e}]" for e in errs))
+
+
+def size_warnings(round_trips, plan, timer=None):
+    """Sentences for ``result.warnings`` when the sizes asked for are too small to mean much."""
+    out = []
+    if round_trips < MIN_ROUND_TRIPS:
+        step = (timer or {}).get("resolution_ns")
+        here = f" ({step:.0f} ns here)" if isinstance(step, (int, float)) and step > 0 else ""
+        out.append(f"each sample times only {round_trips} round trip{'s' if round_trips != 1 else ''}: the "
+                   f"timer's step{here} and the cost of reading it weigh on every value; use at least "
+                   f"{MIN_ROUND_TRIPS} round_trips per sample")
+    if plan.mode == "fixed" and plan.samples < MIN_SAMPLES:
+        out.append(f"{plan.samples} sample{'s' if plan.samples != 1 else ''} per pair: with fewer than "
+                   f"{MIN_SAMPLES} there is no 95% confidence interval of the median (the ± shown is the "
+                   f"spread of what was taken); use at least {MIN_SAMPLES} samples")
+    return out
 
 
 def topology_metadata():

@@ -23,6 +23,21 @@ from corelat._system.timer import timer_info
 from corelat._system.validate import check_skew_params, resolve_cpus
 
 
+# Who first touches the page, as csrc/placement.h numbers team members.
+_TOUCH_INITIATOR, _TOUCH_RESPONDER, _TOUCH_THIRD = 0, 1, 2
+
+
+def kernel_home(home):
+    """``(node, toucher, cpu)`` for the C kernels' ``home=``, from a :class:`~corelat._system.home.Home`."""
+    if home.kind == "responder":
+        return (-1, _TOUCH_RESPONDER, -1)
+    if home.kind == "node":
+        return (home.value, _TOUCH_INITIATOR, -1)
+    if home.kind == "cpu":
+        return (-1, _TOUCH_THIRD, home.value)
+    return (-1, _TOUCH_INITIATOR, -1)
+
+
 def _once_more_if_moved(call, cpu_a, cpu_b, moves=None):
     """Run ``call()``, once more if a thread was moved off its CPU (:func:`once_more_if_moved`; the
     move is appended to ``moves``)."""
@@ -105,7 +120,7 @@ class PairMeasurer:
 
         A thread moved off its CPU ends the call at once; the pair is measured once more, then
         MeasurementError says the affinity changed."""
-        where = self.home.args(cpu_a, cpu_b)
+        where = kernel_home(self.home)
 
         def call(k, warmup, budget):
             return self._pingpong(cpu_a, cpu_b, self.code, self.round_trips, k, warmup, self.timeout,
@@ -168,7 +183,7 @@ class OneWayMeasurer:
         def call(k, warmup, budget):
             return self._oneway(cpu_a, cpu_b, messages, k, warmup, self.timeout, stall_responder=self._stall,
                                 offset_ticks=self._offset_ticks, budget=budget or 0.0, freeze=self._freeze,
-                                home=self.home.args(cpu_a, cpu_b))
+                                home=kernel_home(self.home))
 
         calls = _kernel_calls(call, samples, warmup, budget, self.home, cpu_a, cpu_b, self.moves)
         ab, ba = (np.concatenate([out[k] for out, _ in calls]) for k in (0, 1))
@@ -266,7 +281,7 @@ class ChaseMeasurer:
 
         def call():
             return self._chase(reader, owner, self.kind, order, samples, self.warmup, self.timeout,
-                               stall_responder=self._stall, home=self.home.args(reader, owner))
+                               stall_responder=self._stall, home=kernel_home(self.home))
 
         ticks, report = _once_more_if_moved(call, reader, owner, self.moves)
         return ticks / (self.ticks_per_ns * len(order)), tuple(report) + (reader, owner)

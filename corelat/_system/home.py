@@ -34,8 +34,6 @@ from corelat._system.validate import allowed_cpus
 #: The home choices of :func:`corelat.measure` (``K`` a NUMA node or a CPU id).
 HOMES = ("initiator", "responder", "node:K", "cpu:K")
 
-# Who first touches the page, as csrc/placement.h numbers team members.
-_TOUCH_INITIATOR, _TOUCH_RESPONDER, _TOUCH_THIRD = 0, 1, 2
 _HOME = re.compile(r"(node|cpu):(\d{1,7})\Z")
 _NODE_ROOT = "/sys/devices/system/node"
 
@@ -53,23 +51,6 @@ class Home(NamedTuple):
     def label(self):
         """The spelling users write: ``"initiator"``, ``"node:1"``, ..."""
         return self.kind if self.value is None else f"{self.kind}:{self.value}"
-
-    def args(self, cpu_a, cpu_b):
-        """``(node, toucher, cpu)`` for the C kernels' ``home=`` (cpu_a times, cpu_b answers)."""
-        if self.kind == "responder":
-            return (-1, _TOUCH_RESPONDER, -1)
-        if self.kind == "node":
-            return (self.value, _TOUCH_INITIATOR, -1)
-        if self.kind == "cpu":
-            return (-1, _TOUCH_THIRD, self.value)
-        return (-1, _TOUCH_INITIATOR, -1)
-
-    def expected_node(self, cpu_a, cpu_b, node_of):
-        """The node the page should be on for a run timed by cpu_a against cpu_b (None: unknown)."""
-        if self.kind == "node":
-            return self.value
-        cpu = {"initiator": cpu_a, "responder": cpu_b, "cpu": self.value}[self.kind]
-        return node_of.get(cpu)
 
     @property
     def method(self):
@@ -210,54 +191,6 @@ def merge_reports(old, new):
         return tuple(new)
     node = old[0] if old[0] == new[0] else (UNKNOWN_NODE if UNKNOWN_NODE in (old[0], new[0]) else SPREAD_NODE)
     return (node, old[1] or new[1], old[2] or new[2]) + tuple(new[3:])
-
-
-def home_record(home, cpus, reports, symmetric, node_of=None):
-    """``(extras["home_node"], warnings)`` from ``{(r, c): (node, bind_errno, query_errno, timer_cpu,
-    partner_cpu)}`` of the measured cells; symmetric kernels mirror each cell to ``(c, r)``."""
-    n = len(cpus)
-    node_of = cpu_nodes() if node_of is None else node_of
-    found = np.full((n, n), UNKNOWN_NODE, dtype=np.int64)
-    expected = {}
-    for (r, c), rep in reports.items():
-        found[r, c] = rep[0]
-        if symmetric:
-            found[c, r] = rep[0]
-        expected[r, c] = home.expected_node(rep[3], rep[4], node_of)
-    return found, home_warnings(home, cpus, found, reports, expected)
-
-
-def home_warnings(home, cpus, found, reports, expected):
-    """Warnings about where the pages were found; ``found`` is ``extras["home_node"]``, ``reports``
-    the ``{(r, c): (node, bind_errno, query_errno, ...)}`` of the measured cells and ``expected``
-    ``{(r, c): node or None}``."""
-    out = []
-    bind_errs = {r[1] for r in reports.values() if r[1]}
-    query_errs = {r[2] for r in reports.values() if r[2]}
-    if bind_errs:
-        out.append(f"home {home.label}: mbind failed ({_errnames(bind_errs)}); the pages were placed by "
-                   "first "
-                   "touch instead")
-    if query_errs and home.kind != "initiator":
-        out.append(f"home {home.label}: could not verify where the pages live: move_pages failed "
-                   f"({_errnames(query_errs)}; containers often forbid it)")
-    wrong = []
-    for (r, c), want in expected.items():
-        got = int(found[r, c])
-        if got == SPREAD_NODE or (want is not None and got >= 0 and got != want):
-            wrong.append((r, c, got, want))
-    if wrong:
-        r, c, got, want = wrong[0]
-        where = "on several nodes" if got == SPREAD_NODE else f"on node {got}"
-        out.append(f"home {home.label}: the page of {len(wrong)} of {len(expected)} measured cell(s) is not "
-                   "where "
-                   f"it was asked to be (e.g. CPUs {cpus[r]}/{cpus[c]}: {where}, not node {want}); a memory "
-                   "policy (numactl), the cpuset's mems or a full node moved it; see extras['home_node']")
-    return out
-
-
-def _errnames(errs):
-    return ", ".join(sorted(f"{os.strerror(e)} [errno {e}]" for e in errs))
 
 
 # ---- pointer chains for read-clean / read-modified ------------------------------------------------

@@ -304,22 +304,6 @@ def check_skew_params(messages, samples, timeout):
     return messages, samples, seconds("timeout", timeout, MIN_TIMEOUT, MAX_TIMEOUT)
 
 
-def size_warnings(round_trips, plan, timer=None):
-    """Sentences for ``result.warnings`` when the sizes asked for are too small to mean much."""
-    out = []
-    if round_trips < MIN_ROUND_TRIPS:
-        step = (timer or {}).get("resolution_ns")
-        here = f" ({step:.0f} ns here)" if isinstance(step, (int, float)) and step > 0 else ""
-        out.append(f"each sample times only {round_trips} round trip{'s' if round_trips != 1 else ''}: the "
-                   f"timer's step{here} and the cost of reading it weigh on every value; use at least "
-                   f"{MIN_ROUND_TRIPS} round_trips per sample")
-    if plan.mode == "fixed" and plan.samples < MIN_SAMPLES:
-        out.append(f"{plan.samples} sample{'s' if plan.samples != 1 else ''} per pair: with fewer than "
-                   f"{MIN_SAMPLES} there is no 95% confidence interval of the median (the ± shown is the "
-                   f"spread of what was taken); use at least {MIN_SAMPLES} samples")
-    return out
-
-
 def _is_number(value, number):
     return (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
             and value == number)

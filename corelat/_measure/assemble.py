@@ -2,7 +2,9 @@
 
 :func:`assemble` lays each pair's rows into the ``(n, n, k)`` matrix (mirrored for symmetric
 kernels, both directions for the others), :func:`estimate` copies the sample strategy's estimates,
-and :func:`metadata` records how the sweep was measured, with its warnings and notes.
+and :func:`metadata` records how the sweep was measured, with its warnings and notes: among them
+where each pair's page was found (:func:`home_record`) and the sizes too small to mean much
+(:func:`size_warnings`).
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ def metadata(config, sweep, flags, data, extras, symmetric, estimates, classes, 
         note = _quality.directions(_stats.median(data), extras["skew_bound_ns"], config.cpus)
         if note:
             info.append(note)
-    # what the sweep's own floor says comes first; the machine's helpers below are asked last
+    # the pages' record and the sizes' warnings are made here from plain values, so the options go
+    # down once after the sweep: the machine's floor is only read (the CPUs' nodes), not asked to judge
     if placed:
         extras["home_node"], home_notes = home_record(config.home, config.cpus, placed, symmetric)
         notes.extend(home_notes)

@@ -165,3 +165,33 @@ def unique_names(by_node):
         owner.setdefault(name, key)
         names[key] = unique
     return names, notes
+
+
+def short_name(name):
+    """A host name without its domain (``cn001.cluster.local`` -> ``cn001``); an IP address as it is."""
+    name = str(name)
+    head = name.split(".", 1)[0]
+    return name if head.isdigit() else head
+
+
+def match(expected, have):
+    """(expected names without a node, sorted names of nodes not expected) of a node list against the
+    nodes that reported. A name matches itself, else a name of the same host without its domain
+    (``cn001`` and ``cn001.cluster.local``: Slurm's lists name short names, a host name may be the
+    FQDN) where that short name is one node's on each side; an ambiguous one matches nothing."""
+    expected = list(dict.fromkeys(expected))
+    have = set(have)
+    missing = [n for n in expected if n not in have]
+    extra = have - set(expected)
+    by_short_extra, by_short_missing = {}, {}
+    for n in extra:
+        by_short_extra.setdefault(short_name(n), []).append(n)
+    for n in missing:
+        by_short_missing.setdefault(short_name(n), []).append(n)
+    matched = set()
+    for head, names in by_short_missing.items():
+        others = by_short_extra.get(head, [])
+        if len(names) == 1 and len(others) == 1:
+            matched.add(names[0])
+            extra.discard(others[0])
+    return [n for n in missing if n not in matched], sorted(extra)

@@ -34,7 +34,7 @@ from corelat._core.types import Nodes, Path
 from corelat._analysis import classes
 from corelat._fleet import kinds, readers
 from corelat._fleet import runs as _runs
-from corelat._fleet.hostlist import expected_nodes
+from corelat._fleet.hostlist import expected_nodes, match
 from corelat._results import formats as _formats
 from corelat._results import schema as _schema
 from corelat._results.fleet import (
@@ -316,14 +316,12 @@ class FleetBuilder:
             nodes.extend(recs)
         have = {r["node"] for r in nodes} | {e["node"] for e in self._errors}
         expected = expected_nodes(expect)
-        missing = [n for n in (expected or []) if n not in have]
+        missing, extra = match(expected or [], have)  # short names match FQDNs (Slurm lists short names)
         reasons = dict(missing_reasons or {})
         missing += [n for n in reasons if n not in have and n not in missing]
-        if expected is not None:
-            extra = sorted(have - set(expected))
-            if extra:
-                self._notes.append(f"{len(extra)} node(s) not in the expected list: {', '.join(extra[:10])}"
-                                   + (" ..." if len(extra) > 10 else ""))
+        if expected is not None and extra:
+            self._notes.append(f"{len(extra)} node(s) not in the expected list: {', '.join(extra[:10])}"
+                               + (" ..." if len(extra) > 10 else ""))
         md = {
             "rel_threshold": REL_THRESHOLD, "mad_threshold": MAD_THRESHOLD, "min_group": MIN_GROUP,
             "corelat_version": __version__,

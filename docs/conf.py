@@ -50,7 +50,8 @@ def _generate():
     from corelat import cli
 
     lines = ["Command line", "============", "", "Generated from the ``corelat`` command's argparse parsers.", "",
-             "Exit status: 0 success, 1 the measurement failed, 2 bad input, 130 interrupted.", ""]
+             "Exit status: 0 success, 1 the measurement failed, 2 bad input, 130 interrupted; ``verify``, ``fleet``",
+             "and ``fleet-report`` also exit 3: a class or a node is off (the verdicts and fleet pages).", ""]
     for name, (modname, summary) in cli.COMMANDS.items():
         module = __import__(f"corelat.cli.{modname}", fromlist=["add_arguments"])
         text = cli._parser(name, module).format_help()

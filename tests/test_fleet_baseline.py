@@ -166,3 +166,16 @@ def test_prometheus_without_prometheus_client_is_bad_input_naming_the_pip_comman
     assert p.returncode == 2, p.stdout + p.stderr
     assert "prometheus_client" in p.stderr and "pip install" in p.stderr and not prom.exists()
     assert "Traceback" not in p.stderr
+
+
+# -- 10: the exit codes are in --help, and what a killed rank leaves -------------------------------------
+@pytest.mark.parametrize("command", ["fleet", "fleet-report"])
+def test_help_lists_the_exit_codes(command):
+    p = run_cli(command, "--help")
+    assert p.returncode == 0, p.stderr
+    text = p.stdout[p.stdout.index("Exit status:"):]
+    for code in ("0", "1", "2", "3"):
+        assert any(line.split()[:1] == [code] for line in text.splitlines()), (code, text)
+    assert "--baseline" in text
+    if command == "fleet":  # what an admin sees when the job is ended from outside
+        assert "137" in text and "143" in text and "fleet-report" in text, text

@@ -19,6 +19,39 @@ EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_OUTLIERS = 3
 
+_FLEET_HELP = """\
+Exit status:
+  0  every node has a result and none is an outlier in its group
+  3  a node is an outlier in its group, and nothing worse
+  1  a node failed or did not report in time, or no node has a result
+  2  bad input (an output folder or --prometheus file that cannot be written, checked before
+     anything is measured), or no mpi4py
+130  interrupted
+
+Any other status is the MPI launcher's: the job was ended from outside, and this run's verdict was
+not made. A rank killed (kill -9, the OOM killer): 9 under MPICH's mpiexec, 137 (128 + 9) under Open
+MPI's mpirun and srun. The job sent SIGTERM (scancel, a time limit): 143 (128 + 15) or 15; rank 0
+writes a partial fleet.json and --prometheus file first. 'corelat fleet-report DIR' then gives the
+verdict of what the folder holds: exit 1, naming the nodes of the run that have no result; with
+--baseline REF it also judges every node against a reference.
+"""
+
+_REPORT_HELP = """\
+Exit status:
+  0  every node has a result, none is an outlier in its group, none is off the --baseline
+  3  a node is an outlier in its group or off the --baseline, and nothing worse
+  1  a node failed or is missing, no node has a result, or the --baseline could not judge a
+     node (a class of the reference not measured)
+  2  bad input (a folder, node list or reference that cannot be read, an output that cannot be
+     written)
+130  interrupted
+"""
+
+
+def exit_help(command):
+    """The exit codes of ``corelat fleet`` or ``corelat fleet-report``, for their ``--help``."""
+    return _FLEET_HELP if command == "fleet" else _REPORT_HELP
+
 
 def exit_status(result):
     """0, 1 or 3 for a :class:`~corelat.FleetResult` (see the module documentation)."""

@@ -22,12 +22,13 @@ from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
 from corelat._fleet.nodes import REPORT_NAME, fleet
 from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._results.fleet import load_fleet
-from corelat._fleet.verdict import exit_status
+from corelat._fleet.verdict import exit_help, exit_status
 
 from . import cmd_measure, common
 
 
 def add_arguments(p):
+    p.formatter_class, p.epilog = argparse.RawDescriptionHelpFormatter, exit_help("fleet")
     cmd_measure.add_measure_options(p)
     cmd_measure.add_budget_argument(p, what="each node's measurement")
     p.add_argument("-o", "--output", metavar="DIR",

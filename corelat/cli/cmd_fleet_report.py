@@ -7,13 +7,14 @@ by 'corelat reference'), every node is also judged against it, lone nodes and gr
 judge included.
 """
 
+import argparse
 import json
 import sys
 
 from corelat._core import prometheus as _prometheus
 from corelat._fleet import baseline as _baseline
 from corelat._fleet.nodes import fleet
-from corelat._fleet.verdict import exit_status, write_prometheus
+from corelat._fleet.verdict import exit_help, exit_status, write_prometheus
 
 from . import common
 
@@ -29,6 +30,8 @@ def add_report_options(p):
 
 
 def add_arguments(p):
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = exit_help("fleet-report")
     p.add_argument("folder", metavar="DIR", help="folder of node results")
     p.add_argument("--expect", metavar="NODES",
                    help="nodes that should be there: a file of names or a Slurm-style list like node[01-64]")

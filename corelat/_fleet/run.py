@@ -65,9 +65,6 @@ EXIT_TIMEOUT = 1
 ABORT_GRACE = 0.5
 #: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
 LEAVE_GRACE = 30.0
-#: Seconds a rank other than rank 0 lives on after SIGTERM, for rank 0 to write the partial report
-#: and end the job (Slurm's KillWait, between SIGTERM and SIGKILL, is 30 s by default).
-TERM_GRACE = 5.0
 #: The lock file rank 0 holds in the output folder for the job (a dot file: never read as a node).
 LOCK_NAME = ".corelat-fleet.lock"
 
@@ -223,10 +220,10 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
                 job.plan()
                 builder = job.measure(measure) if job.role["leader"] else None
                 result = job.report(builder, expect, out) if job.rank == 0 else None
-                job.leave()
             except _Terminated:
                 job.terminated(expect, out)
                 raise
+        job.leave()
     finally:
         job.unlock()
     return result
@@ -240,22 +237,15 @@ class _Terminated(BaseException):
 @contextlib.contextmanager
 def _terminating(rank0):
     """On rank 0 (where it runs the main thread), SIGTERM raises :class:`_Terminated`, so that a
-    job ended from outside still writes what it has (:meth:`_Job.terminated`). The other ranks end
-    :data:`TERM_GRACE` seconds after theirs: MPICH's launcher passes SIGTERM to every rank and kills
-    the whole job as soon as one rank dies of it, rank 0 with its report unwritten."""
-    if threading.current_thread() is not threading.main_thread():
+    job ended from outside still writes what it has (:meth:`_Job.terminated`)."""
+    if not rank0 or threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def raise_terminated(signum, frame):
         raise _Terminated()
 
-    def end_soon(signum, frame):
-        timer = threading.Timer(TERM_GRACE, os._exit, (128 + signal.SIGTERM,))
-        timer.daemon = True
-        timer.start()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated if rank0 else end_soon)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         yield
     finally:
@@ -287,7 +277,6 @@ class _Job:
         self.prometheus = None
         self.lock_fd = None
         self.builder, self.pending = None, None  # rank 0: the report so far, the nodes yet to report
-        self.reported = False
         self.node = self.name
 
     def _abort(self, message):
@@ -447,9 +436,6 @@ class _Job:
         """Rank 0 was sent SIGTERM: the report of what came so far, written and printed, the nodes
         that did not report named as such; then the job ends (128 + SIGTERM)."""
         code = 128 + signal.SIGTERM
-        if self.reported:  # leaving: the report is written already
-            _abort(self.comm, "ended by SIGTERM after the report was written", code)
-            return
         if not self.leaders:  # not planned yet: nothing to report
             _abort(self.comm, "ended by SIGTERM before the job was planned; nothing written", code)
             return
@@ -555,7 +541,6 @@ class _Job:
         # Every output is written before the job may be ended for a node that did not report
         # (MPI_Abort): a hung node is exactly when the monitoring needs its file.
         result = self._write_outputs(result)
-        self.reported = True
         print(result.describe(), file=out or sys.stdout, flush=True)
         if pending:
             self._abort(f"node(s) {', '.join(pending.values())} did not report within {total_wait:g} s; "

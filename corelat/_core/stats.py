@@ -178,9 +178,14 @@ def median_ci_ranks(n, level=CI_LEVEL):
 
     ``n`` is a count (the ranks are ints) or an array of counts (the ranks are int64 arrays).
     """
-    scalar = not np.ndim(n)  # one pair (a sweep's chunk check): scalar arithmetic beats NumPy on 0-d
-    n = int(n) if scalar else np.asarray(n)
-    half = _z(level) * (math.sqrt(n) if scalar else np.sqrt(n)) / 2.0
+    # One pair (a sweep's chunk check): scalar arithmetic beats NumPy on 0-d arrays.
+    scalar = isinstance(n, int) or not np.ndim(n)
+    if scalar:
+        n = int(n)
+        half = _z(level) * math.sqrt(n) / 2.0
+    else:
+        n = np.asarray(n)
+        half = _z(level) * np.sqrt(n) / 2.0
     # // floors a float and an array alike (and exactly), so the formula is written once.
     lo = (n / 2.0 - half - 0.5) // 1.0
     hi = -(-(n / 2.0 + half - 0.5) // 1.0)  # ceil

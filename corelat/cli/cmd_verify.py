@@ -28,6 +28,12 @@ from corelat._system.sysinfo import hostname as _hostname
 from corelat._system.validate import KERNELS, allowed_cpus
 
 from . import common
+from .cmd_measure import add_budget_argument
+
+#: The default budget of measuring this machine: inside Slurm's and NHC's usual time-outs for a
+#: prolog or a health check (tens of seconds), and every class of a big machine still gets pairs
+#: (benchmarks/budget.py: a simulated 128-CPU two-socket machine used 7.7 s of a 30 s budget).
+DEFAULT_BUDGET = 20.0
 
 #: Exit status of bad input (the command's own, as every corelat command's).
 EXIT_BAD_INPUT = 2
@@ -52,6 +58,7 @@ def add_arguments(p):
     p.add_argument("--line", action="store_true",
                    help="print only the verdict's one line (the first line of the text either way)")
     common.add_timeout_argument(p)
+    add_budget_argument(p, default=DEFAULT_BUDGET, what="measuring this machine (without FILE)")
 
 
 def _check_outputs(args):
@@ -76,7 +83,8 @@ def measure_options(ref, args):
     tool's file, which does not record its kernel), the sampling strategy. The hook where a time budget
     (``budget=``) joins them."""
     kernel = ref.kernel if ref.kernel in KERNELS else "cas"
-    return {"kernel": kernel, "strategy": "sample", "timeout": args.timeout, "progress": False}
+    return {"kernel": kernel, "strategy": "sample", "timeout": args.timeout, "progress": False,
+            "budget": getattr(args, "budget", DEFAULT_BUDGET)}
 
 
 def _measure(ref, args):

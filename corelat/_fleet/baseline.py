@@ -20,11 +20,11 @@ from corelat._results.reference import Reference
 from corelat._results.verdict import EXIT_OFF, EXIT_OK
 
 
-def reference(path):
-    """The Reference in ``path``; InputError when it holds another kind of result."""
+def reference(path, option="--baseline"):
+    """The Reference in ``path``; InputError naming ``option`` when it holds another kind of result."""
     ref = load(path)
     if not isinstance(ref, Reference):
-        raise InputError(f"--baseline {path}: holds a {type(ref).__name__}, not a reference (make one with "
+        raise InputError(f"{option} {path}: holds a {type(ref).__name__}, not a reference (make one with "
                          "'corelat reference FILE... -o REF.npz')")
     return ref
 

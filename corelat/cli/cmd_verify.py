@@ -19,10 +19,10 @@ import time
 
 from corelat._analysis.judge import judged_cpus, node_name, verify
 from corelat._core import prometheus as _textfile
+from corelat._fleet import baseline as _baseline
 from corelat._core.errors import InputError, MeasurementError
 from corelat._measure import sweep as _sweep
 from corelat._results.load import load
-from corelat._results.reference import Reference
 from corelat._results.verdict import EXIT_NOT_JUDGED
 from corelat._system.sysinfo import hostname as _hostname
 from corelat._system.validate import KERNELS, allowed_cpus
@@ -71,11 +71,7 @@ def _check_outputs(args):
 
 
 def _reference(path):
-    ref = load(path)
-    if not isinstance(ref, Reference):
-        raise InputError(f"--against {path}: holds a {type(ref).__name__}, not a reference (make one with "
-                         "'corelat reference FILE... -o REF.npz')")
-    return ref
+    return _baseline.reference(path, option="--against")
 
 
 def measure_options(ref, args):

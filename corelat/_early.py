@@ -115,11 +115,21 @@ def running_as_command():
     """True when this process is the ``corelat`` console script or ``python -m corelat``."""
     if sys.argv and os.path.basename(sys.argv[0]) in ("corelat", "corelat.exe"):
         return True
-    # While `python -m` imports the module it will run, sys.argv[0] is "-m" (which module, only the
-    # interpreter's command line says: sys.orig_argv from 3.10, /proc/self/cmdline on 3.9).
-    if not hasattr(sys, "orig_argv") and sys.argv[:1] != ["-m"]:
+    # While `python -m` imports the module it will run, sys.argv[0] is "-m", and then runpy sets it
+    # to that module's file (which module, only the interpreter's command line says: sys.orig_argv
+    # from 3.10, /proc/self/cmdline on 3.9).
+    if not hasattr(sys, "orig_argv") and sys.argv[:1] != ["-m"] and not _our_main(sys.argv[:1]):
         return False
     return _runs_module(_interpreter_argv())
+
+
+def _our_main(first):
+    """True when ``first`` (sys.argv[:1]) names this package's __main__.py, as runpy sets it."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__main__.py")
+    try:
+        return bool(first) and os.path.abspath(first[0]) == here
+    except (TypeError, ValueError):
+        return False
 
 
 def _interrupted(signum, frame):

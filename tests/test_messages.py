@@ -150,6 +150,19 @@ def test_command_recognised_without_orig_argv(monkeypatch):
     assert not _early.running_as_command()
 
 
+def test_command_still_recognised_without_orig_argv_once_runpy_named_the_main_module(monkeypatch):
+    # Once `python -m corelat` has imported corelat, runpy sets sys.argv[0] to corelat/__main__.py:
+    # on 3.9 the command then stopped being recognised, so the Ctrl-C hold of its ending was not
+    # taken (a Ctrl-C as it finalised killed it by SIGINT, status -2, without a word).
+    monkeypatch.delattr(sys, "orig_argv", raising=False)
+    main = os.path.join(os.path.dirname(_early.__file__), "__main__.py")
+    monkeypatch.setattr(sys, "argv", [main, "fleet-report", "dir"])
+    monkeypatch.setattr(_early, "_read", lambda path, limit=0: b"python3.9\0-m\0corelat\0fleet-report\0dir\0")
+    assert _early.running_as_command()
+    monkeypatch.setattr(_early, "_read", lambda path, limit=0: b"python3.9\0-m\0pytest\0")
+    assert not _early.running_as_command()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--no-such-flag"], "unrecognized arguments"),
     (["--kernel", "bogus"], "invalid choice"),

@@ -354,8 +354,10 @@ def budget_line(record):
     b, used = record["seconds"], record["used_s"]
     head = f"budget {b:g} s ({used:.3g} s used)"
     if record["complete"]:
+        left = record.get("retests_left", 0)
+        retests = f"; {left} re-test{'s' if left != 1 else ''} left for want of time" if left else ""
         return (f"{head}: every pair done ({record['pairs_measured']} measured, "
-                f"{record['pairs_estimated']} estimated)")
+                f"{record['pairs_estimated']} estimated{retests})")
     return (f"{head}: a partial result, {record['pairs_measured']} of {record['pairs']} pairs measured, "
             f"{record['pairs_estimated']} estimated, {record['pairs_not_reached']} not reached (NaN, "
             f"flagged NOT_REACHED); a larger budget measures more")
@@ -379,16 +381,19 @@ class _Budget:
         self.seconds, self.started, self.clock = seconds, started - spent, clock
         self.costs = []  #: seconds each pair took, by the clock, its Python between chunks included
         self.cut = False  #: True once a pair was left for want of time
+        self.retests_left = 0  #: re-tests of measured pairs left for want of time (the result stays whole)
 
     def left(self):
         return self.seconds * (1.0 - BUDGET_RESERVE) - (self.clock() - self.started)
 
-    def allows(self):
-        """True if there is time for one more pair (else remembers that the budget cut the sweep)."""
+    def allows(self, retest=False):
+        """True if there is time for one more pair (else remembers that the budget cut the sweep, or,
+        for a re-test of a pair already measured, only that it was left)."""
         left = self.left()
         if left > 0 and left >= (sum(self.costs) / len(self.costs) if self.costs else 0.0):
             return True
-        self.cut = True
+        if not retest:
+            self.cut = True
         return False
 
     def plan(self, plan):
@@ -403,6 +408,7 @@ class _Budget:
         return {"seconds": self.seconds, "used_s": self.clock() - self.started, "complete": not self.cut,
                 "pairs": pairs, "pairs_measured": len(sweep.runs), "pairs_estimated": len(sweep.estimates),
                 "pairs_not_reached": len(sweep.not_reached), "pairs_retested": sweep.retested,
+                "retests_left": self.retests_left,
                 "classes": len(sweep.order_classes) if sweep.order_classes else None,
                 "classes_reached": sweep.classes_reached()}
 
@@ -499,8 +505,8 @@ class _Sweep:
         self.not_reached = [p for p in sweep_pairs(len(self.options.cpus))
                             if p not in self.runs and p not in self.estimates]
 
-    def _time_for_one(self):
-        return self.budget is None or self.budget.allows()
+    def _time_for_one(self, retest=False):
+        return self.budget is None or self.budget.allows(retest)
 
     def _ordered(self, pairs):
         """``pairs`` as measured: as given, or, under a budget or with pairs needed first, the
@@ -554,8 +560,9 @@ class _Sweep:
         self.retested, self.skipped = len(chosen), len(candidates) - len(chosen)
         _progress.shrink(self.bar, self.done + len(chosen))
         for k, p in enumerate(chosen):
-            if not self._time_for_one():
+            if not self._time_for_one(retest=True):
                 self.retested, self.skipped = k, len(candidates) - k
+                self.budget.retests_left = len(chosen) - k
                 break
             self.first[p] = runs[p]
             runs[p] = self._pair(p)

@@ -4,12 +4,14 @@ supported ones. `nox -l` lists the sessions.
 
 - `tests-3.X`: the whole suite (less the tiers with a CI step of their own: the emulated machine, MPI,
   Sphinx and the notebooks).
-- `light-3.X`: the pure tier (no kernel runs: the markers in pyproject.toml) and one real measurement
-  (.ci/one-measurement.py): the package installs, imports, measures and keeps its files on that Python.
+- `light-3.X`: what differs between Pythons without the whole suite: the package installs from its
+  wheel, imports and measures once (.ci/one-measurement.py), its files write and read back, and the
+  command starts, ends and is interrupted as it should (LIGHT_TESTS: the tests of those). The Pythons
+  on either side run everything.
 - `oldest`: the whole suite on 3.9 with numpy 1.23 and scipy 1.9, the floors pyproject.toml declares.
 
 CI (.ci/steps/75-matrix.sh) runs the whole suite on the newest (`tests-3.13`) and the oldest stack,
-and `light` on the Pythons between (3.11 gets both from 30-tests and 70-wheels).
+and `light` on the Pythons between (3.11 gets the whole suite from 30-tests).
 
 The package is installed, never imported from the checkout: from a wheel of CORELAT_WHEELHOUSE when
 one fits the session's Python (CI passes the manylinux wheels it built), otherwise built from the
@@ -35,6 +37,10 @@ WHOLE_SUITE = "not (vm or mpi or docs or notebooks or browser or campaign)"
 # Two workers: the pure tests spread over both, the tests that use the CPUs (one xdist group, see
 # tests/conftest.py) one after another in one of them.
 PARALLEL = ["-n", "2", "--dist", "loadgroup"]
+# What `light` runs: the files (every kind, the formats) and the command's start and end
+# (sys.argv and signals at start-up and exit differ between Pythons: 3.9's runpy is where a Ctrl-C
+# hold was lost).
+LIGHT_TESTS = ["test_formats.py", "test_result.py", "test_messages.py"]
 nox.options.error_on_missing_interpreters = True
 
 
@@ -49,14 +55,15 @@ def _package(session):
     return str(ROOT)
 
 
-def _pytest(session, selection):
+def _pytest(session, selection, files=None):
     args = ["-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-m", selection,
             *PARALLEL]
     env = {"CORELAT_TEST_INSTALLED": "1"}
     if "CORELAT_SHARED" in os.environ:
         env["CORELAT_SHARED"] = os.environ["CORELAT_SHARED"]
     session.chdir(session.create_tmp())  # outside the source tree
-    session.run("python", "-m", "pytest", *args, *session.posargs, str(ROOT / "tests"), env=env)
+    where = [str(ROOT / "tests" / f) for f in files] if files else [str(ROOT / "tests")]
+    session.run("python", "-m", "pytest", *args, *session.posargs, *where, env=env)
 
 
 def _versions(session):
@@ -73,10 +80,11 @@ def tests(session):
 
 @nox.session(python=PYTHONS)
 def light(session):
-    """The pure tier and one real measurement, with the newest numpy and scipy this Python can have."""
+    """One real measurement and the tests of files and of the command's start and end (LIGHT_TESTS),
+    with the newest numpy and scipy this Python can have."""
     session.install("--only-binary", "numpy,scipy,matplotlib", f"{_package(session)}[test]")
     _versions(session)
-    _pytest(session, PURE_TIER)
+    _pytest(session, WHOLE_SUITE, LIGHT_TESTS)
     session.run("python", str(ROOT / ".ci" / "one-measurement.py"))
 
 

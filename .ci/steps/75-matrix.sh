@@ -1,8 +1,9 @@
 # The version matrix (noxfile.py), each session installing the manylinux wheel 70-wheels built for its
 # Python: the whole suite on the newest stack (CPython 3.13, the newest numpy and scipy: against an
 # installed wheel) and on the oldest (`oldest`: 3.9 with numpy 1.23 and scipy 1.9, the floors
-# pyproject.toml declares); the pure tier and one real measurement (`light`) on 3.10 and 3.12. 3.11
-# has the whole suite built from source in 30-tests and `light` against its wheel in 70-wheels.
+# pyproject.toml declares); one real measurement and the tests of files and of the command's start and end
+# (`light`, noxfile.py's LIGHT_TESTS) on 3.10 and 3.12. 3.11 has the whole suite built from source in
+# 30-tests and one measurement against its wheel in 70-wheels.
 pyroot=${PYENV_ROOT:-$HOME/.pyenv}
 nox_path=/usr/bin:/bin
 for v in 3.9 3.10 3.12 3.13; do

@@ -168,6 +168,19 @@ def test_prometheus_without_prometheus_client_is_bad_input_naming_the_pip_comman
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("name, message", [("fleet.txt", "must end in .prom"),
+                                           ("no-such-folder/fleet.prom", "does not exist")])
+def test_fleet_report_checks_its_prometheus_file_before_reading(tmp_path, name, message):
+    # node_exporter's textfile collector reads only *.prom files: fleet-report wrote fleet.txt without
+    # a word (corelat fleet and verify refuse it), and found a missing folder only after reading.
+    folder = _folder(tmp_path, _good(2))
+    prom = tmp_path / name
+    p = run_cli("fleet-report", folder, "--prometheus", prom)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr and not prom.exists() and not p.stdout, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+
+
 # -- 10: the exit codes are in --help, and what a killed rank leaves -------------------------------------
 @pytest.mark.parametrize("command", ["fleet", "fleet-report"])
 def test_help_lists_the_exit_codes(command):

@@ -51,6 +51,7 @@ def add_arguments(p):
 def run(args):
 
     if args.prometheus:  # before reading hundreds of files: a verdict with nowhere to go is lost
+        common.check_output_path(args.prometheus, suffixes=(".prom",))
         _prometheus.require()
     ref = _baseline.reference(args.baseline) if args.baseline else None
     result = fleet(args.folder, expect=args.expect, model=args.model, all_runs=args.all_runs)

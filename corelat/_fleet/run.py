@@ -43,6 +43,7 @@ from corelat._fleet.messages import Link, nap, pack, read_summary, summary_messa
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
 from corelat._fleet.runs import new_run
+from corelat._fleet.terminating import _Terminated, _terminating
 from corelat._fleet.verdict import write_prometheus
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, sweep_keywords
@@ -227,29 +228,6 @@ def run(comm, measure, directory=None, wait=3600.0, *, expect=None, join_timeout
     finally:
         job.unlock()
     return result
-
-
-class _Terminated(BaseException):
-    """SIGTERM on rank 0 (scancel, or mpiexec passing it on): not an Exception, so that no handler
-    of a node's failure takes it for one."""
-
-
-@contextlib.contextmanager
-def _terminating(rank0):
-    """On rank 0 (where it runs the main thread), SIGTERM raises :class:`_Terminated`, so that a
-    job ended from outside still writes what it has (:meth:`_Job.terminated`)."""
-    if not rank0 or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def raise_terminated(signum, frame):
-        raise _Terminated()
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class _Job:

@@ -15,12 +15,17 @@ import numpy as np
 
 from corelat._core import files as _files
 from corelat._core import npz as _npz
-from corelat._core import text as _text
 from corelat._core.errors import InputError, InputKeyError, SaveError, unreadable
 from corelat._core.protocol import SavedResult, deprecated, freeze, from_file, jsonable, keyword_options, same
 from corelat._core.types import Path
 from corelat._results import schema as _schema
-from corelat._results.fleet_names import label, short_label
+from corelat._results import fleet_text as _fleet_text
+from corelat._results.fleet_names import BASELINE_NOT_JUDGED, BASELINE_OFF, label
+from corelat._results.fleet_names import BASELINE_OK as BASELINE_OK
+from corelat._results.fleet_names import MAD_THRESHOLD as MAD_THRESHOLD
+from corelat._results.fleet_names import MIN_GROUP as MIN_GROUP
+from corelat._results.fleet_names import REL_THRESHOLD as REL_THRESHOLD
+from corelat._results.fleet_text import _ns
 from corelat._results.latency import thaw
 
 #: File layout version of fleet results (``.json`` / ``.npz``).
@@ -32,8 +37,6 @@ KIND = "fleet"
 MAX_JSON = 256 << 20
 #: Metadata flag of a saved report whose node files are relative to the report's folder.
 _RELATIVE = "files_relative_to_report"
-#: A node's verdict against the fleet's baseline (``metadata["baseline"]["nodes"][node]["status"]``).
-BASELINE_OK, BASELINE_OFF, BASELINE_NOT_JUDGED = "ok", "off", "not judged"
 
 
 # -- the result -----------------------------------------------------------------------------------------
@@ -142,10 +145,6 @@ class Outlier:
         return cls(node=d["node"], group=int(d["group"]), cls=d["class"], value=float(d["value"]),
                    median=float(d["median"]), deviation=float(d["deviation"]),
                    threshold=float(d["threshold"]), differs=tuple(tuple(x) for x in d.get("differs", ())))
-
-
-def _ns(v):
-    return _text.number(v, " ns")
 
 
 @dataclass(frozen=True, eq=False)
@@ -484,20 +483,7 @@ class FleetResult(SavedResult):
         str
             Class medians in ns; ``*`` marks an outlier.
         """
-        flagged = {(o.node, o.cls) for o in self.outliers}
-        out = []
-        for g in self.groups:
-            if group is not None and g.id != group:
-                continue
-            header = ["node"] + [short_label(c) for c in g.classes]
-            rows = [["(median)"] + [_text.number(g.class_medians[c]) + " " for c in g.classes]]
-            for k, node in enumerate(g.nodes):
-                rows.append([node] + [_text.number(v) + ("*" if (node, c) in flagged else " ")
-                                      for c, v in zip(g.classes, g.values[k])])
-            out.append(f"group {g.id}: {g.label}")
-            out.extend("  " + line for line in _text.table(header, rows, left=(0,)).splitlines())
-            out.append("")
-        return "\n".join(out).rstrip()
+        return _fleet_text.table(self, group)
 
     @keyword_options("max_rows")
     def describe(self, *, max_rows: int = 40) -> str:
@@ -514,92 +500,12 @@ class FleetResult(SavedResult):
             What ``print(result)`` and ``corelat fleet-report`` show: the groups, outliers,
             errors, missing nodes and the nodes × classes tables (:meth:`table`).
         """
-        s = self.summary()
-        nodes = s["nodes"]
-        title = "Fleet" if self.name in ("", "fleet") else f"Fleet {self.name}"
-        head = [(f"{title}: {nodes} node{'s' * (nodes != 1)} in {s['groups']} "
-                 f"group{'s' * (s['groups'] != 1)}; {_count(s['outliers'], 'outlier')}, "
-                 f"{_count(s['errors'], 'error')}, {s['missing'] or 'none'} missing")]
-        if self.baseline is not None:
-            head[0] += (f"; against {self.baseline.get('reference')}: {s['baseline_off']} off, "
-                        f"{s['baseline_not_judged']} not judged")
-        md = self.metadata
-        head.append(f"(an outlier's class median is off its group's median by more than "
-                    f"max({md.get('rel_threshold', REL_THRESHOLD):.0%}, "
-                    f"{md.get('mad_threshold', MAD_THRESHOLD):g} robust SD); groups of fewer than "
-                    f"{md.get('min_group', MIN_GROUP)} nodes are not judged)")
-        if not nodes:
-            head.append("no node has a result: nothing was judged (see the errors and notes below)")
-        dates = sorted(str(r["date"]) for r in self.nodes if r.get("date"))
-        if dates:  # per node: its record's "date" (to_dict, --json)
-            head.append(f"measured from {dates[0]} to {dates[-1]}")
-        lines = head + [""]
-        for g in self.groups:
-            meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
-            lines.append(f"Group {g.id} ({len(g.nodes)} node{'s' * (len(g.nodes) != 1)}): {g.label}")
-            lines.append(f"  classes from {g.class_source}; medians: {meds or 'none'}")
-        lines.append("")
-        if self.outliers:
-            lines.append("Outliers:")
-            lines.extend("  " + o.describe() for o in self.outliers)
-        else:
-            lines.append("Outliers: none")
-        lines += self._baseline_lines()
-        lines += self._problem_lines()
-        for w in self.warnings:
-            lines.append(f"warning: {w}")
-        for n in self.notes:
-            lines.append(f"note: {n}")
-        if self.groups:
-            lines.append("")
-            if all(len(g.nodes) <= max_rows for g in self.groups):
-                lines.append("Class medians per node (ns; * outlier):")
-                lines.append(self.table())
-            else:
-                lines.append(f"(per-node table: more than {max_rows} nodes in a group; see .table())")
-        return "\n".join(lines).rstrip()
-
-    def _baseline_lines(self):
-        """The describe() lines of the baseline: the reference, the counts, each node not ok in its line."""
-        b = self.baseline
-        if b is None:
-            return []
-        verdicts = b.get("nodes", {})
-        counts = [f"{len(self._baseline_nodes(s))} {s}"
-                  for s in (BASELINE_OK, BASELINE_OFF, BASELINE_NOT_JUDGED)]
-        where = f" ({b['file']})" if b.get("file") else ""
-        lines = [f"Baseline {b.get('reference')}{where}: every node judged against it, alone or in a group: "
-                 + ", ".join(counts)]
-        lines += [f"  {v.get('line')}" for v in verdicts.values() if v.get("status") != BASELINE_OK]
-        return lines
-
-    def _problem_lines(self):
-        """The describe() lines of settings that differ without an outlier, errors and missing nodes."""
-        lines = []
-        others = [r for r in self.nodes if r["differs"] and r["node"] not in {o.node for o in self.outliers}]
-        if others:
-            lines.append("Settings that differ from the node's group (no latency outlier):")
-            for r in others:
-                lines.append("  " + r["node"] + ": " + ", ".join(
-                    f"{k} {v!r} (group: {g!r})" for k, (v, g) in r["differs"].items()))
-        if self.errors:
-            lines.append("Errors:")
-            lines.extend(f"  {e['node']}: {e['error']}" for e in self.errors)
-        if self.missing:
-            reasons = self.metadata.get("missing_reasons", {})
-            lines.append("Missing:")
-            lines.extend(f"  {n}: {reasons.get(n, 'expected, but no result and no error')}"
-                         for n in self.missing)
-        return lines
+        return _fleet_text.describe(self, max_rows)
 
     def __repr__(self):
         s = self.summary()
         return self._repr(f"{s['nodes']} nodes in {s['groups']} groups, {s['outliers']} outliers, "
                           f"{s['errors']} errors, {s['missing']} missing")
-
-
-def _count(n, word):
-    return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
 
 
 def write_bytes(path, data):
@@ -636,13 +542,3 @@ def load_fleet(path):
         raise unreadable(path, e) from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise InputError(f"{path}: corrupt or unreadable fleet result ({type(e).__name__}: {e})") from None
-
-
-#: A class median deviating by more than this fraction of the group's median can be an outlier...
-REL_THRESHOLD = 0.10
-
-#: ... when it also deviates by more than this many robust standard deviations (1.4826 × MAD).
-MAD_THRESHOLD = 4.0
-
-#: Groups smaller than this are reported, but no node in them is called an outlier.
-MIN_GROUP = 3

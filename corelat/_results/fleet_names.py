@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+#: A node's verdict against the fleet's baseline (``metadata["baseline"]["nodes"][node]["status"]``).
+BASELINE_OK, BASELINE_OFF, BASELINE_NOT_JUDGED = "ok", "off", "not judged"
+
+#: A class median deviating by more than this fraction of the group's median can be an outlier...
+REL_THRESHOLD = 0.10
+
+#: ... when it also deviates by more than this many robust standard deviations (1.4826 × MAD).
+MAD_THRESHOLD = 4.0
+
+#: Groups smaller than this are reported, but no node in them is called an outlier.
+MIN_GROUP = 3
+
 _LABELS = {
     "smt": ("SMT", "SMT siblings"),
     "l2": ("L2", "same L2"),

@@ -354,3 +354,37 @@ def test_a_node_stopped_mid_run_still_gets_the_prometheus_file(tmp_path):
     assert "node03" in stdout and (out / "fleet.json").exists(), stdout + stderr
     text = prom.read_text()
     assert "corelat_fleet_exit_status 1" in text, text
+
+
+@pytest.mark.signals
+def test_sigterm_to_the_launcher_leaves_a_partial_report_and_the_prometheus_file(tmp_path):
+    # scancel sends SIGTERM to the job step; mpiexec passes it on to every rank: rank 0 writes what
+    # came so far (the nodes not heard from named), fleet.json and k.prom, and the job ends non-zero.
+    out, prom = tmp_path / "run", tmp_path / "k.prom"
+    nodes = ("node01", "node02", "node03")
+    cmd = [_launcher()]
+    for k, node in enumerate(nodes):
+        cmd += [":"] * bool(k) + ["-n", "1", "env", f"CORELAT_NODE_NAME={node}", sys.executable,
+                                  *fleet_cli(out, "--wait", "60", "--prometheus", str(prom))]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sent = False
+    try:
+        deadline = time.monotonic() + MPI_TIMEOUT / 2
+        while not sent and time.monotonic() < deadline:
+            if (out / "node01.npz").exists() and not (out / "node03.npz").exists():
+                p.send_signal(signal.SIGTERM)
+                sent = True
+            time.sleep(0.02)
+        stdout, stderr = p.communicate(timeout=MPI_TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    if not sent:
+        pytest.skip("the job was done before SIGTERM could be sent")
+    assert p.returncode != 0, stdout + stderr
+    report = json.loads((out / "fleet.json").read_text())
+    assert report["metadata"].get("partial") == "SIGTERM", (report["metadata"], stdout, stderr)
+    text = prom.read_text()
+    assert "corelat_fleet_exit_status" in text and 'corelat_fleet_node_status' in text, text
+    assert "Traceback" not in stderr, stderr

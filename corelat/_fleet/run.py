@@ -43,7 +43,7 @@ from corelat._fleet.messages import Link, nap, pack, read_summary, summary_messa
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
 from corelat._fleet.runs import new_run
-from corelat._fleet.terminating import _Terminated, _terminating
+from corelat._fleet.terminating import _Terminated, _terminating, deferred
 from corelat._fleet.verdict import write_prometheus
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, sweep_keywords
@@ -502,7 +502,8 @@ class _Job:
             h, nd = read_summary(data)
             _take(builder, nd, h.get("error"), h.get("node") or pending.get(src, f"rank{src}"))
         except (ValueError, KeyError, TypeError) as e:
-            builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
+            with deferred():
+                builder.add_error(pending.get(src, f"rank{src}"), f"unreadable summary from rank {src} ({e})")
         pending.pop(src, None)
 
     def report(self, builder, expect, out):
@@ -623,13 +624,14 @@ def _prometheus(result, path):
 
 
 def _take(builder, nd, error, node):
-    if nd is None:
-        builder.add_error(node, error or "unknown error")
-    elif nd.meta.get("save_error"):  # the folder would not know the node: it is a failure of the run
-        builder.add_error(node, f"measured, but its file could not be written ({nd.meta['save_error']}); "
-                                "left out of the report")
-    else:
-        builder.add(nd)
+    with deferred():
+        if nd is None:
+            builder.add_error(node, error or "unknown error")
+        elif nd.meta.get("save_error"):  # the folder would not know the node: it is a failure of the run
+            builder.add_error(node, f"measured, but its file could not be written ({nd.meta['save_error']}); "
+                                    "left out of the report")
+        else:
+            builder.add(nd)
 
 
 def default_wait(cpus_count, samples=None, max_time_per_pair=None, round_trips=1000):

@@ -25,7 +25,7 @@ from corelat._results.fleet_names import BASELINE_OK as BASELINE_OK
 from corelat._results.fleet_names import MAD_THRESHOLD as MAD_THRESHOLD
 from corelat._results.fleet_names import MIN_GROUP as MIN_GROUP
 from corelat._results.fleet_names import REL_THRESHOLD as REL_THRESHOLD
-from corelat._results.fleet_text import _ns
+from corelat._results.fleet_text import ns as _ns
 from corelat._results.latency import thaw
 
 #: File layout version of fleet results (``.json`` / ``.npz``).

@@ -1,4 +1,5 @@
-"""The fleet's classes of pairs in words: column headings and labels of the report."""
+"""The fleet's classes of pairs in words (column headings and labels of the report), a node's verdicts
+against the baseline and the outlier thresholds: what the fleet result and its text (fleet_text.py) share."""
 
 from __future__ import annotations
 

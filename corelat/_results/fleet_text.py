@@ -60,7 +60,7 @@ def describe(fleet, max_rows):
         head.append(f"measured from {dates[0]} to {dates[-1]}")
     lines = head + [""]
     for g in fleet.groups:
-        meds = ", ".join(f"{label(c)} {_ns(g.class_medians[c])}" for c in g.classes)
+        meds = ", ".join(f"{label(c)} {ns(g.class_medians[c])}" for c in g.classes)
         lines.append(f"Group {g.id} ({len(g.nodes)} node{'s' * (len(g.nodes) != 1)}): {g.label}")
         lines.append(f"  classes from {g.class_source}; medians: {meds or 'none'}")
     lines.append("")
@@ -124,5 +124,6 @@ def _count(n, word):
     return f"no {word}s" if n == 0 else f"{n} {word}{'s' * (n != 1)}"
 
 
-def _ns(v):
+def ns(v):
+    """A value in ns as the report writes it (``"107 ns"``)."""
     return _text.number(v, " ns")

@@ -139,7 +139,8 @@ DRIVER = textwrap.dedent("""
                                       metadata=r.metadata)  # its first attempt only: 50 times slower
         return r
 
-    _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait, join_timeout=join)
+    _fleet_run.run(MPI.COMM_WORLD, measure, directory, wait, join_timeout=join,
+                   prometheus=os.environ.get("DRIVER_PROM"))
 """)
 
 
@@ -211,6 +212,24 @@ def test_a_rank_that_never_joins_ends_the_job(tmp_path):
     assert "not every rank joined: rank(s) 2 of 3 did not start" in p.stderr, p.stderr
     assert "the others: a, b" in p.stderr
     assert time.monotonic() - t0 < MPI_TIMEOUT / 2
+
+
+def test_a_job_that_never_starts_still_writes_its_prometheus_file(tmp_path, monkeypatch):
+    # A rank that never joins ends the job before anything is measured: the monitoring's file must
+    # say so (it kept the last run's verdict, "0 errors", for ever), naming the ranks that did not.
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    out, prom = tmp_path / "run", tmp_path / "k.prom"
+    prom.write_text("corelat_fleet_exit_status 0\n")  # the last run's
+    monkeypatch.setenv("DRIVER_PROM", str(prom))
+    stray = ["-c", "from mpi4py import MPI; import time; time.sleep(600)"]
+    p = mpirun([("a", [str(script), str(out), "ok", "60", "3"]),
+                ("b", [str(script), str(out), "ok", "60", "3"]),
+                ("c", stray)])
+    assert p.returncode != 0 and "not every rank joined" in p.stderr, p.stderr
+    text = prom.read_text()
+    assert "corelat_fleet_exit_status 1" in text, text
+    assert 'node="rank2"' in text and 'node="a"' in text, text
 
 
 # -- issue 25 ------------------------------------------------------------------------------------------------

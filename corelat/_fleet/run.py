@@ -267,6 +267,7 @@ class _Job:
             self.hellos = _gather(self.link, TAG_HELLO, self.size, self.hellos, t_join + jt)
             if len(self.hellos) < self.size:
                 absent = sorted(set(range(self.size)) - set(self.hellos))
+                self._not_started(absent, jt)
                 self._abort(f"not every rank joined: rank(s) {_ranks(absent)} of {self.size} did not start "
                             f"corelat fleet within {jt:g} s (no node name known for them; the others: "
                             f"{', '.join(sorted({h['name'] for h in self.hellos.values()}))})")
@@ -287,6 +288,23 @@ class _Job:
             if go != b"go":
                 raise InputError(f"rank {self.rank} ({self.name}): the job was refused by rank 0: "
                                  f"{unpack(go)[0].get('refused')}")
+
+    def _not_started(self, absent, jt):
+        """The Prometheus file of a job that ends before it is planned: nothing measured, the ranks
+        that did not join named (``rankN``: they never said their node's name), the others not
+        measured. Only that file: the folder is not this job's until it is locked."""
+        if not self.prometheus:
+            return
+        builder = FleetBuilder(name="fleet")
+        for r in absent:
+            builder.add_error(f"rank{r}", f"did not start corelat fleet within {jt:g} s")
+        for name in sorted({h["name"] for h in self.hellos.values()}):
+            builder.add_error(name, "not measured: the job ended before it was planned (a rank did not join)")
+        result = builder.finish(metadata={"source": "mpi", "ranks": self.size, "partial": "not started"})
+        try:
+            _prometheus(result, os.fspath(self.prometheus))
+        except (OSError, ValueError) as e:
+            self.log(f"corelat fleet: error: cannot write {self.prometheus}: {e}")
 
     def _lock_folder(self):
         """Take the folder for this job (rank 0, held until the job ends): None, or why not. Two jobs

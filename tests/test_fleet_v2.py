@@ -353,6 +353,10 @@ def test_node_options_file_gives_each_kind_of_node_its_options(tmp_path):
     gpu, cpu = got[0][1], got[1][1]
     assert gpu.kernel == "rw" and cpu.kernel == "cas" and gpu.timeout == 7 == cpu.timeout  # the command's
     assert (cpu.round_trips, cpu.samples) == (200, 20) and gpu.round_trips == 1000
+    # a host named by its FQDN (no SLURMD_NODENAME) takes its line, as --expect matches it
+    assert cmd_fleet.options_for(got, None, "gpu02.cluster.local") is gpu
+    assert cmd_fleet.options_for(got, None, "cpu07") is cpu
+    assert cmd_fleet.options_for(got, None, "login1") is None
     table.write_text("gpu01 --bogus 3\n")
     with pytest.raises(corelat.InputError, match="line 1"):
         cmd_fleet.node_options(args)

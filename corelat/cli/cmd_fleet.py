@@ -10,6 +10,7 @@ written, before anything is measured) or no mpi4py. Under ``srun``, ``--expect``
 """
 
 import argparse
+import functools
 import math
 import os
 import shlex
@@ -18,7 +19,7 @@ import sys
 from corelat._core import files as _files
 from corelat._core import prometheus as _prometheus
 from corelat._core.errors import InputError
-from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes
+from corelat._fleet.hostlist import MAX_LIST_BYTES, expected_nodes, short_name
 from corelat._fleet.nodes import REPORT_NAME, fleet
 from corelat._fleet.run import JOIN_TIMEOUT, mpi, run_options
 from corelat._results.fleet import load_fleet
@@ -106,6 +107,17 @@ def node_options(args):
     return out
 
 
+def options_for(per_node, options, node):
+    """The options of the first ``--node-options`` line that names ``node`` (or its host without the
+    domain: ``cn001.cluster.local`` takes the line of ``cn001``, as ``--expect`` matches it), else
+    ``options``."""
+    short = short_name(node)
+    for names, o in per_node:
+        if node in names or short in names or short in {short_name(n) for n in names}:
+            return o
+    return options
+
+
 RERUN_KINDS = ("failed", "missing", "outliers")
 
 
@@ -162,11 +174,9 @@ def run(args):
     except ImportError as e:
         print(f"corelat fleet: {e}", file=sys.stderr)
         return 2
-    def options_for(node):
-        return next((o for names, o in per_node if node in names), options)
-
     result = run_options(mpi().COMM_WORLD, options, args.output, args.wait, expect=expect,
-                         options_for=options_for, only=only, includes=includes, prometheus=args.prometheus)
+                         options_for=functools.partial(options_for, per_node, options), only=only,
+                         includes=includes, prometheus=args.prometheus)
     if result is None:  # not rank 0
         return 0
     return exit_status(result)

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
-import fcntl
 import os
 import select
 import signal
@@ -38,6 +36,8 @@ from corelat._core.errors import InputError
 from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
 from corelat._fleet import hostlist as _hostlist
+from corelat._fleet import folderlock as _folderlock
+from corelat._fleet.folderlock import LOCK_NAME  # noqa: F401 - tests
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
 from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
@@ -67,7 +67,6 @@ ABORT_GRACE = 0.5
 #: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
 LEAVE_GRACE = 30.0
 #: The lock file rank 0 holds in the output folder for the job (a dot file: never read as a node).
-LOCK_NAME = ".corelat-fleet.lock"
 
 
 def mpi(init_timeout=None):
@@ -307,54 +306,16 @@ class _Job:
             self.log(f"corelat fleet: error: cannot write {self.prometheus}: {e}")
 
     def _lock_folder(self):
-        """Take the folder for this job (rank 0, held until the job ends): None, or why not. Two jobs
-        writing one folder would mix or overwrite each other's files without a word."""
+        """Take the folder for this job (rank 0): None, or why not (see :func:`folderlock.take`)."""
         if self.directory is None or self.folder_error is not None:
             return None
-        path = os.path.join(self.directory, LOCK_NAME)
-        for _ in range(5):  # the holder removes the file as it lets go: lock the file that is there
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            except OSError as e:
-                return f"-o {self.directory}: cannot make its lock file {LOCK_NAME}: {e.strerror or e}"
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                holder = ""
-                with contextlib.suppress(OSError, ValueError):
-                    holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-                os.close(fd)
-                if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    return f"-o {self.directory}: cannot lock the folder ({e.strerror or e})"
-                return (f"-o {self.directory}: the folder is in use by another corelat fleet job"
-                        + (f" ({holder})" if holder else "") + "; two jobs in one folder would mix or "
-                        "overwrite each other's files: wait for that job to end, or give another folder")
-            try:
-                here = os.stat(path)
-                if os.path.samestat(here, os.fstat(fd)):
-                    break
-            except OSError:
-                pass
-            os.close(fd)
-        else:
-            return f"-o {self.directory}: cannot lock the folder (its lock file {LOCK_NAME} keeps changing)"
-        with contextlib.suppress(OSError):
-            started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            job = os.environ.get("SLURM_JOB_ID")
-            text = (f"host {socket.gethostname()}, pid {os.getpid()}" + (f", Slurm job {job}" if job else "")
-                    + f", since {started}")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, text.encode(), 0)
-        self.lock_fd = fd
-        return None
+        self.lock_fd, refused = _folderlock.take(self.directory)
+        return refused
 
     def unlock(self):
-        """Let go of the folder (the job is over on this rank): the lock file goes, then the lock."""
+        """Let go of the folder (the job is over on this rank)."""
         fd, self.lock_fd = self.lock_fd, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.directory, LOCK_NAME))
-            os.close(fd)
+        _folderlock.release(self.directory, fd)
 
     def _machine(self):
         """The lowest rank of the ranks that share this machine (a collective, under a watchdog)."""

@@ -13,6 +13,7 @@ import pytest
 import corelat
 from conftest import run_cli
 from corelat._fleet import run as _run
+from corelat._fleet import mpistart as _mpistart
 from corelat.cli import _parser, cmd_fleet
 
 ANY = -1
@@ -162,7 +163,7 @@ class Job:
         fake = FakeMPI()
         monkeypatch.setattr(_run, "mpi", lambda *a, **k: fake)
         monkeypatch.setattr(cmd_fleet, "mpi", lambda *a, **k: fake)
-        monkeypatch.setattr(_run, "ABORT_GRACE", 0.0)
+        monkeypatch.setattr(_mpistart, "ABORT_GRACE", 0.0)
         monkeypatch.delenv("CORELAT_NODE_NAME", raising=False)
         monkeypatch.setattr(_run._sweep, "run", self._measure)
         self.base = corelat.load(corelat.example_files()[0])

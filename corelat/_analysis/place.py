@@ -150,7 +150,8 @@ def place(result: LatencyResult, k: int, goal: Literal["close", "spread"] = "clo
     swapping one chosen CPU for one outside while that lowers the worst pair (or, at equal worst,
     the sum), O(k³ + k m) a pass. On a 256-CPU matrix that is well under a second for every k
     (``benchmarks/place.py``). Block-structured matrices (caches, dies, sockets) come out optimal;
-    on arbitrary matrices the heuristic is never worse than its best greedy start.
+    on arbitrary matrices the heuristic is never worse than its best greedy start nor than the
+    naive choice (the first k candidates).
 
     Parameters
     ----------
@@ -208,7 +209,8 @@ def place(result: LatencyResult, k: int, goal: Literal["close", "spread"] = "clo
         raise InputError(f"k must be at least 1 (how many CPUs to choose), got {k}")
     cand = list(range(len(cpus))) if smt else _one_per_core(result, d, cpus)
     if k > len(cand):
-        what = f"{len(cand)} CPUs" if smt else f"{len(cand)} cores ({len(cpus)} CPUs; smt=True uses siblings)"
+        what = (f"{len(cand)} CPUs" if smt else
+                f"{len(cand)} cores ({len(cpus)} CPUs with SMT siblings: smt=True, or --smt, allows them)")
         raise InputError(f"cannot choose {k} CPUs: the result has {what}")
     chosen = [cand[i] for i in _search(_cost(d[np.ix_(cand, cand)], goal), k)]
     worst, median, best = _stats(d, chosen)
@@ -297,9 +299,10 @@ def _exact(m, k):
 
 
 def _heuristic(m, k):
-    """Greedy from many seeds, vectorised over them, then swap improvement of the best few."""
-    sets = _greedy(m, k, _seeds(m.shape[0]))
-    scored = sorted({tuple(sorted(s)) for s in sets.tolist()}, key=lambda s: _objective(m, list(s)))
+    """Greedy from many seeds, vectorised over them, then swap improvement of the best few. The first
+    k rows (the naive choice) compete too: the answer is never worse than them."""
+    sets = _greedy(m, k, _seeds(m.shape[0])).tolist() + [list(range(k))]
+    scored = sorted({tuple(sorted(s)) for s in sets}, key=lambda s: _objective(m, list(s)))
     improved = [_swap(m, list(s)) for s in scored[:SWAPPED]]
     return min(improved, key=lambda s: (_objective(m, s), sorted(s)))
 

@@ -36,6 +36,7 @@ COMMANDS = {
                   "the matrix once per home of the line (every NUMA node): where memory lives"),
     "reference": ("cmd_reference", "make a reference (a known-good machine's latency classes) from results"),
     "verify": ("cmd_verify", "judge this machine or a result against a reference, in one line (exit 0/3)"),
+    "place": ("cmd_place", "where to put K threads: the K CPUs closest together (or apart) in a result"),
 }
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130

@@ -8,10 +8,11 @@ supported ones. `nox -l` lists the sessions.
   wheel, imports and measures once (.ci/one-measurement.py), its files write and read back, and the
   command starts, ends and is interrupted as it should (LIGHT_TESTS: the tests of those). The Pythons
   on either side run everything.
+- `pure-3.X`: the pure tier (no kernel runs: the markers in pyproject.toml) and one real measurement.
 - `oldest`: the whole suite on 3.9 with numpy 1.23 and scipy 1.9, the floors pyproject.toml declares.
 
-CI (.ci/steps/75-matrix.sh) runs the whole suite on the newest (`tests-3.13`) and the oldest stack,
-and `light` on the Pythons between (3.11 gets the whole suite from 30-tests).
+CI (.ci/steps/75-matrix.sh) runs the whole suite on the oldest stack, `pure` on the newest
+(`pure-3.13`) and `light` on the Pythons between (3.11 gets the whole suite from 30-tests).
 
 The package is installed, never imported from the checkout: from a wheel of CORELAT_WHEELHOUSE when
 one fits the session's Python (CI passes the manylinux wheels it built), otherwise built from the
@@ -76,6 +77,15 @@ def tests(session):
     session.install("--only-binary", "numpy,scipy,matplotlib", f"{_package(session)}[test]")
     _versions(session)
     _pytest(session, WHOLE_SUITE)
+
+
+@nox.session(python=PYTHONS)
+def pure(session):
+    """The pure tier (no kernel runs) and one real measurement, with the newest numpy and scipy."""
+    session.install("--only-binary", "numpy,scipy,matplotlib", f"{_package(session)}[test]")
+    _versions(session)
+    _pytest(session, PURE_TIER)
+    session.run("python", str(ROOT / ".ci" / "one-measurement.py"))
 
 
 @nox.session(python=PYTHONS)

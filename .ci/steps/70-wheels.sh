@@ -39,7 +39,7 @@ fi
 
 t_w=$SECONDS
 echo "-- 1. the x86-64 wheel, no compiler on PATH: one real measurement against it"
-# (the whole suite runs against an installed wheel in 75-matrix, on the newest and the oldest stack)
+# (the whole suite runs against an installed wheel in 75-matrix, on the oldest stack; the pure tier on the newest)
 wv=$repo/build/venv-wheel
 fresh_venv "$wv"
 whl=$(ls dist/corelat-*-cp$pyx-cp$pyx-manylinux*_x86_64.whl)
